@@ -1,0 +1,293 @@
+"""The capacity-limited downstream: slots, a waiting room, outages, a rate limiter, collapse.
+
+A caller does ``r = downstream.call(process)``. ``r`` is an ``int`` outcome when the call
+fails fast (down, waiting room full, rate limited); otherwise a :class:`Call` whose
+``event`` the caller yields. The event's value is ``COMPLETED`` or ``TIMEOUT``; either way
+the caller then hands it to ``finish(call, value)`` for the final outcome. Calls failed
+together at t0 (a ``down`` outage or a crash) are interrupted with cause ``FAILED``.
+
+No process is spawned per call: a call costs one scheduled event (two when it waits in
+the waiting room under a client timeout).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import simpy
+
+from .scenario import Downstream as DownstreamConfig
+from .streams import Draws
+
+# Call outcomes (plain ints: they are compared on the hot path).
+OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED = range(8)
+OUTCOME_NAMES = ("ok", "error", "timeout", "rejected", "down", "throttled", "failed", "completed")
+
+# Call states.
+_WAITING, _SERVING, _DOOMED, _ABANDONED = range(4)
+
+
+class Call:
+    """One downstream call in flight (in service or in the waiting room)."""
+
+    __slots__ = ("proc", "event", "deadline", "state", "epoch")
+
+    def __init__(self, proc, epoch: int, deadline: float):
+        self.proc = proc
+        self.epoch = epoch
+        self.deadline = deadline
+        self.event = None
+        self.state = _WAITING
+
+
+class TokenBucket:
+    """A rate limiter: ``rate`` tokens per second, at most ``burst`` banked."""
+
+    __slots__ = ("rate", "burst", "tokens", "last")
+
+    def __init__(self, rate: float, burst: float):
+        self.rate, self.burst, self.tokens, self.last = rate, burst, burst, 0.0
+
+    def take(self, now: float) -> bool:
+        tokens = self.tokens + (now - self.last) * self.rate
+        self.last = now
+        if tokens > self.burst:
+            tokens = self.burst
+        if tokens >= 1.0:
+            self.tokens = tokens - 1.0
+            return True
+        self.tokens = tokens
+        return False
+
+
+class Downstream:
+    """The service every worker calls. See the module docstring for the protocol."""
+
+    def __init__(self, env: simpy.Environment, cfg: DownstreamConfig, service: Draws,
+                 outage_draw: Draws, recorder):
+        self.env = env
+        self.concurrency = cfg.concurrency
+        self.queue_limit = cfg.queue_limit
+        self.timeout = cfg.timeout
+        self.serve_abandoned = cfg.serve_abandoned
+        self.latency_per_call = cfg.overload.latency_per_call
+        self._service = service
+        self._outage_draw = outage_draw
+        self.busy = 0
+        self.n_waiting = 0
+        self._waiting: deque[Call] = deque()
+        self.active: set[Call] = set()
+        self.epoch = 0
+        # Health, recomputed whenever an outage starts or ends.
+        self.up = True
+        self._down_outages = 0
+        self._crashed = False
+        self._blackhole = 0
+        self.error_rate = 0.0
+        self.slow = 1.0
+        self._errors_active: list[float] = []
+        self._slows_active: list[float] = []
+        self.limiter = (TokenBucket(cfg.rate_limit.rate, cfg.rate_limit.burst)
+                        if cfg.rate_limit else None)
+        collapse = cfg.overload.collapse
+        self._collapse = collapse
+        self._recent: deque[float] = deque()
+        self._guarded = collapse is not None
+        # Recorder lists, bound once.
+        self._attempts = recorder.attempts.append
+        self._rejected = recorder.rejected.append
+        self._timeouts = recorder.timeouts.append
+        self._wasted = recorder.wasted.append
+        self._errors = recorder.errors.append
+        self._crashes = recorder.crashes.append
+        for outage in cfg.outages:
+            env.process(self._outage(outage))
+
+    # -- the call protocol ---------------------------------------------------------------
+
+    def call(self, proc):
+        """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
+        env = self.env
+        now = env._now
+        self._attempts(now)
+        if not self.up:
+            self._rejected(now)
+            return DOWN
+        if self._blackhole:
+            c = Call(proc, self.epoch, now + self.timeout)
+            c.event = env.timeout(self.timeout, TIMEOUT)
+            return c
+        if self.limiter is not None and not self.limiter.take(now):
+            self._rejected(now)
+            return THROTTLED
+        if self._guarded and self._overloaded(now):
+            self._crash(now)
+            self._rejected(now)
+            return DOWN
+        timeout = self.timeout
+        c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
+        if self.busy < self.concurrency:
+            self.busy += 1
+            self._start(c, now)
+        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
+            c.event = simpy.Event(env)
+            self._waiting.append(c)
+            self.n_waiting += 1
+            if timeout is not None:
+                timer = env.timeout(timeout)
+                timer.callbacks.append(self._deadline)
+                timer.call = c
+        else:
+            self._rejected(now)
+            return REJECTED
+        self.active.add(c)
+        return c
+
+    def finish(self, c: Call, value: int) -> int:
+        """The outcome of a call whose event fired with *value* (``COMPLETED``/``TIMEOUT``)."""
+        self.active.discard(c)
+        now = self.env._now
+        if value == TIMEOUT:
+            self._timeouts(now)
+            return TIMEOUT
+        outcome = OK
+        if self.error_rate and self._outage_draw() < self.error_rate:
+            self._errors(now)
+            outcome = ERROR
+        self._free_slot(now)
+        return outcome
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _start(self, c: Call, now: float) -> None:
+        """Put *c* in service now (a slot is already counted in ``busy``)."""
+        s = self._service() * self.slow
+        if self.latency_per_call:
+            s += self.latency_per_call * self.busy
+        env = self.env
+        if c.state == _ABANDONED:  # served although its client left: pure waste
+            self._finish_later(c, s)
+            return
+        deadline = c.deadline
+        if deadline is None or now + s <= deadline:
+            c.state = _SERVING
+            if c.event is None:
+                c.event = env.timeout(s, COMPLETED)
+            else:
+                event = c.event
+                event._ok = True
+                event._value = COMPLETED
+                env.schedule(event, delay=s)
+            return
+        c.state = _DOOMED  # the client gives up first; the server works on
+        self._finish_later(c, s)
+        if c.event is None:
+            c.event = env.timeout(deadline - now, TIMEOUT)
+        # else: the deadline timer set when it queued will fire the event.
+
+    def _finish_later(self, c: Call, s: float) -> None:
+        timer = self.env.timeout(s)
+        timer.callbacks.append(self._wasted_done)
+        timer.call = c
+
+    def _wasted_done(self, timer) -> None:
+        """Server-side end of work nobody waits for any more."""
+        if timer.call.epoch == self.epoch:
+            now = self.env._now
+            self._wasted(now)
+            self._free_slot(now)
+
+    def _deadline(self, timer) -> None:
+        """A queued call's client timeout fires."""
+        c = timer.call
+        if c.epoch != self.epoch:
+            return
+        if c.state == _WAITING:
+            c.state = _ABANDONED
+            self.n_waiting -= 1
+            c.event.succeed(TIMEOUT)
+        elif c.state == _DOOMED:
+            c.event.succeed(TIMEOUT)
+
+    def _free_slot(self, now: float) -> None:
+        waiting = self._waiting
+        while waiting:
+            c = waiting.popleft()
+            if c.state == _WAITING:
+                self.n_waiting -= 1
+                self._start(c, now)
+                return
+            if self.serve_abandoned:
+                self._start(c, now)
+                return
+        self.busy -= 1
+
+    def _overloaded(self, now: float) -> bool:
+        collapse = self._collapse
+        if collapse.threshold is not None:
+            recent = self._recent
+            recent.append(now)
+            horizon = now - collapse.window
+            while recent[0] <= horizon:
+                recent.popleft()
+            if len(recent) > collapse.threshold:
+                return True
+        return collapse.load_limit is not None and self.busy + self.n_waiting >= collapse.load_limit
+
+    def _fail_in_flight(self) -> None:
+        """Every call in service or waiting fails now, together (the herd's t0)."""
+        self.epoch += 1
+        active, self.active = self.active, set()
+        for c in active:
+            c.proc.interrupt(FAILED)
+        self._waiting.clear()
+        self.n_waiting = 0
+        self.busy = 0
+        self._recent.clear()
+
+    def _crash(self, now: float) -> None:
+        self._crashes(now)
+        self._crashed = True
+        self._refresh()
+        self._fail_in_flight()
+        self.env.process(self._restart())
+
+    def _restart(self):
+        yield self.env.timeout(self._collapse.restart_time)
+        self._crashed = False
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.up = not (self._down_outages or self._crashed)
+        failing = 1.0
+        for rate in self._errors_active:
+            failing *= 1.0 - rate
+        self.error_rate = 1.0 - failing
+        slow = 1.0
+        for factor in self._slows_active:
+            slow *= factor
+        self.slow = slow
+
+    def _outage(self, outage):
+        yield self.env.timeout(outage.start)
+        mode = outage.mode
+        if mode == "down":
+            self._down_outages += 1
+            self._fail_in_flight()
+        elif mode == "blackhole":
+            self._blackhole += 1
+        elif mode == "error":
+            self._errors_active.append(outage.error_rate)
+        else:
+            self._slows_active.append(outage.factor)
+        self._refresh()
+        yield self.env.timeout(outage.duration)
+        if mode == "down":
+            self._down_outages -= 1
+        elif mode == "blackhole":
+            self._blackhole -= 1
+        elif mode == "error":
+            self._errors_active.remove(outage.error_rate)
+        else:
+            self._slows_active.remove(outage.factor)
+        self._refresh()

@@ -1,0 +1,101 @@
+"""The recorder: the hot path appends event times to flat lists; numpy bins them once.
+
+Counters are lists of event times (``attempts``, ``rejected`` …), binned with
+``np.bincount`` at the end. Gauges (in flight, backlog …) are sampled at every bin start
+by one process. Nothing here is touched per call except a ``list.append``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SUCCEEDED, DEAD_LETTERED = 0, 1
+OUTCOMES = ("succeeded", "dead_lettered", "pending")
+
+COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
+            "refused", "crashes")
+GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up")
+
+
+class Recorder:
+    """Flat arrays of everything that happened in one run."""
+
+    def __init__(self) -> None:
+        for name in COUNTERS:
+            setattr(self, name, [])
+        self.poison: list[bool] = []  # per job id, beside ``arrivals``
+        self.sleep_time: list[float] = []
+        self.sleep_attempt: list[int] = []
+        self.sleep_value: list[float] = []
+        self.finish_id: list[int] = []
+        self.finish_time: list[float] = []
+        self.finish_attempts: list[int] = []
+        self.finish_outcome: list[int] = []
+        self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
+
+    def record_sleep(self, now: float, attempt: int, sleep: float) -> None:
+        self.sleep_time.append(now)
+        self.sleep_attempt.append(attempt)
+        self.sleep_value.append(sleep)
+
+    # -- turning lists into frames (once, at the end) --------------------------------------
+
+    def counts(self, times, bin_width: float, n_bins: int) -> np.ndarray:
+        """Events per bin."""
+        times = np.asarray(times, dtype=float)
+        if times.size == 0:
+            return np.zeros(n_bins, dtype=np.int64)
+        index = (times / bin_width).astype(np.int64)
+        np.clip(index, 0, n_bins - 1, out=index)
+        return np.bincount(index, minlength=n_bins)
+
+    def timeseries(self, bin_width: float, n_bins: int) -> pd.DataFrame:
+        """One row per bin: counters (events in the bin) and gauges (value at bin start)."""
+        outcome = np.asarray(self.finish_outcome, dtype=np.int8)
+        finish_time = np.asarray(self.finish_time, dtype=float)
+        columns: dict[str, np.ndarray] = {"time": np.arange(n_bins) * bin_width}
+        columns["arrivals"] = self.counts(self.arrivals, bin_width, n_bins)
+        columns["attempts"] = self.counts(self.attempts, bin_width, n_bins)
+        columns["success"] = self.counts(finish_time[outcome == SUCCEEDED], bin_width, n_bins)
+        columns["retry"] = self.counts(self.sleep_time, bin_width, n_bins)
+        columns["failed_dlq"] = self.counts(finish_time[outcome == DEAD_LETTERED], bin_width,
+                                            n_bins)
+        for name in COUNTERS[2:]:
+            columns[name] = self.counts(getattr(self, name), bin_width, n_bins)
+        for name, samples in self.gauges.items():
+            values = np.asarray(samples[:n_bins], dtype=float)
+            if len(values) < n_bins:
+                values = np.pad(values, (0, n_bins - len(values)), mode="edge")
+            columns[name] = values
+        return pd.DataFrame(columns)
+
+    def sleeps(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "time": np.asarray(self.sleep_time, dtype=float),
+            "attempt": np.asarray(self.sleep_attempt, dtype=np.int64),
+            "sleep": np.asarray(self.sleep_value, dtype=float),
+        })
+
+    def jobs(self, pending: list) -> pd.DataFrame:
+        """One row per submitted job; *pending* are the job objects still in the system."""
+        n = len(self.arrivals)
+        finish = np.full(n, np.nan)
+        attempts = np.zeros(n, dtype=np.int64)
+        outcome = np.full(n, 2, dtype=np.int8)
+        ids = np.asarray(self.finish_id, dtype=np.int64)
+        finish[ids] = self.finish_time
+        attempts[ids] = self.finish_attempts
+        outcome[ids] = self.finish_outcome
+        for job in pending:
+            attempts[job.id] = job.attempts
+        arrival = np.asarray(self.arrivals, dtype=float)
+        return pd.DataFrame({
+            "job": np.arange(n),
+            "arrival": arrival,
+            "poison": np.asarray(self.poison, dtype=bool),
+            "attempts": attempts,
+            "outcome": pd.Categorical.from_codes(outcome, OUTCOMES),
+            "finish": finish,
+            "latency": finish - arrival,
+        })

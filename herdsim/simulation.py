@@ -1,0 +1,101 @@
+"""Wiring: a validated scenario in, a :class:`~herdsim.result.Result` out."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import simpy
+
+from .downstream import Downstream
+from .queues import DelayedQueue, JobQueue
+from .recorder import Recorder
+from .result import Result
+from .scenario import Scenario, Service
+from .streams import Draws, generators
+from .worker import worker
+from .workload import Job, arrivals
+
+
+def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
+    if cfg.distribution == "constant":
+        return Draws(lambda n: np.full(n, cfg.mean))
+    if cfg.distribution == "exponential":
+        return Draws(lambda n: rng.exponential(cfg.mean, n))
+    mu = math.log(cfg.mean) - cfg.sigma**2 / 2  # so that the mean is cfg.mean
+    return Draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+
+
+class Simulation:
+    """One run of one scenario: the SimPy environment and everything living in it."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.env = env = simpy.Environment()
+        rngs = generators(scenario.seed)
+        self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
+        self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
+        self.strategy = scenario.retry.build()
+        self.strategy_rng = rngs["strategy"]
+        self.recorder = Recorder()
+        self.queue = JobQueue(env)
+        self.in_hand: set[Job] = set()
+        self.sleeping = 0
+        self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
+        self.downstream = Downstream(
+            env, scenario.downstream,
+            _service_draws(scenario.downstream.service, rngs["service"]),
+            Draws(lambda n: rngs["outages"].random(n)),
+            self.recorder,
+        )
+        self._arrivals = self.recorder.arrivals.append
+        self._poison = self.recorder.poison.append
+        self._poison_fraction = scenario.workload.poison_fraction
+        self._queue_limit = scenario.workload.queue_limit
+        self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
+        env.process(arrivals(self))
+        env.process(self._sample_gauges())
+        for _ in range(scenario.workers.count):
+            env.process(worker(self))
+
+    def submit(self) -> None:
+        """A new job arrives on the main queue (or is refused when the queue is full)."""
+        now = self.env._now
+        if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
+            self.recorder.refused.append(now)
+            return
+        poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
+        job = Job(len(self.recorder.arrivals), poison, self.scenario.retry.base)
+        self._arrivals(now)
+        self._poison(poison)
+        self.queue.put(job)
+
+    def _sample_gauges(self):
+        env, ds, gauges = self.env, self.downstream, self.recorder.gauges
+        width = self.scenario.bin
+        in_flight, waiting = gauges["in_flight"].append, gauges["waiting"].append
+        depth, delayed, up = (gauges["queue_depth"].append, gauges["delayed"].append,
+                              gauges["downstream_up"].append)
+        for k in range(self.n_bins):
+            yield env.timeout(k * width - env.now)
+            in_flight(ds.busy)
+            waiting(ds.n_waiting)
+            depth(len(self.queue.items))
+            delayed(len(self.delayed) + self.sleeping)
+            up(1.0 if ds.up else 0.0)
+
+    def pending_jobs(self) -> list[Job]:
+        """Jobs still in the system: queued, parked for a retry, or held by a worker."""
+        return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
+
+    def run(self) -> Result:
+        started = time.perf_counter()
+        self.env.run(until=self.scenario.duration)
+        wall = time.perf_counter() - started
+        return Result.from_simulation(self, wall)
+
+
+def run(scenario: Scenario) -> Result:
+    """Run *scenario* once and return its :class:`~herdsim.result.Result`."""
+    return Simulation(scenario).run()
