@@ -14,6 +14,7 @@ RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check
 RECOVERY_GOODPUT = 0.9  # success rate must be back to 90% of its pre-outage level
 RECOVERY_BACKLOG_SLACK = 0.5  # s of offered traffic allowed above the pre-outage backlog
 PRE_OUTAGE_WINDOW = 10.0  # s before the first outage used as "normal"
+STORM_LEVEL = 0.01  # a retry storm lasts while retries exceed 1% of the offered rate
 
 
 def peak_rate(times: np.ndarray, window: float) -> float:
@@ -34,16 +35,34 @@ def peak_over_mean(values: pd.Series | np.ndarray) -> float | None:
     return float(values.max() / values.mean())
 
 
-def storm_window(series: pd.Series, times: np.ndarray, scenario: Scenario) -> np.ndarray:
-    """Mask of the storm: from the first outage's start to the last nonzero sample."""
-    if not scenario.downstream.outages:
-        return np.zeros(len(times), dtype=bool)
-    start = min(o.start for o in scenario.downstream.outages)
-    values = np.asarray(series, dtype=float)
-    active = np.flatnonzero((times >= start) & (values > 0))
+def storm_mask(rate: np.ndarray, times: np.ndarray, start: float, threshold: float
+               ) -> np.ndarray:
+    """Mask of a storm: from *start* to the last sample whose *rate* (per second) exceeds
+    *threshold*. Works on binned counts turned into rates and on PromQL ``rate()`` output."""
+    rate = np.nan_to_num(np.asarray(rate, dtype=float))
+    active = np.flatnonzero((times >= start) & (rate > threshold))
     if active.size == 0:
         return np.zeros(len(times), dtype=bool)
     return (times >= start) & (times <= times[active[-1]])
+
+
+def storm_threshold(scenario: Scenario, baseline: float = 0.0) -> float:
+    """Retries/s that still count as a storm: 1% of the offered rate above *baseline*."""
+    return baseline + STORM_LEVEL * scenario.workload.rate
+
+
+def retry_storm(ts: pd.DataFrame, scenario: Scenario) -> np.ndarray:
+    """Bins of the retry storm: from the first outage to when the retry rate (trailing 1 s)
+    falls back under its pre-outage mean plus 1% of the offered rate, for good."""
+    if not scenario.downstream.outages:
+        return np.zeros(len(ts), dtype=bool)
+    start = min(o.start for o in scenario.downstream.outages)
+    times = ts["time"].to_numpy()
+    k = max(1, int(round(1.0 / scenario.bin)))
+    rate = ts["retry"].rolling(k, min_periods=1).sum().to_numpy() / (k * scenario.bin)
+    before = times < start
+    baseline = float(rate[before].mean()) if before.any() else 0.0
+    return storm_mask(rate, times, start, storm_threshold(scenario, baseline))
 
 
 def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
@@ -105,8 +124,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         if first_end is not None and t >= first_end
         and not any(start <= t < end for start, end in outages)
     ]
-    times = ts["time"].to_numpy()
-    storm = storm_window(ts["retry"], times, scenario)
+    storm = retry_storm(ts, scenario)
     latency = jobs.loc[outcome == "succeeded", "latency"]
     attempts_total = int(len(attempt_times))
     return {

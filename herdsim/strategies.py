@@ -208,7 +208,7 @@ def resolve(name: str) -> type:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ValueError(f"cannot import {module_name!r} for strategy {name!r}: {exc}") from None
+            raise ValueError(f"cannot import {module_name!r}: {exc}") from None
         try:
             return getattr(module, attr)
         except AttributeError:

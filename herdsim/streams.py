@@ -18,7 +18,8 @@ BLOCK = 4096
 def generators(seed: int) -> dict[str, np.random.Generator]:
     """One generator per purpose, derived from *seed*."""
     children = np.random.SeedSequence(seed).spawn(len(PURPOSES))
-    return {name: np.random.default_rng(child) for name, child in zip(PURPOSES, children)}
+    pairs = zip(PURPOSES, children, strict=True)
+    return {name: np.random.default_rng(child) for name, child in pairs}
 
 
 class Draws:
