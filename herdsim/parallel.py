@@ -28,7 +28,7 @@ def default_processes() -> int:
     return os.cpu_count() or 1
 
 
-def progress_bar(label: str, total: int, enabled: bool = True) -> Progress:
+def progress_bar(enabled: bool = True) -> Progress:
     """A rich progress bar showing tasks done, rate-derived ETA and elapsed time."""
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -55,7 +55,7 @@ def imap_unordered(
     """
     args = list(args)
     processes = processes or default_processes()
-    with progress_bar(label or "", len(args), enabled=label is not None) as bar:
+    with progress_bar(enabled=label is not None) as bar:
         task = bar.add_task(label or "", total=len(args))
         if processes == 1 or len(args) <= 1:
             for index, arg in enumerate(args):
