@@ -26,6 +26,7 @@ class Recorder:
             setattr(self, name, [])
         self.poison: list[bool] = []  # per job id, beside ``arrivals``
         self.sleep_time: list[float] = []
+        self.sleep_job: list[int] = []
         self.sleep_attempt: list[int] = []
         self.sleep_value: list[float] = []
         self.finish_id: list[int] = []
@@ -34,8 +35,9 @@ class Recorder:
         self.finish_outcome: list[int] = []
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
 
-    def record_sleep(self, now: float, attempt: int, sleep: float) -> None:
+    def record_sleep(self, now: float, job: int, attempt: int, sleep: float) -> None:
         self.sleep_time.append(now)
+        self.sleep_job.append(job)
         self.sleep_attempt.append(attempt)
         self.sleep_value.append(sleep)
 
@@ -73,6 +75,7 @@ class Recorder:
     def sleeps(self) -> pd.DataFrame:
         return pd.DataFrame({
             "time": np.asarray(self.sleep_time, dtype=float),
+            "job": np.asarray(self.sleep_job, dtype=np.int64),
             "attempt": np.asarray(self.sleep_attempt, dtype=np.int64),
             "sleep": np.asarray(self.sleep_value, dtype=float),
         })

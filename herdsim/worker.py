@@ -78,7 +78,7 @@ def worker(sim):
             else:
                 pause = job.prev = draw(n, job.prev, rng)
             job.retries = n + 1
-            record_sleep(env._now, n, pause)
+            record_sleep(env._now, job.id, n, pause)
             if sleep_mode:
                 sim.sleeping += 1
                 yield timeout(pause)
