@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from . import prometheus as promexport
 from . import strategies
 from .errors import ScenarioError
 from .scenario import Scenario, load_scenario
@@ -33,6 +34,9 @@ SetOpt = Annotated[
 ]
 OutOpt = Annotated[
     Path | None, typer.Option("--out", help="Output directory (default runs/<name>-<time>).")
+]
+PrometheusOpt = Annotated[
+    bool, typer.Option("--prometheus", help="Also write metrics.om (see 'export prometheus').")
 ]
 
 
@@ -128,13 +132,16 @@ def summary_table(summary: dict, title: str) -> Table:
 
 @app.command()
 @friendly_errors
-def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None) -> None:
+def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
+        prometheus: PrometheusOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out."""
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
     with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
         result = run_scenario(sc)
     result.save(target)
+    if prometheus:
+        report_export(promexport.export(target))
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
     console.print(f"outputs: [bold]{target}[/]")
 
@@ -159,6 +166,72 @@ def list_strategies() -> None:
     console.print(table)
     console.print("A strategy of your own: retry.strategy: package.module:ClassName, or an "
                   "entry point in the 'herdsim.strategies' group.")
+
+
+export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+RunDirArg = Annotated[Path, typer.Argument(help="Output directory of 'herdsim run' or "
+                                                "'herdsim compare'.", show_default=False)]
+StartOpt = Annotated[str | None, typer.Option(
+    "--start", help="Unix time (s) or ISO date-time of the run's t=0 "
+                    "(default: now minus the run's duration).", show_default=False)]
+IntervalOpt = Annotated[str | None, typer.Option(
+    "--interval", help="Sample every … (a multiple of the bin, e.g. 1s; default: the bin).",
+    show_default=False)]
+ReplicationOpt = Annotated[int, typer.Option(
+    "--replication", help="Which replication of a comparison to export.")]
+
+
+def report_export(exported: promexport.Export) -> None:
+    span = f"{datetime.fromtimestamp(exported.start):%Y-%m-%d %H:%M:%S} to " \
+           f"{datetime.fromtimestamp(exported.end):%H:%M:%S}"
+    console.print(f"wrote {exported.samples:,} samples of {exported.series} series "
+                  f"({span}) to [bold]{exported.path}[/]")
+    console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
+                  f"{exported.path} DATA_DIR", highlight=False, soft_wrap=True)
+
+
+@export_app.command("prometheus")
+@friendly_errors
+def export_prometheus(
+    directory: RunDirArg, out: Annotated[Path | None, typer.Option(
+        "--out", help="File to write (default: DIR/metrics.om).", show_default=False)] = None,
+    start: StartOpt = None, interval: IntervalOpt = None,
+    buckets: Annotated[str, typer.Option(
+        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms).")] =
+        ",".join(f"{b:g}" for b in promexport.DEFAULT_BUCKETS),
+    replication: ReplicationOpt = 0,
+) -> None:
+    """Write the run's metrics as OpenMetrics text for promtool's backfill."""
+    report_export(promexport.export(
+        directory, out, None if start is None else promexport.parse_start(start), interval,
+        promexport.parse_buckets(buckets), replication))
+
+
+@app.command("prometheus")
+@friendly_errors
+def prometheus_server(
+    directory: RunDirArg,
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 9090,
+    start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
+) -> None:
+    """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
+    at = None if start is None else promexport.parse_start(start)
+    console.print("exporting, backfilling and starting Prometheus…")
+    try:
+        with promexport.serve(directory, port, at, interval, replication) as running:
+            begin, end = (datetime.fromtimestamp(running.export.start),
+                          datetime.fromtimestamp(running.export.end))
+            console.print(f"Prometheus over {directory}: [bold]{running.url}[/] "
+                          f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
+            console.print(f"the seed's query: {running.graph_url()}", highlight=False,
+                          soft_wrap=True)
+            console.print("Ctrl-C stops it and deletes its data.")
+            code = running.process.wait()
+        err_console.print(f"prometheus exited by itself with code {code}")
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        console.print("stopped Prometheus and deleted its data")
 
 
 def main() -> None:  # pragma: no cover - console-script shim for python -m
