@@ -140,10 +140,10 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
         result = run_scenario(sc)
     result.save(target)
-    if prometheus:
-        report_export(promexport.export(target))
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
     console.print(f"outputs: [bold]{target}[/]")
+    if prometheus:
+        report_export(promexport.export(target))
 
 
 @app.command()

@@ -1,0 +1,116 @@
+"""``dashboards/herdsim.json``: importable into Grafana >= 9, and every query asks for a
+metric herdsim really exports.
+
+The exported names come from running the exporter on a tiny simulation, not from a list
+copied here. (The integration test also runs every query against a real Prometheus.)
+Budget: about 1 s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from herdsim import load_scenario, run
+from herdsim import prometheus as prom
+
+DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "herdsim.json"
+DATASOURCE = "${DS_PROMETHEUS}"
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "offset",
+                "bool", "and", "or", "unless", "inf", "nan"}
+
+
+def promql_metrics(expr: str) -> set[str]:
+    """Metric names in a PromQL expression: identifiers that are not functions, keywords,
+    label names inside ``{}`` or ``by (...)``, durations or numbers."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    expr = re.sub(r"\{[^}]*\}", " ", expr)  # label matchers
+    expr = re.sub(r"\[[^\]]*\]", " ", expr)  # range selectors
+    expr = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", " ", expr)  # grouping labels
+    names = set()
+    for match in re.finditer(r"(?<![\w.])[A-Za-z_:][A-Za-z0-9_:]*", expr):
+        following = expr[match.end():].lstrip()
+        if not following.startswith("(") and match.group().lower() not in PROMQL_WORDS:
+            names.add(match.group())
+    return names
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict:
+    return json.loads(DASHBOARD.read_text())
+
+
+@pytest.fixture(scope="module")
+def exported_names(tmp_path_factory, make_scenario) -> set[str]:
+    """Sample names in the OpenMetrics text of a tiny simulated run with a breaker."""
+    scenario = load_scenario(make_scenario(breaker={"enabled": True}))
+    directory = tmp_path_factory.mktemp("run") / "out"
+    run(scenario).save(directory)
+    text = prom.render(prom.load_run(directory), 1_700_000_000)[0]
+    return {line.split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")}
+
+
+def targets(dashboard: dict) -> list[tuple[str, dict]]:
+    return [(panel["title"], target) for panel in dashboard["panels"]
+            for target in panel["targets"]]
+
+
+def test_promql_metrics_finds_names_not_functions_or_labels():
+    expr = ('histogram_quantile(0.9, sum by (le, arm) (rate(a_bucket{queue=~"$q", le!="x"}'
+            '[10s]))) / on (arm) group_left max(b_total offset 1m) > bool 2')
+    assert promql_metrics(expr) == {"a_bucket", "b_total"}
+
+
+def test_it_is_a_grafana_9_import_with_a_prometheus_input(dashboard):
+    (source,) = dashboard["__inputs"]
+    assert (source["type"], source["pluginId"]) == ("datasource", "prometheus")
+    assert f"${{{source['name']}}}" == DATASOURCE
+    grafana = next(r for r in dashboard["__requires"] if r["id"] == "grafana")
+    assert int(grafana["version"].split(".")[0]) >= 9
+    assert dashboard["schemaVersion"] >= 36  # Grafana 9.0's schema
+    kinds = {panel["type"] for panel in dashboard["panels"]}
+    assert kinds <= {r["id"] for r in dashboard["__requires"] if r["type"] == "panel"}
+
+
+def test_every_query_uses_the_input_datasource(dashboard):
+    users = dashboard["panels"] + dashboard["templating"]["list"]
+    users += [target for _, target in targets(dashboard)]
+    assert all(user["datasource"] == {"type": "prometheus", "uid": DATASOURCE}
+               for user in users)
+
+
+def test_every_panel_queries_only_metrics_herdsim_exports(dashboard, exported_names):
+    for title, target in targets(dashboard):
+        names = promql_metrics(target["expr"])
+        assert names, title
+        assert names <= exported_names, (title, names - exported_names)
+    for variable in dashboard["templating"]["list"]:
+        metric, label = re.fullmatch(r"label_values\((\w+), *(\w+)\)",
+                                     variable["query"]["query"]).groups()
+        assert metric in exported_names and label == variable["name"]
+
+
+def test_windows_are_a_fixed_10s(dashboard):
+    """$__rate_interval assumes 15 s scrapes; herdsim samples every bin."""
+    for title, target in targets(dashboard):
+        assert "$__" not in target["expr"], title
+        assert set(re.findall(r"\[([^\]]*)\]", target["expr"])) <= {"10s"}, title
+
+
+def test_the_issue_panels_are_all_there(dashboard, exported_names):
+    """The seed's query verbatim; and panels over executions, sleeps (heatmap and
+    quantiles), downstream in flight and capacity, queue depth and breaker state."""
+    exprs = [target["expr"] for _, target in targets(dashboard)]
+    assert prom.RETRY_QUERY in exprs
+    used = set().union(*(promql_metrics(expr) for expr in exprs))
+    gauges = set(prom.GAUGES.values()) | {prom.CAPACITY}
+    assert gauges <= used
+    assert any(e.startswith("histogram_quantile") for e in exprs)
+    heatmap = [p for p in dashboard["panels"] if p["type"] == "heatmap"]
+    assert heatmap and all(t["format"] == "heatmap" for p in heatmap for t in p["targets"])
+    titles = [panel["title"] for panel in dashboard["panels"]]
+    assert len(set(titles)) == len(titles)
+    assert len({panel["id"] for panel in dashboard["panels"]}) == len(titles)
