@@ -116,10 +116,11 @@ def test_bad_input_is_refused():
 
 def scalar_rate(times_ms, values, t_ms, width_ms, left_open):
     """One evaluation, written the way promql/functions.go reads (current upstream)."""
-    if left_open:
-        points = [(t, v) for t, v in zip(times_ms, values) if t_ms - width_ms < t <= t_ms]
-    else:
-        points = [(t, v) for t, v in zip(times_ms, values) if t_ms - width_ms <= t <= t_ms]
+    def inside(t):
+        after_start = t > t_ms - width_ms if left_open else t >= t_ms - width_ms
+        return after_start and t <= t_ms
+
+    points = [(t, v) for t, v in zip(times_ms, values, strict=True) if inside(t)]
     if len(points) < 2:
         return math.nan
     result = points[-1][1] - points[0][1]
