@@ -11,7 +11,8 @@ sum of such series. The rules (Prometheus ``promql/functions.go``, ``extrapolate
 * it is extrapolated towards each window edge by the gap to that edge when the gap is
   under 1.1 x the average sample interval, else by half an average interval (the series
   is taken to start or end there);
-* a counter is never extrapolated back past the point where it would read zero;
+* a counter is never extrapolated back past the point where it would read zero (this
+  clamp applies after the half-interval rule, as since prometheus/prometheus#13725);
 * the result is divided by the window width in seconds.
 
 Timestamps are handled in integer milliseconds, as Prometheus stores them.
