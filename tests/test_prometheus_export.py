@@ -196,6 +196,15 @@ def test_a_run_without_breaker_column_has_no_breaker_gauge(tmp_path):
     assert "worker_queue_depth" in types
 
 
+def test_a_run_without_retries_has_an_all_zero_histogram(run_dir):
+    pd.DataFrame(columns=["time", "job", "attempt", "sleep"]).to_csv(
+        run_dir / "sleeps.csv", index=False)
+    samples, _ = parse(prom.render(prom.load_run(run_dir), START)[0])
+    histogram = samples[samples["family"] == "worker_retry_sleep_duration_seconds"]
+    assert len(histogram) == 51 * (len(prom.DEFAULT_BUCKETS) + 3)
+    assert (histogram["value"] == 0).all()
+
+
 def test_compare_directory_labels_every_series_with_its_arm(tmp_path):
     """A comparison's tidy frames become one set of series per arm, told apart by ``arm``;
     each arm's counters end at that arm's own totals."""
