@@ -109,8 +109,12 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
 
 
 def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
-              crash_times: list[float], scenario: Scenario, wall: float) -> dict:
-    """The KPIs of one run, as a flat dict of plain numbers (None where undefined)."""
+              crash_times: list[float], scenario: Scenario, wall: float,
+              breaker_trips: int = 0, breaker_open_time: float = 0.0) -> dict:
+    """The KPIs of one run, as a flat dict of plain numbers (None where undefined).
+
+    ``breaker_open_time`` is the mean time one breaker spent not closed (seconds).
+    """
     outcome = jobs["outcome"]
     submitted = len(jobs)
     succeeded = int((outcome == "succeeded").sum())
@@ -144,6 +148,10 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "errors_total": int(ts["errors"].sum()),
         "wasted_total": int(ts["wasted"].sum()),
         "recycled_total": int(ts["recycled"].sum()),
+        "calls_avoided": int(ts["short_circuited"].sum()),
+        "budget_refused_total": int(ts["budget_refused"].sum()),
+        "breaker_trips": breaker_trips,
+        "breaker_open_time": breaker_open_time,
         "capacity_rate": capacity,
         "peak_attempt_rate": peak,
         "peak_to_capacity": peak / capacity,

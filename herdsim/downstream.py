@@ -19,9 +19,10 @@ import simpy
 from .scenario import Downstream as DownstreamConfig
 from .streams import Draws
 
-# Call outcomes (plain ints: they are compared on the hot path).
-OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED = range(8)
-OUTCOME_NAMES = ("ok", "error", "timeout", "rejected", "down", "throttled", "failed", "completed")
+# Call outcomes (plain ints: they are compared on the hot path). COMPLETED and DELIVERED
+# are event values only: served, with the slot still held (COMPLETED) or already freed
+# because the response spent ``network_delay`` on the way back (DELIVERED).
+OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
 
 # Call states.
 _WAITING, _SERVING, _DOOMED, _ABANDONED = range(4)
@@ -64,7 +65,7 @@ class Downstream:
     """The service every worker calls. See the module docstring for the protocol."""
 
     def __init__(self, env: simpy.Environment, cfg: DownstreamConfig, service: Draws,
-                 outage_draw: Draws, recorder):
+                 outage_draw: Draws, recorder, network: Draws | None = None):
         self.env = env
         self.concurrency = cfg.concurrency
         self.queue_limit = cfg.queue_limit
@@ -72,6 +73,7 @@ class Downstream:
         self.serve_abandoned = cfg.serve_abandoned
         self.latency_per_call = cfg.overload.latency_per_call
         self._service = service
+        self._network = network
         self._outage_draw = outage_draw
         self.busy = 0
         self.n_waiting = 0
@@ -107,6 +109,14 @@ class Downstream:
 
     def call(self, proc):
         """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
+        outcome = self._call(proc)
+        if self._network is None or outcome.__class__ is not int:
+            return outcome
+        c = Call(proc, self.epoch, None)  # a fast failure still crosses the network
+        c.event = self.env.timeout(self._network(), outcome)
+        return c
+
+    def _call(self, proc):
         env = self.env
         now = env._now
         self._attempts(now)
@@ -144,17 +154,20 @@ class Downstream:
         return c
 
     def finish(self, c: Call, value: int) -> int:
-        """The outcome of a call whose event fired with *value* (``COMPLETED``/``TIMEOUT``)."""
+        """The outcome of a call whose event fired with *value*."""
         self.active.discard(c)
         now = self.env._now
         if value == TIMEOUT:
             self._timeouts(now)
             return TIMEOUT
+        if value != COMPLETED and value != DELIVERED:
+            return value  # a fast failure that crossed the network
         outcome = OK
         if self.error_rate and self._outage_draw() < self.error_rate:
             self._errors(now)
             outcome = ERROR
-        self._free_slot(now)
+        if value == COMPLETED:
+            self._free_slot(now)
         return outcome
 
     # -- internals -------------------------------------------------------------------------
@@ -166,29 +179,39 @@ class Downstream:
             s += self.latency_per_call * self.busy
         env = self.env
         if c.state == _ABANDONED:  # served although its client left: pure waste
-            self._finish_later(c, s)
+            self._finish_later(c, s, self._wasted_done)
             return
         deadline = c.deadline
-        if deadline is None or now + s <= deadline:
+        seen, value = s, COMPLETED
+        if self._network is not None:  # the slot frees at s, the client hears at s + delay
+            seen, value = s + self._network(), DELIVERED
+        if deadline is None or now + seen <= deadline:
             c.state = _SERVING
+            if value == DELIVERED:
+                self._finish_later(c, s, self._released)
             if c.event is None:
-                c.event = env.timeout(s, COMPLETED)
+                c.event = env.timeout(seen, value)
             else:
                 event = c.event
                 event._ok = True
-                event._value = COMPLETED
-                env.schedule(event, delay=s)
+                event._value = value
+                env.schedule(event, delay=seen)
             return
         c.state = _DOOMED  # the client gives up first; the server works on
-        self._finish_later(c, s)
+        self._finish_later(c, s, self._wasted_done)
         if c.event is None:
             c.event = env.timeout(deadline - now, TIMEOUT)
         # else: the deadline timer set when it queued will fire the event.
 
-    def _finish_later(self, c: Call, s: float) -> None:
+    def _finish_later(self, c: Call, s: float, callback) -> None:
         timer = self.env.timeout(s)
-        timer.callbacks.append(self._wasted_done)
+        timer.callbacks.append(callback)
         timer.call = c
+
+    def _released(self, timer) -> None:
+        """Server-side end of work whose response is still on the network."""
+        if timer.call.epoch == self.epoch:
+            self._free_slot(self.env._now)
 
     def _wasted_done(self, timer) -> None:
         """Server-side end of work nobody waits for any more."""

@@ -14,8 +14,8 @@ SUCCEEDED, DEAD_LETTERED = 0, 1
 OUTCOMES = ("succeeded", "dead_lettered", "pending")
 
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
-            "refused", "crashes")
-GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up")
+            "refused", "crashes", "short_circuited", "budget_refused")
+GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "breaker_open")
 
 
 class Recorder:

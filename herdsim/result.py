@@ -37,7 +37,11 @@ class Result:
         ts = rec.timeseries(scenario.bin, sim.n_bins)
         jobs = rec.jobs(sim.pending_jobs())
         attempts = np.asarray(rec.attempts, dtype=float)
-        summary = summarize(ts, jobs, attempts, rec.crashes, scenario, wall)
+        gates = sim.gates
+        open_time = (sim.breaker_stats.total_open(gates, scenario.duration) / len(gates)
+                     if gates else 0.0)
+        summary = summarize(ts, jobs, attempts, rec.crashes, scenario, wall,
+                            sum(g.breaker.trips for g in gates), open_time)
         return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes))
 
     def save(self, out: str | Path) -> Path:

@@ -53,7 +53,7 @@ class Workload(Section):
 
 
 class Workers(Section):
-    count: int = Field(100, ge=1)
+    count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
     poll_interval: PositiveDuration = 1.0
 
@@ -104,6 +104,7 @@ class Downstream(Section):
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
     service: Service = Service()
     timeout: PositiveDuration | None = None
+    network_delay: Service | None = None
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
     outages: list[Outage] = []
@@ -153,6 +154,66 @@ class DLQ(Section):
     enabled: bool = True
 
 
+class Breaker(Section):
+    """A circuit breaker (Resilience4j/Polly semantics)."""
+
+    enabled: bool = False
+    scope: Literal["worker", "pool"] = "worker"
+    retries_only: bool = False
+    failure_rate_threshold: float = Field(0.4, gt=0, le=1)
+    window: PositiveDuration = 30.0
+    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
+    minimum_calls: int = Field(20, ge=1)
+    slow_call_threshold: PositiveDuration | None = None
+    slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
+    open_duration: PositiveDuration = 10.0
+    open_duration_multiplier: float = Field(1.0, ge=1)
+    max_open_duration: PositiveDuration | None = None
+    half_open_calls: int = Field(3, ge=1)
+
+
+_TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "success_refund",
+                 "refund_retry_cost", "floor", "strict")
+
+
+class Budget(Section):
+    """A retry budget or client-side throttle (see herdsim/budget.py)."""
+
+    kind: Literal["token_bucket", "adaptive", "ratio"]
+    scope: Literal["worker", "pool"] = "pool"
+    preset: Literal["aws", "grpc"] | None = None
+    capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
+    retry_cost: float | None = Field(None, ge=0)
+    timeout_cost: float | None = Field(None, ge=0)
+    failure_cost: float | None = Field(None, ge=0)
+    success_refund: float | None = Field(None, ge=0)
+    refund_retry_cost: bool | None = None
+    floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
+    strict: bool | None = None
+    window: PositiveDuration | None = None
+    k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
+    ratio: float = Field(0.2, gt=0, le=1, description="ratio: retries per first try")
+    min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Budget:
+        if self.kind == "token_bucket" and self.preset is None:
+            missing = [f for f in _TOKEN_FIELDS if getattr(self, f) is None]
+            if missing:
+                raise _FieldError(
+                    f"budget.{missing[0]}",
+                    "a token_bucket needs preset: aws|grpc or every one of "
+                    + ", ".join(_TOKEN_FIELDS),
+                )
+        if self.window is None:
+            self.window = 120.0 if self.kind == "adaptive" else 10.0
+        return self
+
+    def token_params(self) -> dict:
+        """The token-bucket fields set explicitly (they override the preset)."""
+        return {f: getattr(self, f) for f in _TOKEN_FIELDS if getattr(self, f) is not None}
+
+
 class Scenario(Section):
     """A whole simulation: what arrives, who works, what they call, how they retry."""
 
@@ -168,11 +229,14 @@ class Scenario(Section):
     downstream: Downstream = Downstream()
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
+    breaker: Breaker = Breaker()
+    budget: Budget | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if self.queue is None:
             self.queue = self.name
+
         if self.bin > self.duration:
             raise ValueError("bin is longer than the run's duration")
         for i, outage in enumerate(self.downstream.outages):
@@ -187,6 +251,17 @@ class Scenario(Section):
                     f"downstream.outages.{i}.mode",
                     "a blackhole outage needs downstream.timeout (calls hang until it)",
                 )
+        if self.workers.count is None:
+            if self.workers.retry_mode == "requeue":
+                raise _FieldError("workers.retry_mode",
+                                  "open-loop callers (workers.count: null) have no queue to "
+                                  "requeue to; use sleep")
+            if self.breaker.enabled and self.breaker.scope == "worker":
+                raise _FieldError("breaker.scope",
+                                  "open-loop callers share one breaker: use scope: pool")
+            if self.budget is not None and self.budget.scope == "worker":
+                raise _FieldError("budget.scope",
+                                  "open-loop callers share one budget: use scope: pool")
         for i, spike in enumerate(self.workload.spikes):
             if spike.at >= self.duration:
                 raise _FieldError(f"workload.spikes.{i}.at", "spike starts after the run's end")

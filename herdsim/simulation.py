@@ -8,13 +8,15 @@ import time
 import numpy as np
 import simpy
 
+from . import budget as budgets
+from .breaker import CircuitBreaker
 from .downstream import Downstream
 from .queues import DelayedQueue, JobQueue
 from .recorder import Recorder
 from .result import Result
 from .scenario import Scenario, Service
 from .streams import Draws, generators
-from .worker import worker
+from .worker import BreakerGate, BreakerStats, job_runner, worker
 from .workload import Job, arrivals
 
 
@@ -48,16 +50,44 @@ class Simulation:
             _service_draws(scenario.downstream.service, rngs["service"]),
             Draws(lambda n: rngs["outages"].random(n)),
             self.recorder,
+            _service_draws(scenario.downstream.network_delay, rngs["network"])
+            if scenario.downstream.network_delay else None,
         )
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison.append
         self._poison_fraction = scenario.workload.poison_fraction
         self._queue_limit = scenario.workload.queue_limit
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
+        self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
+        self._budgets: dict = {}
+        self.breaker_stats = BreakerStats()
+        self.gates: list[BreakerGate] = []
+        self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
+        self.run_job = job_runner(self)
+        self.open_loop = scenario.workers.count is None
         env.process(arrivals(self))
         env.process(self._sample_gauges())
-        for _ in range(scenario.workers.count):
-            env.process(worker(self))
+        for _ in range(scenario.workers.count or 0):
+            gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
+            env.process(worker(self, gate))
+
+    def _new_gate(self) -> BreakerGate | None:
+        if not self.scenario.breaker.enabled:
+            return None
+        gate = BreakerGate(self.env, CircuitBreaker(self.scenario.breaker), self.breaker_stats)
+        self.gates.append(gate)
+        return gate
+
+    def budget_for(self, owner) -> object | None:
+        """The retry budget of *owner* (a worker process), or the pool's, or None."""
+        cfg = self.scenario.budget
+        if cfg is None:
+            return None
+        key = owner if cfg.scope == "worker" else None
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
+        return budget
 
     def submit(self) -> None:
         """A new job arrives on the main queue (or is refused when the queue is full)."""
@@ -69,7 +99,10 @@ class Simulation:
         job = Job(len(self.recorder.arrivals), poison, self.scenario.retry.base)
         self._arrivals(now)
         self._poison(poison)
-        self.queue.put(job)
+        if self.open_loop:
+            self.env.process(self.run_job(job, self._pool_gate))
+        else:
+            self.queue.put(job)
 
     def _sample_gauges(self):
         env, ds, gauges = self.env, self.downstream, self.recorder.gauges
@@ -77,6 +110,8 @@ class Simulation:
         in_flight, waiting = gauges["in_flight"].append, gauges["waiting"].append
         depth, delayed, up = (gauges["queue_depth"].append, gauges["delayed"].append,
                               gauges["downstream_up"].append)
+        breaker_open = gauges["breaker_open"].append
+        stats, n_breakers = self.breaker_stats, max(1, len(self.gates))
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
@@ -84,6 +119,7 @@ class Simulation:
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.up else 0.0)
+            breaker_open(stats.not_closed / n_breakers)
 
     def pending_jobs(self) -> list[Job]:
         """Jobs still in the system: queued, parked for a retry, or held by a worker."""

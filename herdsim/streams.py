@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget")
+PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
+            "network")
 BLOCK = 4096
 
 

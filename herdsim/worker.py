@@ -1,26 +1,80 @@
 """The worker loop: take a job, call downstream, then succeed, retry or dead-letter.
 
-This is the hot path. Everything it touches is bound to a local once; a call that
-fails fast costs no event, a call that completes costs one.
+This is the hot path. ``job_runner`` binds everything a job's life touches to closure
+variables once per run; a call that fails fast costs no event, a call that completes one.
+Queue workers run ``worker``; open-loop callers (``workers.count: null``) run one job each.
 """
 
 from __future__ import annotations
 
+import simpy
 from simpy import Interrupt
 
-from .downstream import OK
+from .breaker import CLOSED, OPEN
+from .downstream import OK, TIMEOUT
 from .recorder import DEAD_LETTERED, SUCCEEDED
 
 
-def worker(sim):
-    """SimPy process of one queue worker (``retry_mode`` sleep or requeue)."""
+class BreakerGate:
+    """Wakes the processes waiting on a breaker whenever it changes state or its open
+    period ends, and keeps the breaker statistics (how many open, for how long)."""
+
+    def __init__(self, env: simpy.Environment, breaker, stats: BreakerStats):
+        self.env = env
+        self.breaker = breaker
+        self.stats = stats
+        self._event: simpy.Event | None = None
+        self._since = -1.0  # when it left the closed state; -1 while closed
+        breaker.listener = self._changed
+
+    def wait(self) -> simpy.Event:
+        if self._event is None:
+            self._event = simpy.Event(self.env)
+        return self._event
+
+    def _changed(self, breaker, now: float) -> None:
+        self.stats.transition(self, breaker.state, now)
+        if breaker.state == OPEN:
+            timer = self.env.timeout(breaker.open_until - now)
+            timer.callbacks.append(self._wake)
+        self._wake()
+
+    def _wake(self, _event=None) -> None:
+        event, self._event = self._event, None
+        if event is not None:
+            event.succeed()
+
+
+class BreakerStats:
+    """How many breakers are not closed right now, and the time they spent so."""
+
+    def __init__(self) -> None:
+        self.not_closed = 0
+        self.time_open = 0.0
+
+    def transition(self, gate: BreakerGate, state: str, now: float) -> None:
+        was_closed = gate._since < 0
+        if state == CLOSED:
+            if not was_closed:
+                self.not_closed -= 1
+                self.time_open += now - gate._since
+                gate._since = -1.0
+        elif was_closed:
+            self.not_closed += 1
+            gate._since = now
+
+    def total_open(self, gates: list[BreakerGate], now: float) -> float:
+        """Breaker-seconds spent not closed, the periods still running included."""
+        return self.time_open + sum(now - g._since for g in gates if g._since >= 0)
+
+
+def job_runner(sim):
+    """A generator function ``run_job(job, gate)`` that takes one job to its end:
+    success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
     env = sim.env
-    proc = env.active_process
-    items = sim.queue.items
-    get = sim.queue.get
-    put_back = sim.queue.put
     call = sim.downstream.call
     finish = sim.downstream.finish
+    put_back = sim.queue.put
     in_hand = sim.in_hand
     rec = sim.recorder
     finish_id = rec.finish_id.append
@@ -29,61 +83,125 @@ def worker(sim):
     finish_outcome = rec.finish_outcome.append
     record_sleep = rec.record_sleep
     recycled = rec.recycled.append
-    retry = sim.scenario.retry
+    short_circuited = rec.short_circuited.append
+    budget_refused = rec.budget_refused.append
+    scenario = sim.scenario
+    retry = scenario.retry
     max_retries = retry.max_retries
     poison_retryable = retry.poison_retryable
-    dlq = sim.scenario.dlq.enabled
+    dlq = scenario.dlq.enabled
     base = retry.base
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
-    sleep_mode = sim.scenario.workers.retry_mode == "sleep"
-    delay = sim.delayed.add if not sleep_mode else None
+    open_loop = scenario.workers.count is None
+    sleep_mode = scenario.workers.retry_mode == "sleep"
+    delay = sim.delayed.add
     timeout = env.timeout
+    retries_only = scenario.breaker.retries_only
+    slow_threshold = scenario.breaker.slow_call_threshold
 
-    while True:
-        job = items.popleft() if items else (yield get())
+    def give_up(job, now):
+        """The job fails for good: to the DLQ, or back on the main queue without one."""
+        if dlq or open_loop:
+            finish_id(job.id)
+            finish_time(now)
+            finish_attempts(job.attempts)
+            finish_outcome(DEAD_LETTERED)
+        else:
+            recycled(now)
+            job.retries = 0
+            job.prev = base
+            put_back(job)
+
+    def run_job(job, gate):
+        proc = env.active_process
+        budget = sim.budget_for(proc)
+        gates_calls = budget is not None and budget.gates_calls
+        breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
+        paid = 0.0
         while True:
-            job.attempts += 1
-            outcome = call(proc)
-            if outcome.__class__ is not int:
-                try:
-                    outcome = finish(outcome, (yield outcome.event))
-                except Interrupt as failure:
-                    outcome = failure.cause
-            if outcome == OK and not job.poison:
-                finish_id(job.id)
-                finish_time(env._now)
-                finish_attempts(job.attempts)
-                finish_outcome(SUCCEEDED)
+            now = env._now
+            if breaker is not None and (not retries_only or job.attempts) \
+                    and not breaker.permit(now):
+                short_circuited(now)
+                if retries_only:
+                    give_up(job, now)
+                    break
+                if not open_loop:  # a queue worker holding a job: wait, or park it
+                    if sleep_mode:
+                        yield gate.wait()
+                        continue
+                    delay(max(breaker.open_until, now), job)
+                    break
+                outcome = None  # an open-loop caller sees a failed call
+            elif gates_calls and not budget.allow_call(now):
+                budget_refused(now)
+                give_up(job, now)
                 break
+            else:
+                job.attempts += 1
+                outcome = call(proc)
+                if outcome.__class__ is not int:
+                    try:
+                        outcome = finish(outcome, (yield outcome.event))
+                    except Interrupt as failure:
+                        outcome = failure.cause
+                failed = outcome != OK or job.poison
+                if breaker is not None:
+                    later = env._now
+                    breaker.record(later, failed,
+                                   slow_threshold is not None and later - now >= slow_threshold)
+                now = env._now
+                if budget is not None:
+                    budget.on_result(now, not failed, paid)
+                if not failed:
+                    finish_id(job.id)
+                    finish_time(now)
+                    finish_attempts(job.attempts)
+                    finish_outcome(SUCCEEDED)
+                    break
             n = job.retries
             if (job.poison and not poison_retryable) or (
                 max_retries is not None and n >= max_retries
             ):
-                if dlq:
-                    finish_id(job.id)
-                    finish_time(env._now)
-                    finish_attempts(job.attempts)
-                    finish_outcome(DEAD_LETTERED)
-                else:  # no DLQ: the job goes back on the main queue, retry count reset
-                    recycled(env._now)
-                    job.retries = 0
-                    job.prev = base
-                    put_back(job)
+                give_up(job, now)
                 break
+            if budget is not None:
+                allowed, paid = budget.allow_retry(now, outcome == TIMEOUT)
+                if not allowed:
+                    budget_refused(now)
+                    give_up(job, now)
+                    break
             if stateful:
                 pause, job.prev = draw(n, job.prev, rng)
             else:
                 pause = job.prev = draw(n, job.prev, rng)
             job.retries = n + 1
-            record_sleep(env._now, job.id, n, pause)
+            record_sleep(now, job.id, n, pause)
             if sleep_mode:
                 sim.sleeping += 1
                 yield timeout(pause)
                 sim.sleeping -= 1
             else:
-                delay(env._now + pause, job)
+                delay(now + pause, job)
                 break
         in_hand.discard(job)
+
+    return run_job
+
+
+def worker(sim, gate: BreakerGate | None):
+    """SimPy process of one queue worker: consume jobs while its breaker lets it."""
+    env = sim.env
+    items = sim.queue.items
+    get = sim.queue.get
+    run_job = sim.run_job
+    blocked = gate.breaker.blocked if gate is not None else None
+    while True:
+        if blocked is not None:
+            while blocked(env._now):
+                yield gate.wait()
+        job = items.popleft() if items else (yield get())
+        yield from run_job(job, gate)
