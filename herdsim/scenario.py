@@ -152,6 +152,9 @@ class Retry(Section):
 
 class DLQ(Section):
     enabled: bool = True
+    redelivery_delay: PositiveDuration = Field(
+        1.0, description="DLQ off: a failed job is visible on the main queue again after this"
+    )
 
 
 class Breaker(Section):

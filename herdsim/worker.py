@@ -74,7 +74,6 @@ def job_runner(sim):
     env = sim.env
     call = sim.downstream.call
     finish = sim.downstream.finish
-    put_back = sim.queue.put
     in_hand = sim.in_hand
     rec = sim.recorder
     finish_id = rec.finish_id.append
@@ -90,6 +89,7 @@ def job_runner(sim):
     max_retries = retry.max_retries
     poison_retryable = retry.poison_retryable
     dlq = scenario.dlq.enabled
+    redelivery = scenario.dlq.redelivery_delay
     base = retry.base
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
@@ -102,7 +102,8 @@ def job_runner(sim):
     slow_threshold = scenario.breaker.slow_call_threshold
 
     def give_up(job, now):
-        """The job fails for good: to the DLQ, or back on the main queue without one."""
+        """The job fails for good: to the DLQ, or without one back to the main queue once
+        its redelivery delay has passed (like a visibility timeout)."""
         if dlq or open_loop:
             finish_id(job.id)
             finish_time(now)
@@ -112,7 +113,7 @@ def job_runner(sim):
             recycled(now)
             job.retries = 0
             job.prev = base
-            put_back(job)
+            delay(now + redelivery, job)
 
     def run_job(job, gate):
         proc = env.active_process
