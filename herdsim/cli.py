@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from . import prometheus as promexport
 from . import strategies
+from .compare import FORMATS, TABLE_KPIS, Comparison, OutputDirError, redraw, save_run
+from .compare import compare as compare_arms
 from .errors import ScenarioError
+from .report import write_report
 from .scenario import Scenario, load_scenario
 from .simulation import run as run_scenario
 
@@ -51,7 +55,7 @@ def friendly_errors(func):
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (ScenarioError, UsageError, FileExistsError) as exc:
+        except (ScenarioError, UsageError, FileExistsError, OutputDirError) as exc:
             for line in str(exc).splitlines():
                 err_console.print(f"[bold red]error:[/] {line}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
@@ -139,11 +143,118 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     target = output_dir(out, sc.name)
     with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
         result = run_scenario(sc)
-    result.save(target)
+    with console.status("writing outputs and timeline.png…"):
+        save_run(result, target)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
     console.print(f"outputs: [bold]{target}[/]")
     if prometheus:
         report_export(promexport.export(target))
+
+
+StrategiesOpt = Annotated[str | None, typer.Option(
+    "--strategies", help="Comma-separated strategies to compare (default: every built-in).",
+    show_default=False)]
+VaryOpt = Annotated[list[str] | None, typer.Option(
+    "--vary", help="Try several values of a field: --vary breaker.enabled=false,true "
+                   "(repeatable; arms are every strategy x every combination).")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="Figure formats, comma-separated: png, svg, pdf.")]
+OutputDirArg = Annotated[Path, typer.Argument(
+    help="Output directory of 'herdsim run' or 'herdsim compare'.", show_default=False)]
+
+
+def parse_list(option: str, text: str | None) -> list[str]:
+    """``"a, b"`` -> ``["a", "b"]``; an empty list is a :class:`UsageError`."""
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    if text is not None and not items:
+        raise UsageError(f"{option} {text!r}: expected a comma-separated list")
+    return items
+
+
+def parse_vary(items: list[str] | None) -> dict[str, list[str]]:
+    """``["a.b=1,2"]`` -> ``{"a.b": ["1", "2"]}`` (values parsed later as YAML scalars)."""
+    vary: dict[str, list[str]] = {}
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise UsageError(f"--vary {item!r}: expected path.to.field=value1,value2,...")
+        if key.strip() in vary:
+            raise UsageError(f"--vary {key.strip()}: given twice")
+        vary[key.strip()] = parse_list(f"--vary {key.strip()}=", values)
+    return vary
+
+
+def parse_formats(text: str) -> list[str]:
+    formats = parse_list("--format", text)
+    wrong = [f for f in formats if f not in FORMATS]
+    if wrong:
+        raise UsageError(f"--format {','.join(wrong)}: choose among {', '.join(FORMATS)}")
+    return formats
+
+
+def ranked_table(comparison: Comparison) -> Table:
+    reps = comparison.replications
+    caption = "ranked by recovery time (never last), then peak / capacity"
+    table = Table(title=f"{comparison.scenario.name}: {len(comparison.arms)} arms varying "
+                        f"{comparison.varied}, {reps} replication{'s' * (reps > 1)} each",
+                  caption=caption + ("; ± = 95% confidence interval" if reps > 1 else ""),
+                  header_style="bold", box=box.SIMPLE_HEAD)
+    frame = comparison.table().drop(columns=[heading for key, heading in TABLE_KPIS
+                                             if key in ("amplification", "jobs_pending")])
+    table.add_column("#", justify="right")
+    table.add_column("arm", overflow="fold")
+    for column in frame.columns[1:]:
+        table.add_column(column.replace(" ", "\n"), justify="right")
+    for rank, row in frame.iterrows():
+        cells = ["[red]never[/]" if value == "never" else value.replace(" ±", "\n±")
+                 for value in row]
+        table.add_row(str(rank), *cells)
+    return table
+
+
+@app.command()
+@friendly_errors
+def compare(
+    scenario: ScenarioArg, set_: SetOpt = None, strategies_: StrategiesOpt = None,
+    vary: VaryOpt = None,
+    replications: Annotated[int, typer.Option(
+        "--replications", min=1, help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
+    ] = 1,
+    out: OutOpt = None, fmt: FormatOpt = "png,svg",
+    report: Annotated[bool, typer.Option("--report", help="Also write report.html.")] = False,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", min=1, help="Parallel processes (default: all cores).",
+        show_default=False)] = None,
+) -> None:
+    """Run a scenario under several strategies (and settings) with common random numbers."""
+    sc = load(scenario, set_)
+    names = parse_list("--strategies", strategies_)
+    formats = parse_formats(fmt)
+    target = output_dir(out, f"{sc.name}-compare")
+    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes)
+    with console.status("writing outputs and figures…"):
+        comparison.save(target, formats, report=report)
+    console.print(ranked_table(comparison))
+    console.print(f"outputs: [bold]{target}[/]")
+
+
+@app.command()
+@friendly_errors
+def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg") -> None:
+    """Redraw the figures of a run or compare directory from its saved outputs."""
+    formats = parse_formats(fmt)
+    with console.status("drawing…"):
+        written = redraw(directory, formats)
+    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+
+
+@app.command()
+@friendly_errors
+def report(directory: OutputDirArg) -> None:
+    """Write a self-contained report.html (scenario, KPI table, figures) into DIR."""
+    with console.status("writing the report…"):
+        path = write_report(directory)
+    console.print(f"report: [bold]{path}[/]")
 
 
 @app.command()
@@ -232,6 +343,67 @@ def prometheus_server(
         raise typer.Exit(1)
     except KeyboardInterrupt:
         console.print("stopped Prometheus and deleted its data")
+
+
+@app.command("sweep")
+@friendly_errors
+def sweep_command(
+    scenario: ScenarioArg,
+    grid: Annotated[list[str] | None, typer.Option(
+        "--grid", help="A swept field: path=v1,v2,... or path=start:stop:n[:log] "
+                       "(repeatable; e.g. downstream.outages.0.duration=1s:20s:5:log).")] = None,
+    strategies_: Annotated[str | None, typer.Option(
+        "--strategies", help="Comma-separated strategies (default: the scenario's).",
+        show_default=False)] = None,
+    replications: Annotated[int, typer.Option(
+        "--replications", help="Runs per cell and strategy (seeds seed, seed+1, ...).")] = 1,
+    set_: SetOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output directory; the same command resumes it "
+                      "(default runs/<name>-sweep-<digest>).", show_default=False)] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", envvar="HERDSIM_SCHEDULER",
+        help="Run on Dask: tcp://HOST:8786, or 'local' for a LocalCluster.")] = None,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", min=1, help="Local processes (default: every core; 1 = serial).",
+        show_default=False)] = None,
+    draw_map: Annotated[bool, typer.Option(
+        "--map", help="Draw the metastability map to DIR/map.png.")] = False,
+) -> None:
+    """Run a scenario over a grid of settings x strategies x replications (resumable)."""
+    from . import metastability, sweep
+    from .parallel import ExecutorError
+
+    arms = [s.strip() for s in (strategies_ or "").split(",") if s.strip()]
+    try:
+        plan = sweep.plan(scenario, grid or [], arms, replications, parse_sets(set_))
+        target = out or plan.default_out()
+        sweep.check(target, plan)
+        console.print(f"sweep {plan.name}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
+                      f"{len(plan.strategies)} strategies, {replications} replications), "
+                      f"{len(sweep.finished(target))} already done -> [bold]{target}[/]")
+        try:
+            sweep.run_sweep(plan, target, processes, scheduler)
+        except KeyboardInterrupt:
+            saved = len(sweep.finished(target))
+            err_console.print(f"interrupted: {saved} of {plan.n_tasks} tasks are saved in "
+                              f"{target}; rerun the same command to continue" if saved else
+                              "interrupted: nothing was written")
+            raise typer.Exit(130) from None
+        counts = metastability.class_counts(target)
+        table = Table(title="cells by class", header_style="bold")
+        for column in ("strategy", *counts.columns):
+            table.add_column(column, justify="left" if column == "strategy" else "right")
+        for strategy, row in counts.iterrows():
+            table.add_row(str(strategy), *(str(n) for n in row))
+        console.print(table)
+        written = [target / name for name in sweep.TABLES]
+        if draw_map:
+            metastability.plot_map(target).savefig(target / "map.png", dpi=110)
+            written.append(target / "map.png")
+    except (sweep.SweepError, ExecutorError) as exc:
+        raise UsageError(str(exc)) from None
+    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
 
 
 def main() -> None:  # pragma: no cover - console-script shim for python -m
