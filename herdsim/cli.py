@@ -241,10 +241,13 @@ def compare(
 @app.command()
 @friendly_errors
 def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg") -> None:
-    """Redraw the figures of a run or compare directory from its saved outputs."""
+    """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
     formats = parse_formats(fmt)
     with console.status("drawing…"):
-        written = redraw(directory, formats)
+        if (directory / "manifest.json").exists():  # a sweep directory
+            written = sweep_map(directory, formats)
+        else:
+            written = redraw(directory, formats)
     console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
 
 
@@ -399,11 +402,21 @@ def sweep_command(
         console.print(table)
         written = [target / name for name in sweep.TABLES]
         if draw_map:
-            metastability.plot_map(target).savefig(target / "map.png", dpi=110)
-            written.append(target / "map.png")
+            written += metastability.save_map(target)
     except (sweep.SweepError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None
     console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+
+
+def sweep_map(directory: Path, formats: list[str]) -> list[Path]:
+    """``herdsim plot`` of a sweep directory: its metastability map."""
+    from .metastability import save_map
+    from .sweep import SweepError
+
+    try:
+        return save_map(directory, formats)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def main() -> None:  # pragma: no cover - console-script shim for python -m

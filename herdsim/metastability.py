@@ -27,6 +27,7 @@ A run must last long enough after the outage for "not yet recovered" to mean som
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,20 @@ def class_counts(sweep_dir: str | Path) -> pd.DataFrame:
     table = cells(runs, [axis["path"] for axis in manifest["axes"]])
     counts = pd.crosstab(table["strategy"], table["class"])
     return counts.reindex(index=manifest["strategies"], columns=list(CLASSES), fill_value=0)
+
+
+def save_map(sweep_dir: str | Path, formats: list[str] | tuple[str, ...] = ("png",)
+             ) -> list[Path]:
+    """Draw the map of *sweep_dir* into ``map.<format>`` there (each file replaced whole)."""
+    figure = plot_map(sweep_dir)
+    written = []
+    for fmt in formats:
+        path = Path(sweep_dir) / f"map.{fmt}"
+        aside = path.with_name(f".map-{os.getpid()}.{fmt}")
+        try:
+            figure.savefig(aside, dpi=110)
+            os.replace(aside, path)
+        finally:
+            aside.unlink(missing_ok=True)
+        written.append(path)
+    return written
