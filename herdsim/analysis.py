@@ -72,11 +72,11 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     90% of its level in the 10 s before the first outage (or of the offered goodput when
     there is no such period), and the backlog (main queue + jobs waiting to retry) is
     within half a second of offered traffic of its pre-outage maximum. ``None`` when the
-    run ends unhealthy, or healthy for less than a second.
+    run has no outage, ends unhealthy, or is healthy for less than its last second.
     """
     outages = scenario.downstream.outages
     if not outages:
-        return 0.0
+        return None
     width = scenario.bin
     first = min(o.start for o in outages)
     end = max(o.end for o in outages)
@@ -122,12 +122,8 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     capacity = scenario.downstream.capacity_rate()
     peak = peak_rate(attempt_times, scenario.peak_window)
     outages = scenario.outage_windows
-    first_end = min((end for _, end in outages), default=None)
-    after = [
-        t for t in crash_times
-        if first_end is not None and t >= first_end
-        and not any(start <= t < end for start, end in outages)
-    ]
+    last_end = max((end for _, end in outages), default=None)
+    after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
     latency = jobs.loc[outcome == "succeeded", "latency"]
     attempts_total = int(len(attempt_times))
@@ -135,6 +131,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "scenario": scenario.name,
         "strategy": scenario.retry.strategy,
         "seed": scenario.seed,
+        "outages": len(outages),
         "jobs_submitted": submitted,
         "jobs_succeeded": succeeded,
         "jobs_dead_lettered": dead,

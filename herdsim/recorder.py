@@ -1,11 +1,14 @@
-"""The recorder: the hot path appends event times to flat lists; numpy bins them once.
+"""The recorder: the hot path appends event times to flat arrays; numpy bins them once.
 
-Counters are lists of event times (``attempts``, ``rejected`` …), binned with
+Counters are typed arrays of event times (``attempts``, ``rejected`` …), binned with
 ``np.bincount`` at the end. Gauges (in flight, backlog …) are sampled at every bin start
-by one process. Nothing here is touched per call except a ``list.append``.
+by one process. Nothing here is touched per call except an ``append``. ``array.array``
+stores 8 bytes a value where a list of floats costs 32: a 6-million-call run fits in RAM.
 """
 
 from __future__ import annotations
+
+from array import array
 
 import numpy as np
 import pandas as pd
@@ -23,16 +26,16 @@ class Recorder:
 
     def __init__(self) -> None:
         for name in COUNTERS:
-            setattr(self, name, [])
-        self.poison: list[bool] = []  # per job id, beside ``arrivals``
-        self.sleep_time: list[float] = []
-        self.sleep_job: list[int] = []
-        self.sleep_attempt: list[int] = []
-        self.sleep_value: list[float] = []
-        self.finish_id: list[int] = []
-        self.finish_time: list[float] = []
-        self.finish_attempts: list[int] = []
-        self.finish_outcome: list[int] = []
+            setattr(self, name, array("d"))
+        self.poison = array("b")  # per job id, beside ``arrivals``
+        self.sleep_time = array("d")
+        self.sleep_job = array("q")
+        self.sleep_attempt = array("q")
+        self.sleep_value = array("d")
+        self.finish_id = array("q")
+        self.finish_time = array("d")
+        self.finish_attempts = array("q")
+        self.finish_outcome = array("b")
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
 
     def record_sleep(self, now: float, job: int, attempt: int, sleep: float) -> None:
@@ -87,9 +90,9 @@ class Recorder:
         attempts = np.zeros(n, dtype=np.int64)
         outcome = np.full(n, 2, dtype=np.int8)
         ids = np.asarray(self.finish_id, dtype=np.int64)
-        finish[ids] = self.finish_time
-        attempts[ids] = self.finish_attempts
-        outcome[ids] = self.finish_outcome
+        finish[ids] = np.asarray(self.finish_time, dtype=float)
+        attempts[ids] = np.asarray(self.finish_attempts, dtype=np.int64)
+        outcome[ids] = np.asarray(self.finish_outcome, dtype=np.int8)
         for job in pending:
             attempts[job.id] = job.attempts
         arrival = np.asarray(self.arrivals, dtype=float)

@@ -99,7 +99,17 @@ class Overload(Section):
     latency_per_call: NonNegativeDuration = 0.0
 
 
+class Occ(Section):
+    """The optimistic-concurrency row (``downstream.model: occ``, see herdsim/occ.py)."""
+
+    hop_mean: PositiveDuration = 0.010
+    hop_sd: NonNegativeDuration = 0.002
+    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
+                                                     "retry (1: the AWS 2015 simulator)")
+
+
 class Downstream(Section):
+    model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
     service: Service = Service()
@@ -109,6 +119,7 @@ class Downstream(Section):
     rate_limit: RateLimit | None = None
     outages: list[Outage] = []
     overload: Overload = Overload()
+    occ: Occ = Occ()
 
     def mean_service(self) -> float:
         """Mean service time at full concurrency (latency_per_call included)."""
@@ -265,9 +276,16 @@ class Scenario(Section):
             if self.budget is not None and self.budget.scope == "worker":
                 raise _FieldError("budget.scope",
                                   "open-loop callers share one budget: use scope: pool")
-        for i, spike in enumerate(self.workload.spikes):
+        if self.downstream.model == "occ" and self.workers.count is None:
+            raise _FieldError("workers.count", "the occ model needs a number of clients")
+        previous_end = None
+        for i, spike in sorted(enumerate(self.workload.spikes), key=lambda item: item[1].at):
             if spike.at >= self.duration:
                 raise _FieldError(f"workload.spikes.{i}.at", "spike starts after the run's end")
+            if previous_end is not None and spike.at < previous_end:
+                raise _FieldError(f"workload.spikes.{i}.at",
+                                  "spikes overlap; give each window its own rate")
+            previous_end = spike.at + spike.duration
         return self
 
     @property
@@ -303,7 +321,8 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
                 message = "unknown field" + _suggest(field)
             elif err["type"] == "missing":
                 message = "required field is missing"
-            elif "input" in err and not isinstance(err["input"], (dict, list)):
+            elif "input" in err and not isinstance(err["input"], (dict, list)) \
+                    and repr(err["input"]) not in message:
                 message += f" (got {err['input']!r})"
         problems.append((field, message))
     return problems
@@ -366,6 +385,9 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
     return data
 
 
+_FREE_FORM = object()  # marks a dict field (e.g. retry.params) whose keys are the user's
+
+
 def _set_path(data: dict, path: str, value: Any) -> None:
     parts = path.split(".")
     if not all(parts):
@@ -378,13 +400,17 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             if not part.isdigit() or int(part) >= len(node):
                 raise ScenarioError([(path, f"no list item {part!r} (the list has {len(node)})")])
             key: Any = int(part)
+        elif model is _FREE_FORM:
+            key = part
         else:
             if model is None or part not in model.model_fields:
                 where = ".".join(parts[:depth]) or "the scenario"
                 hint = _suggest(".".join(parts[: depth + 1])) if model is not None else ""
                 raise ScenarioError([(path, f"{where} has no field {part!r}{hint}")])
             key = part
-            model = _section_type(model.model_fields[part].annotation)
+            annotation = model.model_fields[part].annotation
+            model = _section_type(annotation) or (
+                _FREE_FORM if getattr(annotation, "__origin__", None) is dict else None)
         if last:
             node[key] = value
             return
