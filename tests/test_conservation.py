@@ -1,0 +1,229 @@
+"""Conservation: every job ends in exactly one place, whatever the scenario.
+
+Hypothesis draws small scenarios (<= 5 s, <= 60 workers or open-loop callers) across
+every strategy, retry mode, outage mode, overload knob, breaker and budget, runs them,
+and recounts the outcome of every job from independent sources: the jobs frame, the
+time series, the sleeps, and the jobs still held by the simulation's containers.
+"""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import herdsim
+from herdsim.simulation import Simulation
+from herdsim.strategies import BUILT_IN
+
+durations = st.floats(0.5, 5.0)
+small_times = st.floats(0.001, 0.2)
+
+
+def maybe(strategy):
+    return st.none() | strategy
+
+
+@st.composite
+def outages(draw, duration: float, bin_width: float) -> dict:
+    """An outage ending before the last bin (one ending inside it trips the recovery KPI:
+    see ``test_an_outage_may_end_with_the_run`` in test_scenario.py)."""
+    start = draw(st.floats(0.0, duration - bin_width - 0.02))
+    length = draw(st.floats(0.01, duration - bin_width - start))
+    outage = {"start": start, "duration": length,
+              "mode": draw(st.sampled_from(["down", "blackhole", "error", "slow"]))}
+    if outage["mode"] == "error":
+        outage["error_rate"] = draw(st.floats(0.05, 1.0))
+    if outage["mode"] == "slow":
+        outage["factor"] = draw(st.floats(0.2, 10.0))
+    return outage
+
+
+@st.composite
+def collapses(draw) -> dict:
+    threshold = draw(maybe(st.integers(1, 60)))
+    load_limit = draw(st.integers(1, 40) if threshold is None else maybe(st.integers(1, 40)))
+    return {"window": draw(st.floats(0.01, 0.5)), "threshold": threshold,
+            "load_limit": load_limit, "restart_time": draw(st.floats(0.05, 2.0))}
+
+
+@st.composite
+def breakers(draw, scope: str) -> dict:
+    return {"enabled": True, "scope": scope, "retries_only": draw(st.booleans()),
+            "failure_rate_threshold": draw(st.floats(0.1, 1.0)),
+            "window": draw(st.floats(0.1, 2.0)), "minimum_calls": draw(st.integers(1, 10)),
+            "open_duration": draw(st.floats(0.05, 1.0)),
+            "half_open_calls": draw(st.integers(1, 3))}
+
+
+@st.composite
+def budgets(draw, scope: str) -> dict:
+    kind = draw(st.sampled_from(["token_bucket", "adaptive", "ratio"]))
+    budget = {"kind": kind, "scope": scope, "window": draw(st.floats(0.1, 2.0))}
+    if kind == "token_bucket":
+        budget["preset"] = draw(st.sampled_from(["aws", "grpc"]))
+    return budget
+
+
+@st.composite
+def scenarios(draw) -> dict:
+    """A valid small scenario dict. ``retry.base`` >= 10 ms keeps a job below ~500
+    retries in 5 s, so every example runs in well under a second."""
+    duration = draw(durations)
+    bin_width = draw(st.sampled_from([0.05, 0.1, 0.25]))
+    base = draw(st.floats(0.01, 0.5))
+    outage_list = draw(st.lists(outages(duration, bin_width), max_size=3))
+    timeout = draw(maybe(st.floats(0.005, 0.5)))
+    if timeout is None and any(o["mode"] == "blackhole" for o in outage_list):
+        timeout = draw(st.floats(0.005, 0.5))
+    open_loop = draw(st.integers(0, 5)) == 0  # workers.count: null, a caller per job
+    scope = "pool" if open_loop else draw(st.sampled_from(["worker", "pool"]))
+    spikes = draw(st.lists(st.fixed_dictionaries({
+        "at": st.floats(0.0, duration * 0.9), "duration": st.floats(0.05, 2.0),
+        "rate": st.floats(1.0, 400.0)}), max_size=2))
+    return {
+        "name": "prop",
+        "seed": draw(st.integers(0, 2**32 - 1)),
+        "duration": duration,
+        "bin": bin_width,
+        "workload": {
+            "arrivals": draw(st.sampled_from(["poisson", "constant", "burst"])),
+            "rate": draw(st.floats(1.0, 300.0)),
+            "burst_size": draw(st.integers(1, 40)),
+            "backlog": draw(st.integers(0, 80)),
+            "poison_fraction": draw(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0])),
+            "queue_limit": draw(maybe(st.integers(1, 60))),
+            "spikes": spikes,
+        },
+        "workers": {
+            "count": None if open_loop else draw(st.integers(1, 60)),
+            "retry_mode": "sleep" if open_loop else draw(st.sampled_from(["sleep", "requeue"])),
+            "poll_interval": draw(st.floats(0.01, 1.0)),
+        },
+        "downstream": {
+            "concurrency": draw(st.integers(1, 20)),
+            "queue_limit": draw(maybe(st.integers(0, 20))),
+            "service": {
+                "distribution": draw(st.sampled_from(["constant", "exponential", "lognormal"])),
+                "mean": draw(small_times),
+            },
+            "timeout": timeout,
+            "network_delay": draw(maybe(st.fixed_dictionaries({
+                "distribution": st.sampled_from(["constant", "exponential"]),
+                "mean": st.floats(0.0005, 0.05)}))),
+            "serve_abandoned": draw(st.booleans()),
+            "rate_limit": draw(maybe(st.fixed_dictionaries({
+                "rate": st.floats(5.0, 500.0), "burst": st.floats(1.0, 50.0)}))),
+            "outages": outage_list,
+            "overload": {
+                "collapse": draw(maybe(collapses())),
+                "latency_per_call": draw(st.sampled_from([0.0, 0.0, 0.001, 0.005])),
+            },
+        },
+        "retry": {
+            "strategy": draw(st.sampled_from(sorted(BUILT_IN))),
+            "base": base,
+            "cap": base * draw(st.floats(1.0, 100.0)),
+            "max_retries": draw(maybe(st.integers(0, 6))),
+            "poison_retryable": draw(st.booleans()),
+        },
+        "dlq": {"enabled": draw(st.booleans()),
+                "redelivery_delay": draw(st.floats(0.01, 1.0))},
+        "breaker": draw(breakers(scope)) if draw(st.booleans()) else {"enabled": False},
+        "budget": draw(maybe(budgets(scope))),
+    }
+
+
+@contextmanager
+def finishes_within(seconds: int):
+    """Fail (rather than hang the suite) when a run takes more than *seconds* of wall time."""
+
+    def stop(signum, frame):
+        raise AssertionError(f"the run did not finish within {seconds} s of wall time")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=scenarios())
+def test_every_job_ends_in_exactly_one_place(data):
+    sc = herdsim.load_scenario(data)
+    sim = Simulation(sc)
+    with finishes_within(10):
+        res = sim.run()
+    s, jobs, ts, sleeps = res.summary, res.jobs, res.timeseries, res.sleeps
+    rec = sim.recorder
+
+    # succeeded + dead-lettered + pending, the pending ones recounted from the containers
+    pending = sim.pending_jobs()
+    pending_ids = [job.id for job in pending]
+    assert len(set(pending_ids)) == len(pending_ids), "a job is in two places at once"
+    assert s["jobs_submitted"] == len(jobs) == ts["arrivals"].sum()
+    assert s["jobs_submitted"] == s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"]
+    assert s["jobs_pending"] == len(pending)
+    assert set(pending_ids) == set(jobs.loc[jobs["outcome"] == "pending", "job"])
+
+    # no job finishes twice; finishing happens after arriving, within the run
+    assert len(set(rec.finish_id)) == len(rec.finish_id), "a job finished twice"
+    done = jobs[jobs["outcome"] != "pending"]
+    assert (done["finish"] >= done["arrival"]).all()
+    assert (done["finish"] <= sc.duration).all()
+    assert jobs.loc[jobs["outcome"] == "pending", "finish"].isna().all()
+
+    # the counters agree with one another
+    assert jobs["attempts"].sum() == s["attempts_total"] == ts["attempts"].sum()
+    assert ts["success"].sum() == s["jobs_succeeded"]
+    assert ts["failed_dlq"].sum() == s["jobs_dead_lettered"]
+    assert ts["retry"].sum() == len(sleeps) == s["retries_total"]
+
+    # retry rules
+    assert not jobs.loc[jobs["poison"], "outcome"].eq("succeeded").any()
+    if not sc.dlq.enabled and sc.workers.count is not None:  # open loop always dead-letters
+        assert s["jobs_dead_lettered"] == 0
+    max_retries = sc.retry.max_retries
+    if max_retries is not None:
+        assert (sleeps["attempt"] < max_retries).all()
+        if sc.dlq.enabled:
+            assert (jobs["attempts"] <= max_retries + 1).all()
+    if not sc.retry.poison_retryable:
+        poison_ids = jobs.loc[jobs["poison"], "job"]
+        assert not sleeps["job"].isin(poison_ids).any()
+    highest = sc.retry.cap * (1.2 if sc.retry.strategy == "proportional_jitter" else 1.0)
+    assert sleeps["sleep"].between(0, highest).all()
+
+    # the gauges stay inside the downstream's limits
+    ds = sc.downstream
+    assert ts["in_flight"].between(0, ds.concurrency).all()
+    if ds.queue_limit is not None:
+        assert ts["waiting"].between(0, ds.queue_limit).all()
+    assert (ts[["queue_depth", "delayed"]].to_numpy() >= 0).all()
+    assert np.isin(ts["downstream_up"], [0.0, 1.0]).all()
+
+
+@pytest.mark.parametrize("failing_fast", [
+    {"outages": [{"start": "1s", "duration": "200ms", "mode": "down"}]},
+    {"rate_limit": {"rate": 5, "burst": 1}},
+    {"queue_limit": 0},
+])
+def test_no_dlq_with_calls_failing_fast_still_finishes(make_scenario, failing_fast):
+    """Without a DLQ, a job out of retries goes back on the main queue. When its call
+    failed fast (downstream down, waiting room full, rate limited) the run must still
+    reach its end, with every job accounted for."""
+    sc = herdsim.load_scenario(make_scenario(
+        downstream=failing_fast, retry={"max_retries": 0}, dlq={"enabled": False}))
+    sim = Simulation(sc)
+    with finishes_within(2):
+        res = sim.run()
+    assert res.summary["jobs_pending"] == len(sim.pending_jobs())
+    assert res.summary["recycled_total"] > 0
