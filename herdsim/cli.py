@@ -113,11 +113,22 @@ SUMMARY_ROWS = [
     ("retry_peak_to_mean", "retry peak / mean", "×"),
     ("collapses", "collapses (crashes)", ""),
     ("collapses_after_outage", "collapses after the outage", ""),
+    ("rejected_total", "calls rejected at once", ""),
+    ("timeouts_total", "client timeouts", ""),
+    ("errors_total", "error responses", ""),
+    ("wasted_total", "wasted (served after timeout)", ""),
+    ("recycled_total", "recycled (no DLQ)", ""),
+    ("calls_avoided", "calls short-circuited", ""),
+    ("budget_refused_total", "retries refused by budget", ""),
     ("recovery_time", "recovery time", "s"),
     ("latency_p50", "latency p50", "s"),
     ("latency_p99", "latency p99", "s"),
     ("wall_seconds", "wall time", "s"),
 ]
+
+
+OPTIONAL_ROWS = {"rejected_total", "timeouts_total", "errors_total", "wasted_total",
+                 "recycled_total", "calls_avoided", "budget_refused_total"}  # shown when nonzero
 
 
 def summary_table(summary: dict, title: str) -> Table:
@@ -127,8 +138,11 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_column("unit")
     for key, label, unit in SUMMARY_ROWS:
         value = summary.get(key)
+        if key in OPTIONAL_ROWS and not value:
+            continue
         if key == "recovery_time" and value is None:
-            table.add_row(label, "[red]never[/]", "")
+            shown = "[red]never[/]" if summary.get("outages") else "no outage"
+            table.add_row(label, shown, "")
             continue
         table.add_row(label, _fmt(value), unit)
     return table
@@ -266,7 +280,7 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None) -> None:
     """Check a scenario file and print it fully resolved (defaults filled in)."""
     sc = load(scenario, set_)
     console.print(f"[green]ok[/]: {scenario} is a valid scenario")
-    console.print(sc.to_yaml(), highlight=False, markup=False)
+    console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("strategies")
