@@ -159,7 +159,8 @@ def _panel(ax, table: pd.DataFrame, x_axis: dict, y_axis: dict | None) -> None:
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, facecolor=COLORS[row["class"]],
                                hatch=HATCH[row["class"]], edgecolor="white", linewidth=2))
         ax.text(i, j, _label(row), ha="center", va="center", fontsize=11, color="black",
-                fontweight="bold" if row["class"] == "metastable" else "normal")
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.75,
+                      "edgecolor": "none"} if HATCH[row["class"]] else None)
     ax.set_xlim(-0.5, len(xs) - 0.5)
     ax.set_ylim(-0.5, len(ys) - 0.5)
     ax.set_xticks(range(len(xs)), [_tick(v, x_axis) for v in xs], fontsize=12)
