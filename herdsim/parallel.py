@@ -61,8 +61,10 @@ class RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         per_minute = (task.speed or 0) * 60
-        text = f"{per_minute:,.3g}/min" if per_minute else "–/min"
-        return Text(text, style="progress.data.speed")
+        if not per_minute:
+            return Text("–/min", style="progress.data.speed")
+        digits = 0 if per_minute >= 10 else 1
+        return Text(f"{per_minute:,.{digits}f}/min", style="progress.data.speed")
 
 
 def progress_bar(enabled: bool = True) -> Progress:
@@ -108,9 +110,10 @@ def imap_unordered(
             results = ((index, func(arg)) for index, arg in enumerate(args))
         else:
             results = _pool(func, args, processes if total is None else min(processes, total))
-        for item in results:
-            yield item
-            bar.advance(task)
+        with contextlib.closing(results):  # stops the workers if the caller stops early
+            for item in results:
+                yield item
+                bar.advance(task)
 
 
 def _ignore_sigint() -> None:

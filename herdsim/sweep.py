@@ -41,7 +41,7 @@ import pandas as pd
 from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
-from . import __version__, metastability
+from . import metastability
 from .durations import parse_duration
 from .errors import ScenarioError
 from .parallel import imap_unordered
@@ -235,6 +235,8 @@ class Sweep:
             "strategies": self.strategies,
             "replications": self.replications,
         }
+        from . import __version__  # the package imports its modules first
+
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
         for entry, axis in zip(content["axes"], self.axes, strict=True):
             entry.update(given=[str(v) for v in axis.values], unit=unit_of(axis.path))
@@ -293,8 +295,8 @@ def _read(scenario: Scenario, path: str) -> Any:
     node: Any = scenario
     for part in path.split("."):
         node = node[int(part)] if part.isdigit() else getattr(node, part)
-    if isinstance(node, BaseModel):
-        raise SweepError(f"--grid {path}: names a section; sweep one of its fields")
+    if isinstance(node, (BaseModel, list, dict)):
+        raise SweepError(f"--grid {path}: names a section or a list; sweep one of its fields")
     return node
 
 
