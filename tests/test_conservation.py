@@ -82,9 +82,11 @@ def scenarios(draw) -> dict:
         timeout = draw(st.floats(0.005, 0.5))
     open_loop = draw(st.integers(0, 5)) == 0  # workers.count: null, a caller per job
     scope = "pool" if open_loop else draw(st.sampled_from(["worker", "pool"]))
-    spikes = draw(st.lists(st.fixed_dictionaries({
-        "at": st.floats(0.0, duration * 0.9), "duration": st.floats(0.05, 2.0),
-        "rate": st.floats(1.0, 400.0)}), max_size=2))
+    n_spikes = draw(st.integers(0, 2))
+    edges = sorted(draw(st.lists(st.floats(0.0, duration * 0.9), min_size=2 * n_spikes,
+                                 max_size=2 * n_spikes, unique=True)))
+    spikes = [{"at": at, "duration": end - at, "rate": draw(st.floats(1.0, 400.0))}
+              for at, end in zip(edges[::2], edges[1::2], strict=True)]
     return {
         "name": "prop",
         "seed": draw(st.integers(0, 2**32 - 1)),
