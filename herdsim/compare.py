@@ -123,7 +123,8 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
     names = list(strategies) if strategies else list(strategy_registry.BUILT_IN)
     vary = dict(vary or {})
     if "retry.strategy" in vary:
-        raise ScenarioError([("retry.strategy", "list strategies in strategies, not in vary")],
+        raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
+                              "compare with --strategies (strategies=[...] in Python)")],
                             "vary")
     if len(set(names)) != len(names):
         raise ScenarioError([("", f"a strategy is listed twice: {', '.join(names)}")],
@@ -185,10 +186,6 @@ def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     }
 
 
-def _is_number(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-
-
 def _runs_in_main_only(arms: list[Arm]) -> bool:
     """True when a strategy lives in ``__main__`` (a notebook cell): workers cannot import it."""
     return any(arm.strategy.startswith("__main__:") for arm in arms)
@@ -226,11 +223,10 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     from scipy import stats  # slow to import: only when aggregating
 
     skip = {"arm", "replication", "seed", *(key for arm in arms for key in arm.settings)}
-    kpis = [c for c in runs.columns
-            if c not in skip and pd.api.types.is_numeric_dtype(runs[c])]
+    kpis = [c for c in runs.columns if c not in skip and _numeric(runs[c])]
     rows = []
     for arm in arms:
-        values = runs.loc[runs["arm"] == arm.label, kpis].astype(float)
+        values = runs.loc[runs["arm"] == arm.label, kpis].apply(pd.to_numeric).astype(float)
         n = len(values)
         row: dict[str, Any] = {"arm": arm.label, "strategy": arm.strategy, **arm.settings,
                                "replications": n}
@@ -243,6 +239,15 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _numeric(column: pd.Series) -> bool:
+    """Numbers, possibly missing (a KPI undefined in every run is still a KPI)."""
+    if pd.api.types.is_bool_dtype(column):
+        return False
+    present = column.dropna()
+    return bool(present.map(lambda v: isinstance(v, (int, float, np.number))
+                            and not isinstance(v, (bool, np.bool_))).all())
+
+
 def rank(summary: pd.DataFrame) -> pd.DataFrame:
     """Arms best first: recovered before never-recovered, then by recovery time, then by
     peak over capacity."""
@@ -251,10 +256,10 @@ def rank(summary: pd.DataFrame) -> pd.DataFrame:
     return order.drop(columns="_never").reset_index(drop=True)
 
 
-def format_kpi(key: str, mean: float, ci: float = np.nan) -> str:
-    """A KPI for a table: ``14.7``, ``14.7 ±0.31``, ``never`` (no recovery) or ``—``."""
+def format_kpi(mean: float, ci: float = np.nan, missing: str = "—") -> str:
+    """A KPI for a table: ``14.7``, ``14.7 ±0.31``, or *missing* when undefined."""
     if pd.isna(mean):
-        return "never" if key == "recovery_time" else "—"
+        return missing
 
     def text(value: float) -> str:
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
@@ -341,12 +346,9 @@ class Comparison:
             frame = pd.concat(frames, ignore_index=True)
             return frame[["arm", "replication", *frames[0].columns[:-2]]]
 
-        summaries = [out["summary"] for out in outputs]
-        runs = pd.DataFrame([{"arm": arm.label, "replication": r, **arm.settings, **summary}
-                             for (arm, r), summary in zip(keys, summaries, strict=True)])
-        numeric = [key for key in summaries[0]
-                   if all(_is_number(summary[key]) for summary in summaries)]
-        runs[numeric] = runs[numeric].apply(pd.to_numeric)
+        runs = pd.DataFrame([{"arm": arm.label, "replication": r, **arm.settings,
+                              **out["summary"]}
+                             for (arm, r), out in zip(keys, outputs, strict=True)])
         return cls(base, arms, replications, runs, tidy("timeseries"), tidy("sleeps"),
                    tidy("peaks"))
 
@@ -372,9 +374,14 @@ class Comparison:
         columns = {"arm": ranked["arm"].tolist()}
         for key, heading in TABLE_KPIS:
             ci = ranked.get(f"{key}_ci95", pd.Series(np.nan, index=ranked.index))
-            columns[heading] = [format_kpi(key, m, c)
+            columns[heading] = [format_kpi(m, c, self.missing(key))
                                 for m, c in zip(ranked[key], ci, strict=True)]
         return pd.DataFrame(columns, index=pd.RangeIndex(1, len(ranked) + 1, name="rank"))
+
+    def missing(self, key: str) -> str:
+        """How to show KPI *key* when undefined: ``never`` for a recovery after an outage."""
+        outage = bool(self.scenario.downstream.outages)
+        return "never" if key == "recovery_time" and outage else "—"
 
     def plot(self, kind: str = "timeline"):
         """A matplotlib Figure: ``timeline``, ``sleeps`` or ``kpis``."""

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
 
+from .compare import format_kpi
 from .durations import format_duration
 from .promql import rate as promql_rate
 
@@ -274,8 +275,8 @@ def simulated_counts(strategy, ordered: pd.DataFrame, edges: np.ndarray,
 
 
 def _sleep_edges(sleeps: pd.Series, bins: int = 50) -> np.ndarray:
-    """Shared bins of a round width, from 0 past the 99.5th percentile of all sleeps."""
-    top = max(float(sleeps.quantile(0.995)) if len(sleeps) else 1.0, 1e-3)
+    """Bins of a round width, from 0 past the 99.5th percentile of *sleeps*."""
+    top = 1.05 * max(float(sleeps.quantile(0.995)) if len(sleeps) else 1.0, 1e-3)
     decade = 10 ** np.floor(np.log10(top / bins))
     width = next(decade * m for m in (1, 2, 2.5, 5, 10) if decade * m * bins >= top)
     return np.arange(0.0, np.ceil(top / width) * width + width / 2, width)
@@ -284,16 +285,16 @@ def _sleep_edges(sleeps: pd.Series, bins: int = 50) -> np.ndarray:
 def sleeps(c: Comparison) -> Figure:
     """Histogram of retry sleeps per arm with the strategy's theoretical distribution."""
     arms, styles = c.arms, arm_styles(c.arms)
-    edges = _sleep_edges(c.sleeps["sleep"])
     cols = min(len(arms), 4)
     nrows = -(-len(arms) // cols)
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(4.6 * cols + 1, 3.6 * nrows + 1.4), layout="constrained")
-        axes = fig.subplots(nrows, cols, squeeze=False, sharex=True).ravel()
+        axes = fig.subplots(nrows, cols, squeeze=False).ravel()
         for ax in axes[len(arms):]:
             ax.set_visible(False)
         for ax, arm in zip(axes, arms, strict=False):
             data = c.sleeps[c.sleeps["arm"] == arm.label]
+            edges = _sleep_edges(data["sleep"])
             ordered = sleep_prev(data, arm.scenario.retry.base)
             observed = binned(ordered["sleep"].to_numpy(), edges)
             ax.stairs(observed, edges, fill=True, color=styles[arm.label]["color"],
@@ -307,11 +308,10 @@ def sleeps(c: Comparison) -> Figure:
             note = f"{len(ordered):,} sleeps" + (f", {hidden:,} > {edges[-1]:g} s not shown"
                                                  if hidden else "")
             if theory is not None and how != THEORY_CDF:
-                note += f"; {how}"
+                note += f"\n{how}"
             ax.set_title(f"{arm.label}\n{note}", color=styles[arm.label]["color"],
                          fontsize=14)
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.tick_params(labelbottom=True)
             ax.set_xlabel("sleep before retry (s)")
             ax.set_ylabel(f"sleeps per {edges[1] - edges[0]:g} s bin")
         handles = [Line2D([], [], color="0.5", lw=8, alpha=0.55, label="simulated sleeps"),
@@ -331,7 +331,7 @@ def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndar
         return None, "no retries"
     if callable(getattr(strategy, "cdf", None)):
         return expected_counts(strategy, ordered, edges), THEORY_CDF
-    return simulated_counts(strategy, ordered, edges), "no cdf: Monte-Carlo theory"
+    return simulated_counts(strategy, ordered, edges), "theory by Monte Carlo (no cdf)"
 
 
 def kpis(c: Comparison) -> Figure:
@@ -354,10 +354,8 @@ def kpis(c: Comparison) -> Figure:
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
             for yi, value in zip(y, values, strict=True):
-                text = "never" if key == "recovery_time" else "—"
-                if np.isfinite(value):
-                    text = f"{value:,.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
-                ax.text((value if np.isfinite(value) else 0) + span * 0.02, yi, text,
+                ax.text((value if np.isfinite(value) else 0) + span * 0.02, yi,
+                        format_kpi(value, missing=c.missing(key)),
                         va="center", fontsize=13,
                         weight="bold" if not np.isfinite(value) else "normal")
             if key == "peak_to_capacity":

@@ -98,7 +98,7 @@ def test_interval_is_students_t_and_covers_the_mean(values):
     (["fixed", "fixed"], None, "listed twice"),
     (["fixed"], {"workers.cuont": [1, 2]}, "workers.cuont"),
     (["fixed"], {"workers.count": [0]}, "workers.count"),
-    (["fixed"], {"retry.strategy": ["fixed"]}, "not in vary"),
+    (["fixed"], {"retry.strategy": ["fixed"]}, "not a vary key"),
 ])
 def test_bad_arms_are_rejected_before_running(small, strategies, vary, field):
     with pytest.raises(herdsim.ScenarioError, match=field.replace(".", r"\.")):
