@@ -9,6 +9,7 @@ import numpy as np
 import simpy
 
 from . import budget as budgets
+from . import occ
 from .breaker import CircuitBreaker
 from .downstream import Downstream
 from .queues import DelayedQueue, JobQueue
@@ -134,4 +135,6 @@ class Simulation:
 
 def run(scenario: Scenario) -> Result:
     """Run *scenario* once and return its :class:`~herdsim.result.Result`."""
+    if scenario.downstream.model == "occ":
+        return occ.run(scenario)
     return Simulation(scenario).run()
