@@ -433,6 +433,42 @@ def sweep_map(directory: Path, formats: list[str]) -> list[Path]:
         raise UsageError(str(exc)) from None
 
 
+@app.command("reproduce")
+@friendly_errors
+def reproduce_command(
+    experiment: Annotated[str, typer.Argument(
+        help="aws-2015, collapse or retries (see docs/validation.md).", show_default=False)],
+    runs: Annotated[int | None, typer.Option(
+        "--runs", min=1, help="Runs per point (default: the published number, 100 for "
+                              "aws-2015; 10 for collapse, 5 for retries).", show_default=False)
+    ] = None,
+    out: OutOpt = None,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", min=1, help="Parallel processes (default: all cores).",
+        show_default=False)] = None,
+) -> None:
+    """Rerun a published experiment: print its table, write CSV and figure to --out."""
+    from .reproduce import EXPERIMENTS, reproduce
+
+    if experiment not in EXPERIMENTS:
+        raise UsageError(f"reproduce {experiment!r}: no such experiment; choose among "
+                         + ", ".join(EXPERIMENTS))
+    target = output_dir(out, f"reproduce-{experiment}")
+    result = reproduce(experiment, runs, processes, progress=True)
+    result.save(target)
+    for title, frame in result.printed():
+        table = Table(title=f"{title}: means over {result.runs_per_point} runs per point",
+                      header_style="bold", box=box.SIMPLE_HEAD)
+        for column in frame.columns:
+            table.add_column(str(column).replace("_", "\n"), justify="right")
+        for row in frame.itertuples(index=False):
+            cells = [value.item() if hasattr(value, "item") else value for value in row]
+            table.add_row(*(("yes" if v else "no") if isinstance(v, bool) else _fmt(v)
+                            for v in cells))
+        console.print(table)
+    console.print(f"outputs: [bold]{target}[/]")
+
+
 def main() -> None:  # pragma: no cover - console-script shim for python -m
     app(prog_name="herdsim")
 
