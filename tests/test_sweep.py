@@ -52,8 +52,9 @@ def small(scenario_file):
 @pytest.fixture(scope="module")
 def dask_scheduler():
     """One in-process Dask cluster (2 single-thread workers) for the whole module."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
         yield cluster.scheduler_address
 
