@@ -1,0 +1,40 @@
+"""The seed's story on the bundled scenarios/outage.yaml.
+
+A 4 s blip fails every call in flight at once. Deterministic backoff (exponential, fixed)
+brings the failed cohort back together and knocks the recovering downstream over again;
+full jitter spreads it out, so the downstream stays up and the run recovers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import herdsim
+
+STRATEGIES = ("exponential", "fixed", "full_jitter")
+
+
+@pytest.fixture(scope="module")
+def summaries(scenarios_dir) -> dict[str, dict]:
+    """One run per strategy (~5 s each), same seed: common random numbers."""
+    path = scenarios_dir / "outage.yaml"
+    return {name: herdsim.run(herdsim.load_scenario(path, {"retry.strategy": name})).summary
+            for name in STRATEGIES}
+
+
+@pytest.mark.parametrize("strategy", ["exponential", "fixed"])
+def test_synchronised_retries_knock_the_downstream_over_again(summaries, strategy):
+    assert summaries[strategy]["collapses_after_outage"] >= 1
+
+
+@pytest.mark.parametrize("strategy", ["exponential", "fixed"])
+def test_synchronised_retries_peak_at_least_twice_as_high_as_full_jitter(summaries, strategy):
+    assert summaries[strategy]["peak_to_capacity"] >= 2 * summaries["full_jitter"][
+        "peak_to_capacity"]
+
+
+def test_full_jitter_does_not_collapse_and_recovers(summaries):
+    jitter = summaries["full_jitter"]
+    assert jitter["collapses_after_outage"] == 0
+    assert isinstance(jitter["recovery_time"], float) and jitter["recovery_time"] >= 0
+
