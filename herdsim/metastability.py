@@ -119,6 +119,8 @@ def plot_map(sweep_dir: str | Path, x: str | None = None, y: str | None = None) 
     if not axes:
         raise SweepError(f"{sweep_dir}: the sweep has no --grid axis to map")
     chosen = [a for a in (x, y) if a is not None] or list(axes)[:2]
+    if len(set(chosen)) < len(chosen):
+        raise SweepError(f"{sweep_dir}: x and y are the same field ({chosen[0]})")
     for path in chosen:
         if path not in axes:
             raise SweepError(f"{sweep_dir}: {path} is not a swept field ({', '.join(axes)})")

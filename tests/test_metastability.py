@@ -168,9 +168,13 @@ def test_class_counts_cover_every_cell(sweep_dir):
     assert (counts.sum(axis=1) == 6).all()
 
 
-def test_map_needs_swept_axes(sweep_dir):
+def test_map_needs_two_different_swept_axes(sweep_dir):
     with pytest.raises(SweepError, match="not a swept field"):
         ms.plot_map(sweep_dir, x="workers.count")
+    with pytest.raises(SweepError, match="the same field"):
+        ms.plot_map(sweep_dir, x="workload.rate", y="workload.rate")
+    with pytest.raises(SweepError, match="also swept: downstream.outages.0.duration"):
+        ms.plot_map(sweep_dir, x="workload.rate")
 
 
 def test_one_axis_map_has_one_row(sweep_dir, tmp_path):
