@@ -78,7 +78,7 @@ class Downstream:
         self.busy = 0
         self.n_waiting = 0
         self._waiting: deque[Call] = deque()
-        self.active: set[Call] = set()
+        self.active: dict[Call, None] = {}  # insertion-ordered: failing them is reproducible
         self.epoch = 0
         # Health, recomputed whenever an outage starts or ends.
         self.up = True
@@ -150,12 +150,12 @@ class Downstream:
         else:
             self._rejected(now)
             return REJECTED
-        self.active.add(c)
+        self.active[c] = None
         return c
 
     def finish(self, c: Call, value: int) -> int:
         """The outcome of a call whose event fired with *value*."""
-        self.active.discard(c)
+        self.active.pop(c, None)
         now = self.env._now
         if value == TIMEOUT:
             self._timeouts(now)
@@ -260,7 +260,7 @@ class Downstream:
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""
         self.epoch += 1
-        active, self.active = self.active, set()
+        active, self.active = self.active, {}
         for c in active:
             c.proc.interrupt(FAILED)
         self._waiting.clear()
