@@ -239,6 +239,7 @@ def compare(
     processes: Annotated[int | None, typer.Option(
         "--processes", min=1, help="Parallel processes (default: all cores).",
         show_default=False)] = None,
+    prometheus: PrometheusOpt = False,
 ) -> None:
     """Run a scenario under several strategies (and settings) with common random numbers."""
     sc = load(scenario, set_)
@@ -250,6 +251,8 @@ def compare(
         comparison.save(target, formats, report=report)
     console.print(ranked_table(comparison))
     console.print(f"outputs: [bold]{target}[/]")
+    if prometheus:
+        report_export(promexport.export(target))
 
 
 @app.command()
