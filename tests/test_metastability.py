@@ -130,8 +130,7 @@ def test_the_bundled_scenario_separates_the_strategies(scenarios_dir):
 def sweep_dir(tmp_path_factory):
     """A finished 3 x 2 sweep (x 2 strategies) of 3 s runs, one axis of them the load."""
     folder = tmp_path_factory.mktemp("map")
-    data = tiny(duration="3s", downstream={"outages": [{"start": "1s", "duration": "200ms",
-                                                        "mode": "error"}]})
+    data = tiny(duration="3s", downstream={"outages": [{"start": "1s", "duration": "200ms"}]})
     (folder / "tiny.yaml").write_text(yaml.safe_dump(data))
     sweep = plan(folder / "tiny.yaml", ["downstream.outages.0.duration=100ms:400ms:3",
                                         "workload.rate=40,80"], STRATEGIES)
