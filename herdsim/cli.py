@@ -78,7 +78,11 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
 
 
 def load(path: Path, sets: list[str] | None) -> Scenario:
-    return load_scenario(path, parse_sets(sets))
+    try:
+        overrides = parse_sets(sets)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    return load_scenario(path, overrides)
 
 
 def output_dir(out: Path | None, name: str) -> Path:

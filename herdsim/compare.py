@@ -30,12 +30,10 @@ A run directory (``herdsim run --out DIR``) holds the files of :meth:`Result.sav
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ import rich
 
 from . import strategies as strategy_registry
 from .errors import ScenarioError
+from .outputs import staged_dir
 from .parallel import imap_unordered
 from .result import Result
 from .scenario import Scenario, load_scenario
@@ -265,21 +264,6 @@ def format_kpi(mean: float, ci: float = np.nan, missing: str = "—") -> str:
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
     return text(mean) if pd.isna(ci) else f"{text(mean)} ±{text(ci)}"
-
-
-@contextlib.contextmanager
-def staged_dir(out: str | Path) -> Iterator[Path]:
-    """Yield an empty staging directory that becomes *out* only if the block succeeds."""
-    out = Path(out)
-    if out.exists():
-        raise FileExistsError(f"{out}: already exists; choose another --out or remove it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    holder = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        yield holder / out.name
-        (holder / out.name).rename(out)
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
 
 
 def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str],

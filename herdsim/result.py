@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import summarize
+from .outputs import staged_dir
 from .scenario import Scenario
 
 OUTPUT_FILES = ("timeseries.csv", "sleeps.csv", "jobs.parquet", "summary.json", "scenario.yaml")
@@ -46,22 +45,14 @@ class Result:
 
     def save(self, out: str | Path) -> Path:
         """Write every output file into the new directory *out* (atomically)."""
-        out = Path(out)
-        if out.exists():
-            raise FileExistsError(f"{out} already exists; choose another --out or remove it")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-        try:
+        with staged_dir(out) as staging:
+            staging.mkdir()
             self.timeseries.to_csv(staging / "timeseries.csv", index=False)
             self.sleeps.to_csv(staging / "sleeps.csv", index=False)
             self.jobs.to_parquet(staging / "jobs.parquet", index=False)
             (staging / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
             (staging / "scenario.yaml").write_text(self.scenario.to_yaml())
-            staging.rename(out)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return out
+        return Path(out)
 
     def _repr_html_(self) -> str:
         table = pd.Series(self.summary, name="value").to_frame()._repr_html_()
