@@ -4,13 +4,13 @@ Setup: Poisson arrivals, exponential service, no outage, ``max_retries: 0`` (a r
 call is dead-lettered, never retried), and many more workers than the downstream can hold,
 so every job calls at once when it arrives: the downstream sees an open Poisson stream.
 
-Method: 5 replications (seeds 1-5), each trimmed of a warm-up of 100 s, i.e. more than 40
-relaxation times ``1 / (c mu (1 - sqrt(rho))^2)`` (~2.3 s here), so the start-up bias is
-negligible. A 95% Student-t confidence interval is built from the 5 replication means.
-It is widened by a tolerance of 3% of the theory value: the interval alone misses a true
-value 5% of the time, and the tolerance makes a correct model very unlikely to fail on a
-reseed, while the errors that matter stay far outside (one slot fewer puts rho above 1;
-a service 10% slower nearly doubles Lq at rho = 0.8).
+Method: 5 replications (seeds 1-5), each trimmed of a warm-up of 100 s, i.e. more than 20
+relaxation times ``1 / (c mu (1 - sqrt(rho))^2)`` (2.3 s at rho = 0.8, 4.1 s at 0.85), so
+the start-up bias is negligible. A 95% Student-t confidence interval is built from the
+5 replication means and widened by a tolerance of 3% of the theory value: the interval
+alone misses a true value 5% of the time, and the tolerance makes a correct model very
+unlikely to fail on a reseed, while the errors that matter stay far outside (one slot
+fewer puts rho above 1; a service 10% slower nearly doubles Lq at rho = 0.8).
 """
 
 from __future__ import annotations
