@@ -10,7 +10,7 @@ the start-up bias is negligible. A 95% Student-t confidence interval is built fr
 5 replication means and widened by a tolerance of 3% of the theory value: the interval
 alone misses a true value 5% of the time, and the tolerance makes a correct model very
 unlikely to fail on a reseed, while the errors that matter stay far outside (one slot
-fewer puts rho above 1; a service 10% slower nearly doubles Lq at rho = 0.8).
+fewer puts rho above 1; a service 10% slower more than doubles Lq: 2.39 -> 5.48).
 """
 
 from __future__ import annotations
