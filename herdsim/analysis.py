@@ -99,7 +99,7 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
         & (backlog <= backlog_limit)
     )
     after = times >= end
-    if not healthy[-1]:
+    if not healthy[-1] or not after.any():  # no bin starts after the outage: can't judge
         return None
     unhealthy = np.flatnonzero(after & ~healthy)
     first_good = unhealthy[-1] + 1 if unhealthy.size else np.flatnonzero(after)[0]

@@ -322,7 +322,7 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
             elif err["type"] == "missing":
                 message = "required field is missing"
             elif "input" in err and not isinstance(err["input"], (dict, list)) \
-                    and repr(err["input"]) not in message:
+                    and f"got {err['input']!r}" not in message:
                 message += f" (got {err['input']!r})"
         problems.append((field, message))
     return problems
@@ -415,6 +415,8 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             node[key] = value
             return
         child = node[key] if isinstance(node, list) else node.get(key)
+        if child is None and parts[depth + 1].isdigit():
+            raise ScenarioError([(path, f"no list item {parts[depth + 1]} (the list is empty)")])
         if child is None:
             child = node[key] = {}
         node = child

@@ -8,8 +8,9 @@ before its first retry) and ``rng`` a :class:`numpy.random.Generator`.
 A strategy whose memory is not its last sleep sets ``stateful = True``: its ``sleep``
 then returns ``(sleep, state)`` and receives that state back as ``prev`` next time.
 
-Built-ins implement ``cdf(x, attempt, prev)`` (the distribution of one sleep, vectorised
-with numpy broadcasting); tests check the draws against it and plots overlay it.
+Built-ins with a closed form implement ``cdf(x, attempt, prev)`` (the distribution of one
+sleep, vectorised with numpy broadcasting); tests check the draws against it and plots
+overlay it. ``decorrelated_jitter_v2`` has none (its sleep depends on the previous draw).
 """
 
 from __future__ import annotations
@@ -140,7 +141,9 @@ class DecorrelatedJitterV2(Strategy):
     def sleep(self, attempt, prev, rng):
         if attempt == 0:
             prev = 0.0
-        t = min(attempt, 1000) + rng.random()
+        t = attempt + rng.random()
+        if t >= 1000.0:  # 2^t overflows soon after: the cap, as Polly returns its maximum
+            return self.cap, math.inf
         nxt = 2.0**t * math.tanh(math.sqrt(4.0 * t))
         return min(self.cap, (nxt - prev) * self.base / 1.4), nxt
 
