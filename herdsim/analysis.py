@@ -70,7 +70,8 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
 
     Healthy: the downstream is up, the success rate over the trailing second is at least
     90% of its level in the 10 s before the first outage (or of the offered goodput when
-    there is no such period), and the backlog (main queue + jobs waiting to retry) is
+    there is no such period; 3 Poisson standard deviations below it when that is lower),
+    and the backlog (main queue + jobs waiting to retry) is
     within half a second of offered traffic of its pre-outage maximum. ``None`` when the
     run has no outage, ends unhealthy, or is healthy for less than its last second.
     """
@@ -93,9 +94,13 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
         reference = offered * (1 - scenario.workload.poison_fraction)
         backlog_limit = 0.0
     backlog_limit += RECOVERY_BACKLOG_SLACK * offered
+    # 90% of the reference, or 3 Poisson standard deviations below it when that is lower
+    # (at low rates a 10% dip over one second is noise, not a relapse).
+    expected = reference * k * width
+    floor = min(RECOVERY_GOODPUT * expected, expected - 3 * np.sqrt(expected)) / (k * width)
     healthy = (
         (ts["downstream_up"].to_numpy() > 0)
-        & (np.nan_to_num(success_rate) >= RECOVERY_GOODPUT * reference)
+        & (np.nan_to_num(success_rate) >= floor)
         & (backlog <= backlog_limit)
     )
     after = times >= end

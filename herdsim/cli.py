@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import prometheus as promexport
@@ -29,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
 SetOpt = Annotated[
@@ -57,7 +58,8 @@ def friendly_errors(func):
             return func(*args, **kwargs)
         except (ScenarioError, UsageError, FileExistsError, OutputDirError) as exc:
             for line in str(exc).splitlines():
-                err_console.print(f"[bold red]error:[/] {line}", highlight=False, soft_wrap=True)
+                err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False,
+                                  soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             err_console.print("interrupted: nothing was written")

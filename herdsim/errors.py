@@ -15,6 +15,9 @@ class ScenarioError(Exception):
         self.source = source
         super().__init__(str(self))
 
+    def __reduce__(self):  # picklable across worker processes
+        return (ScenarioError, (self.problems, self.source))
+
     def __str__(self) -> str:
         prefix = f"{self.source}: " if self.source else ""
         return "\n".join(
