@@ -195,3 +195,31 @@ def test_every_job_ends_in_exactly_one_place_with_breakers_budgets_and_open_loop
     assert ts["short_circuited"].sum() == s["calls_avoided"]
     assert ts["budget_refused"].sum() == s["budget_refused_total"]
     assert ts["breaker_open"].between(0, 1).all()
+
+
+# -- the bundled mitigation scenarios -------------------------------------------------------
+
+
+def test_the_mitigation_scenarios_set_what_their_comments_say(scenarios_dir):
+    breaker = herdsim.load_scenario(scenarios_dir / "breaker.yaml").breaker
+    assert breaker.enabled and breaker.scope == "pool"
+    budget = herdsim.load_scenario(scenarios_dir / "budget.yaml").budget
+    assert (budget.kind, budget.preset, budget.scope) == ("token_bucket", "aws", "pool")
+    assert herdsim.load_scenario(scenarios_dir / "open_loop.yaml").workers.count is None
+    metastable = herdsim.load_scenario(scenarios_dir / "metastable.yaml")
+    assert metastable.budget is None and not metastable.breaker.enabled
+
+
+def test_metastable_stays_down_without_a_budget_and_recovers_with_one(scenarios_dir):
+    """The scenario's claim, at 40 s: after the 2 s slowdown (over at t = 12 s) the run
+    never becomes healthy again (goodput stays ~0, recovery_time null); with the AWS
+    quota it does, and the quota is what refused the retries."""
+    path = scenarios_dir / "metastable.yaml"
+    down = herdsim.run(herdsim.load_scenario(path, {"duration": "40s"}))
+    ts = down.timeseries
+    assert down.summary["recovery_time"] is None
+    assert ts.loc[ts["time"] >= 30, "success"].sum() < 0.05 * 700 * 10
+    cured = herdsim.run(herdsim.load_scenario(path, {
+        "duration": "40s", "budget.kind": "token_bucket", "budget.preset": "aws"}))
+    assert cured.summary["recovery_time"] is not None
+    assert cured.summary["budget_refused_total"] > 0
