@@ -361,6 +361,12 @@ def test_a_pool_breaker_opens_during_the_outage_and_no_call_is_made_while_open(
     calls = np.asarray(sim.recorder.attempts)
     for start, until in opened:
         assert not ((calls > start) & (calls < until)).any(), (start, until)
+    # A queue worker refused by the breaker waits (or parks its job) without spending a
+    # retry: every call that did not succeed became a retry sleep, a dead letter or a
+    # recycled job, except the calls still in flight at the end (pending jobs).
+    undecided = (s["attempts_total"] - s["jobs_succeeded"] - len(result.sleeps)
+                 - s["jobs_dead_lettered"] - s["recycled_total"])
+    assert 0 <= undecided <= s["jobs_pending"]
 
 
 def test_breaker_open_time_matches_the_gauge_and_the_transitions(scenarios_dir):
