@@ -29,7 +29,7 @@ from scipy import stats
 
 from . import occ
 from .budget import PRESETS
-from .compare import staged_dir
+from .outputs import staged_dir
 from .parallel import imap_unordered
 from .plots import STYLE, Figure, strategy_color
 from .recorder import Recorder
