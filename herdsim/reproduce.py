@@ -72,7 +72,8 @@ class Reproduction:
 
     def printed(self) -> list[tuple[str, pd.DataFrame]]:
         """(title, frame) pairs as the CLI prints them: aws-2015 as a calls table and a
-        time table with a column per strategy (``_jitter`` dropped from the names)."""
+        time table with a column per strategy (``_jitter`` dropped from the names),
+        retries with the 95% intervals beside the means."""
         if self.name == "retries":
             t = self.table
             return [("retries", pd.DataFrame({
