@@ -65,8 +65,8 @@ class CircuitBreaker:
             calls, failures, slows = window.totals
             cfg = self.cfg
             if calls >= cfg.minimum_calls and (
-                failures >= cfg.failure_rate_threshold * calls
-                or slows >= cfg.slow_call_rate_threshold * calls
+                failures / calls >= cfg.failure_rate_threshold
+                or slows / calls >= cfg.slow_call_rate_threshold
             ):
                 self._open(now)
         elif state == HALF_OPEN:

@@ -29,7 +29,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 120)  # pipes: wide, no wrapping
 err_console = Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
@@ -166,7 +166,7 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     with console.status("writing outputs and timeline.png…"):
         save_run(result, target)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
-    console.print(f"outputs: [bold]{target}[/]")
+    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
     if prometheus:
         report_export(promexport.export(target))
 
@@ -256,7 +256,7 @@ def compare(
     with console.status("writing outputs and figures…"):
         comparison.save(target, formats, report=report)
     console.print(ranked_table(comparison))
-    console.print(f"outputs: [bold]{target}[/]")
+    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
     if prometheus:
         report_export(promexport.export(target))
 
@@ -475,7 +475,7 @@ def reproduce_command(
             table.add_row(*(("yes" if v else "no") if isinstance(v, bool) else _fmt(v)
                             for v in cells))
         console.print(table)
-    console.print(f"outputs: [bold]{target}[/]")
+    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
 
 
 def main() -> None:  # pragma: no cover - console-script shim for python -m

@@ -184,6 +184,8 @@ class Breaker(Section):
     open_duration_multiplier: float = Field(1.0, ge=1)
     max_open_duration: PositiveDuration | None = None
     half_open_calls: int = Field(3, ge=1)
+    resume_jitter: NonNegativeDuration = Field(
+        0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
 
 
 _TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "success_refund",

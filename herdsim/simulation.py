@@ -60,6 +60,7 @@ class Simulation:
         self._queue_limit = scenario.workload.queue_limit
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
         self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
+        self._breaker_draw = Draws(lambda n: rngs["breaker"].random(n))
         self._budgets: dict = {}
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
@@ -75,7 +76,9 @@ class Simulation:
     def _new_gate(self) -> BreakerGate | None:
         if not self.scenario.breaker.enabled:
             return None
-        gate = BreakerGate(self.env, CircuitBreaker(self.scenario.breaker), self.breaker_stats)
+        cfg = self.scenario.breaker
+        gate = BreakerGate(self.env, CircuitBreaker(cfg), self.breaker_stats,
+                           cfg.resume_jitter, self._breaker_draw)
         self.gates.append(gate)
         return gate
 

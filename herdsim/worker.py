@@ -19,10 +19,13 @@ class BreakerGate:
     """Wakes the processes waiting on a breaker whenever it changes state or its open
     period ends, and keeps the breaker statistics (how many open, for how long)."""
 
-    def __init__(self, env: simpy.Environment, breaker, stats: BreakerStats):
+    def __init__(self, env: simpy.Environment, breaker, stats: BreakerStats,
+                 resume_jitter: float = 0.0, draw=None):
         self.env = env
         self.breaker = breaker
         self.stats = stats
+        self.resume_jitter = resume_jitter
+        self._draw = draw
         self._event: simpy.Event | None = None
         self._since = -1.0  # when it left the closed state; -1 while closed
         breaker.listener = self._changed
@@ -31,6 +34,13 @@ class BreakerGate:
         if self._event is None:
             self._event = simpy.Event(self.env)
         return self._event
+
+    def wait_jittered(self):
+        """Wait for the next change, then U(0, resume_jitter) more: waiters released
+        together by a closing breaker do not come back as one herd."""
+        yield self.wait()
+        if self.resume_jitter:
+            yield self.env.timeout(self.resume_jitter * self._draw())
 
     def _changed(self, breaker, now: float) -> None:
         self.stats.transition(self, breaker.state, now)
@@ -121,9 +131,12 @@ def job_runner(sim):
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
-        paid = 0.0
         while True:
             now = env._now
+            if gates_calls and not budget.allow_call(now):  # before a breaker probe is taken
+                budget_refused(now)
+                give_up(job, now)
+                break
             if breaker is not None and (not retries_only or job.attempts) \
                     and not breaker.permit(now):
                 short_circuited(now)
@@ -132,15 +145,11 @@ def job_runner(sim):
                     break
                 if not open_loop:  # a queue worker holding a job: wait, or park it
                     if sleep_mode:
-                        yield gate.wait()
+                        yield from gate.wait_jittered()
                         continue
                     delay(max(breaker.open_until, now), job)
                     break
                 outcome = None  # an open-loop caller sees a failed call
-            elif gates_calls and not budget.allow_call(now):
-                budget_refused(now)
-                give_up(job, now)
-                break
             else:
                 job.attempts += 1
                 outcome = call(proc)
@@ -156,7 +165,8 @@ def job_runner(sim):
                                    slow_threshold is not None and later - now >= slow_threshold)
                 now = env._now
                 if budget is not None:
-                    budget.on_result(now, not failed, paid)
+                    budget.on_result(now, not failed, job.paid)
+                    job.paid = 0.0
                 if not failed:
                     finish_id(job.id)
                     finish_time(now)
@@ -170,7 +180,7 @@ def job_runner(sim):
                 give_up(job, now)
                 break
             if budget is not None:
-                allowed, paid = budget.allow_retry(now, outcome == TIMEOUT)
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
                 if not allowed:
                     budget_refused(now)
                     give_up(job, now)
@@ -203,6 +213,6 @@ def worker(sim, gate: BreakerGate | None):
     while True:
         if blocked is not None:
             while blocked(env._now):
-                yield gate.wait()
+                yield from gate.wait_jittered()
         job = items.popleft() if items else (yield get())
         yield from run_job(job, gate)

@@ -8,9 +8,10 @@ from .scenario import Workload
 
 
 class Job:
-    """One message on the queue. ``prev`` is the strategy's memory (the last sleep)."""
+    """One message on the queue. ``prev`` is the strategy's memory (the last sleep);
+    ``paid`` what the retry budget charged for its pending retry."""
 
-    __slots__ = ("id", "poison", "attempts", "retries", "prev")
+    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid")
 
     def __init__(self, job_id: int, poison: bool, prev: float):
         self.id = job_id
@@ -18,6 +19,7 @@ class Job:
         self.attempts = 0
         self.retries = 0
         self.prev = prev
+        self.paid = 0.0
 
 
 class RateSchedule:
