@@ -8,11 +8,19 @@ together at t0 (a ``down`` outage or a crash) are interrupted with cause ``FAILE
 
 No process is spawned per call: a call costs one scheduled event (two when it waits in
 the waiting room under a client timeout).
+
+With ``overload.latency_model: continuous`` a call's service is not fixed when it starts:
+every call in service progresses at the common rate r = mean / (mean + latency_per_call
+× busy). A virtual clock V (dV/dt = r) orders them in a heap by V_start + draw × slow, and
+one timer is kept for the earliest finish, rescheduled whenever ``busy`` changes (stale
+timers carry an old generation and do nothing). Such a call's client deadline is always
+armed, since whether it will be met is unknown at the start.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappop, heappush
 
 import simpy
 
@@ -24,8 +32,8 @@ from .streams import Draws
 # because the response spent ``network_delay`` on the way back (DELIVERED).
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
 
-# Call states.
-_WAITING, _SERVING, _DOOMED, _ABANDONED = range(4)
+# Call states. _RUNNING: in service under the continuous model, the client still waiting.
+_WAITING, _SERVING, _DOOMED, _ABANDONED, _RUNNING = range(5)
 
 
 class Call:
@@ -95,6 +103,16 @@ class Downstream:
         self._collapse = collapse
         self._recent: deque[float] = deque()
         self._guarded = collapse is not None
+        # The continuous latency model (see the module docstring).
+        self._continuous = cfg.overload.latency_model == "continuous"
+        self._mean = cfg.service.mean
+        self._heap: list[tuple[float, int, Call]] = []
+        self._seq = 0  # heap tie-break: equal finish points leave in start order
+        self._vclock = 0.0  # V at time self._vtime
+        self._vtime = 0.0
+        self._rate = 1.0
+        self._generation = 0
+        self._settling = False
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -174,6 +192,9 @@ class Downstream:
 
     def _start(self, c: Call, now: float) -> None:
         """Put *c* in service now (a slot is already counted in ``busy``)."""
+        if self._continuous:
+            self._start_continuous(c, now)
+            return
         s = self._service() * self.slow
         if self.latency_per_call:
             s += self.latency_per_call * self.busy
@@ -231,6 +252,79 @@ class Downstream:
             c.event.succeed(TIMEOUT)
         elif c.state == _DOOMED:
             c.event.succeed(TIMEOUT)
+        elif c.state == _RUNNING:  # continuous model: the server works on
+            c.state = _DOOMED
+            c.event.succeed(TIMEOUT)
+
+    # -- the continuous latency model ------------------------------------------------------
+
+    def _start_continuous(self, c: Call, now: float) -> None:
+        """Put *c* in the processor-sharing heap with its work, draw × slow."""
+        work = self._service() * self.slow
+        self._vclock += (now - self._vtime) * self._rate
+        self._vtime = now
+        self._seq += 1
+        heappush(self._heap, (self._vclock + work, self._seq, c))
+        if c.state != _ABANDONED:
+            c.state = _RUNNING
+            if c.event is None:
+                c.event = simpy.Event(self.env)
+                if c.deadline is not None:
+                    timer = self.env.timeout(c.deadline - now)
+                    timer.callbacks.append(self._deadline)
+                    timer.call = c
+            # else: it waited, and its deadline timer is already armed.
+        if not self._settling:
+            self._retime()
+
+    def _retime(self) -> None:
+        """Set the rate for the current ``busy`` and arm a timer for the heap's head.
+
+        The virtual clock must already be advanced to now.
+        """
+        self._rate = self._mean / (self._mean + self.latency_per_call * self.busy)
+        self._generation += 1
+        if self._heap:
+            delay = (self._heap[0][0] - self._vclock) / self._rate
+            timer = self.env.timeout(delay if delay > 0.0 else 0.0)
+            timer.callbacks.append(self._served)
+            timer.generation = self._generation
+
+    def _served(self, timer) -> None:
+        """The heap's head (and any call tied with it) finishes its work."""
+        if timer.generation != self._generation:
+            return
+        now = self.env._now
+        heap = self._heap
+        self._vclock = heap[0][0]  # where the timer was aimed (no rounding drift)
+        self._vtime = now
+        self._settling = True
+        while heap and heap[0][0] <= self._vclock:
+            c = heappop(heap)[2]
+            if c.state == _RUNNING:
+                self._deliver(c, now)
+            else:  # its client left (doomed) or it was abandoned in the waiting room
+                self._wasted(now)
+            self._free_slot(now)
+        self._settling = False
+        self._retime()
+
+    def _deliver(self, c: Call, now: float) -> None:
+        """Send a served call's response; its slot is freed by the caller."""
+        event = c.event
+        if self._network is None:
+            c.state = _SERVING
+            event.succeed(DELIVERED)
+            return
+        delay = self._network()
+        if c.deadline is not None and now + delay > c.deadline:
+            c.state = _DOOMED  # the answer arrives too late; the deadline timer fires
+            self._wasted(now)
+            return
+        c.state = _SERVING
+        event._ok = True
+        event._value = DELIVERED
+        self.env.schedule(event, delay=delay)
 
     def _free_slot(self, now: float) -> None:
         waiting = self._waiting
@@ -267,6 +361,12 @@ class Downstream:
         self.n_waiting = 0
         self.busy = 0
         self._recent.clear()
+        if self._continuous:
+            self._heap.clear()
+            now = self.env._now
+            self._vclock += (now - self._vtime) * self._rate
+            self._vtime = now
+            self._retime()
 
     def _crash(self, now: float) -> None:
         self._crashes(now)

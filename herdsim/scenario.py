@@ -97,6 +97,9 @@ class Collapse(Section):
 class Overload(Section):
     collapse: Collapse | None = None
     latency_per_call: NonNegativeDuration = 0.0
+    latency_model: Literal["at_start", "continuous"] = Field(
+        "at_start", description="at_start: service fixed when it starts; continuous: calls "
+                                "in service slow down together as concurrency grows")
 
 
 class Occ(Section):
