@@ -1,6 +1,6 @@
 """Sweep benchmark: the same sweep serially, in local processes and on a Dask LocalCluster.
 
-    python benchmarks/sweep.py                 # 16 tasks of scenarios/metastable_sweep.yaml
+    python benchmarks/sweep.py                 # 32 tasks of scenarios/metastable_sweep.yaml
     python benchmarks/sweep.py --memory        # also: driver peak RSS, 100 vs 800 tiny tasks
 
 The sweep is 4 outage durations x 4 loads x 2 strategies = 32 tasks of the bundled
