@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -355,6 +356,7 @@ def prometheus_server(
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
     at = None if start is None else promexport.parse_start(start)
     console.print("exporting, backfilling and starting Prometheus…")
+    signal.signal(signal.SIGTERM, _terminate)  # a kill cleans up like Ctrl-C
     try:
         with promexport.serve(directory, port, at, interval, replication) as running:
             begin, end = (datetime.fromtimestamp(running.export.start),
@@ -369,6 +371,10 @@ def prometheus_server(
         raise typer.Exit(1)
     except KeyboardInterrupt:
         console.print("stopped Prometheus and deleted its data")
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 @app.command("sweep")
