@@ -159,11 +159,10 @@ def job_runner(sim):
                     except Interrupt as failure:
                         outcome = failure.cause
                 failed = outcome != OK or job.poison
+                started, now = now, env._now
                 if breaker is not None:
-                    later = env._now
-                    breaker.record(later, failed,
-                                   slow_threshold is not None and later - now >= slow_threshold)
-                now = env._now
+                    breaker.record(now, failed,
+                                   slow_threshold is not None and now - started >= slow_threshold)
                 if budget is not None:
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0
