@@ -461,15 +461,23 @@ def reproduce_command(
     processes: Annotated[int | None, typer.Option(
         "--processes", min=1, help="Parallel processes (default: all cores).",
         show_default=False)] = None,
+    set_: SetOpt = None,
 ) -> None:
-    """Rerun a published experiment: print its table, write CSV and figure to --out."""
+    """Rerun a published experiment: print its table, write CSV and figure to --out.
+
+    --set changes the experiment's scenario (scenarios/NAME.yaml), e.g.
+    --set downstream.overload.latency_model=at_start."""
     from .reproduce import EXPERIMENTS, reproduce
 
     if experiment not in EXPERIMENTS:
         raise UsageError(f"reproduce {experiment!r}: no such experiment; choose among "
                          + ", ".join(EXPERIMENTS))
+    overrides = parse_sets(set_)
     target = output_dir(out, f"reproduce-{experiment}")
-    result = reproduce(experiment, runs, processes, progress=True)
+    try:
+        result = reproduce(experiment, runs, processes, progress=True, overrides=overrides)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.problems, f"scenarios/{experiment}.yaml") from None
     result.save(target)
     for title, frame in result.printed():
         table = Table(title=f"{title}: means over {result.runs_per_point} runs per point",

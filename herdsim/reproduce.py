@@ -378,9 +378,11 @@ EXPERIMENTS: dict[str, tuple[Callable[..., Reproduction], int]] = {
 
 
 def reproduce(name: str, runs: int | None = None, processes: int | None = None,
-              progress: bool = False) -> Reproduction:
+              progress: bool = False, overrides: dict[str, Any] | None = None
+              ) -> Reproduction:
     """Run experiment *name* (a key of :data:`EXPERIMENTS`) at full size, with its default
-    number of runs per point unless *runs* is given."""
+    number of runs per point unless *runs* is given; *overrides* change its scenario
+    (``scenarios/NAME.yaml``) like ``--set``."""
     experiment, default_runs = EXPERIMENTS[name]
     return experiment(runs=runs or default_runs, processes=processes,
-                      label=f"reproduce {name}" if progress else None)
+                      label=f"reproduce {name}" if progress else None, overrides=overrides)
