@@ -113,6 +113,16 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     return float(max(0.0, times[first_good] - end))
 
 
+def job_latencies(jobs: pd.DataFrame, end: float) -> pd.Series:
+    """Arrival-to-success times of succeeded jobs, and for jobs still pending their age
+    at *end* (a lower bound: a run that stops mid-storm must not look fast because only
+    its lucky jobs finished). Dead-lettered jobs never succeed and are left out."""
+    outcome = jobs["outcome"]
+    pending = outcome == "pending"
+    ages = end - jobs.loc[pending, "arrival"]
+    return pd.concat([jobs.loc[outcome == "succeeded", "latency"], ages], ignore_index=True)
+
+
 def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
               crash_times: list[float], scenario: Scenario, wall: float,
               breaker_trips: int = 0, breaker_open_time: float = 0.0) -> dict:
@@ -130,7 +140,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     last_end = max((end for _, end in outages), default=None)
     after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
-    latency = jobs.loc[outcome == "succeeded", "latency"]
+    latency = job_latencies(jobs, scenario.duration)
     attempts_total = int(len(attempt_times))
     return {
         "scenario": scenario.name,

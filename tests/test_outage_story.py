@@ -38,3 +38,11 @@ def test_full_jitter_does_not_collapse_and_recovers(summaries):
     assert jitter["collapses_after_outage"] == 0
     assert isinstance(jitter["recovery_time"], float) and jitter["recovery_time"] >= 0
 
+
+
+@pytest.mark.parametrize("strategy", ["exponential", "fixed"])
+def test_the_collapsed_runs_have_the_worse_tail_latency(summaries, strategy):
+    """A run that never recovers leaves most of its jobs waiting: their age at the end is
+    a lower bound of their latency, so its p99 must exceed the run that recovered (and is
+    not flattered by the few jobs that happened to finish)."""
+    assert summaries[strategy]["latency_p99"] > summaries["full_jitter"]["latency_p99"]
