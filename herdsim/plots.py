@@ -17,7 +17,7 @@ import matplotlib.figure
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from .compare import format_kpi
 from .durations import format_duration
@@ -159,25 +159,32 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         for i, (ax, arm) in enumerate(zip(rows, arms, strict=True)):
             style = styles[arm.label]
             time, calls, what = call_rate(c, arm, replication)
-            capacity = arm.scenario.downstream.capacity_rate()
+            # the occ model's single row has no capacity in calls/s
+            occ = arm.scenario.downstream.model == "occ"
+            capacity = None if occ else arm.scenario.downstream.capacity_rate()
             _shade_outages(ax, arm.scenario.outage_windows)
             ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
             ax.step(time, calls, where="post", color=style["color"], lw=1.3)
-            ax.axhline(capacity, **CAPACITY_STYLE)
             box = {"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5}
             ax.text(0.006, 0.9, arm.label, transform=ax.transAxes, ha="left", va="top",
                     color=style["color"], weight="bold", fontsize=15, bbox=box)
-            peak = calls.max() / capacity if len(calls) else 0.0
-            ax.text(0.994, 0.9, f"peak {peak:.1f}× capacity", transform=ax.transAxes,
-                    ha="right", va="top", weight="bold" if peak >= 2 else "normal",
-                    fontsize=15, bbox=box)
+            peak = calls.max(initial=0.0)
+            if capacity is None:
+                peak_text, loud = f"peak {peak:,.0f} calls/s", False
+            else:
+                ax.axhline(capacity, **CAPACITY_STYLE)
+                peak_text, loud = f"peak {peak / capacity:.1f}× capacity", peak >= 2 * capacity
+            ax.text(0.994, 0.9, peak_text, transform=ax.transAxes, ha="right", va="top",
+                    weight="bold" if loud else "normal", fontsize=15, bbox=box)
             ax.set_ylabel("calls/s")
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
             ax.tick_params(labelbottom=False)
-            highest = max(highest, calls.max(initial=0.0), capacity)
+            highest = max(highest, peak, capacity or 0.0)
             if i == 0:
-                ax.set_title(f"Downstream calls per second ({what}); dashed: capacity "
-                             f"({capacity:,.0f} calls/s); grey: outage")
+                capacity_text = ("" if capacity is None else
+                                 f"; dashed: capacity ({capacity:,.0f} calls/s)")
+                ax.set_title(f"Downstream calls per second ({what}){capacity_text}; "
+                             "grey: outage")
         top.set_ylim(0, highest * 1.1)  # shared by every arm's row
         for arm in arms:
             ts = _one(c.timeseries, arm.label, replication)
@@ -194,8 +201,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax_queue.set_ylabel("jobs")
         for ax in (ax_retry, ax_queue):
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(0, max(1.0, ax.get_ylim()[1]))  # an all-zero series: no "50m jobs"
             ax.tick_params(labelbottom=False)
+        ax_queue.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))  # whole jobs
         ax_retry.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False,
                         handlelength=2.6)
         _state_panel(ax_state, c, styles, replication, breaker)
