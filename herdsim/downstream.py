@@ -122,19 +122,22 @@ class Downstream:
         self._crashes = recorder.crashes.append
         for outage in cfg.outages:
             env.process(self._outage(outage))
+        # The entry point of the call protocol (no wrapper on the hot path without delay).
+        self.call = self._admit if network is None else self._call_over_network
 
     # -- the call protocol ---------------------------------------------------------------
 
-    def call(self, proc):
-        """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
-        outcome = self._call(proc)
-        if self._network is None or outcome.__class__ is not int:
+    def _call_over_network(self, proc):
+        """``call`` when the network has a delay: a fast failure crosses it too."""
+        outcome = self._admit(proc)
+        if outcome.__class__ is not int:
             return outcome
-        c = Call(proc, self.epoch, None)  # a fast failure still crosses the network
+        c = Call(proc, self.epoch, None)
         c.event = self.env.timeout(self._network(), outcome)
         return c
 
-    def _call(self, proc):
+    def _admit(self, proc):
+        """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
         env = self.env
         now = env._now
         self._attempts(now)

@@ -58,6 +58,7 @@ class Simulation:
         self._poison = self.recorder.poison.append
         self._poison_fraction = scenario.workload.poison_fraction
         self._queue_limit = scenario.workload.queue_limit
+        self._base = scenario.retry.base
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
         self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
         self._breaker_draw = Draws(lambda n: rngs["breaker"].random(n))
@@ -100,7 +101,7 @@ class Simulation:
             self.recorder.refused.append(now)
             return
         poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
-        job = Job(len(self.recorder.arrivals), poison, self.scenario.retry.base)
+        job = Job(len(self.recorder.arrivals), poison, self._base)
         self._arrivals(now)
         self._poison(poison)
         if self.open_loop:

@@ -27,7 +27,7 @@ class BreakerGate:
         self.resume_jitter = resume_jitter
         self._draw = draw
         self._event: simpy.Event | None = None
-        self._since = -1.0  # when it left the closed state; -1 while closed
+        self.open_since = -1.0  # when it left the closed state; -1 while closed
         breaker.listener = self._changed
 
     def wait(self) -> simpy.Event:
@@ -63,19 +63,19 @@ class BreakerStats:
         self.time_open = 0.0
 
     def transition(self, gate: BreakerGate, state: str, now: float) -> None:
-        was_closed = gate._since < 0
+        was_closed = gate.open_since < 0
         if state == CLOSED:
             if not was_closed:
                 self.not_closed -= 1
-                self.time_open += now - gate._since
-                gate._since = -1.0
+                self.time_open += now - gate.open_since
+                gate.open_since = -1.0
         elif was_closed:
             self.not_closed += 1
-            gate._since = now
+            gate.open_since = now
 
     def total_open(self, gates: list[BreakerGate], now: float) -> float:
         """Breaker-seconds spent not closed, the periods still running included."""
-        return self.time_open + sum(now - g._since for g in gates if g._since >= 0)
+        return self.time_open + sum(now - g.open_since for g in gates if g.open_since >= 0)
 
 
 def job_runner(sim):
