@@ -207,8 +207,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax_retry.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False,
                         handlelength=2.6)
         _state_panel(ax_state, c, styles, replication, breaker)
-        fig.suptitle(_title(c, "which arm hammers the downstream after the outage?",
-                            replication))
+        question = ("which arm hammers the downstream after the outage?" if n > 1
+                    else "what the retries do to the downstream")
+        fig.suptitle(_title(c, question, replication))
     return fig
 
 
