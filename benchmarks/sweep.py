@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from herdsim.parallel import default_processes
-from herdsim.sweep import plan, run_sweep, run_task
+from herdsim.experiments.parallel import default_processes
+from herdsim.experiments.sweep import plan, run_sweep, run_task
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "metastable_sweep.yaml"
 GRID = ["downstream.outages.0.duration=500ms:8s:4:log", "workload.rate=400:800:4"]

@@ -1,12 +1,23 @@
-"""herdsim: a discrete-event simulator of retry storms (the thundering herd)."""
+"""herdsim: a discrete-event simulator of retry storms (the thundering herd).
 
-from .compare import Comparison, compare
-from .errors import ScenarioError
-from .result import Result
-from .scenario import Scenario, load_scenario
-from .simulation import run
-from .strategies import Strategy
+The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`compare`
+(a :class:`Comparison`), and :func:`save` to write either as an output directory.
+"""
 
-__all__ = ["Comparison", "Result", "Scenario", "ScenarioError", "Strategy", "compare",
-           "load_scenario", "run"]
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import HerdsimError, ScenarioError
+from herdsim.experiments.compare import compare
+from herdsim.outputs.compare_dir import save
+from herdsim.policies.strategies import Strategy
+from herdsim.results.comparison import Comparison
+from herdsim.results.result import Result, run
+
+try:
+    __version__ = version("herdsim")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["Comparison", "HerdsimError", "Result", "Scenario", "ScenarioError", "Strategy",
+           "compare", "load_scenario", "run", "save"]

@@ -1,9 +1,17 @@
-"""The one error type a user's mistake raises: it names the file, the field and the problem."""
+"""Every error a user's mistake raises, under one base, :class:`HerdsimError`.
+
+``str()`` of any of them is the message the CLI prints (one line per problem, each naming
+the file, the field and the problem); the CLI turns them into exit code 2 in one place.
+"""
 
 from __future__ import annotations
 
 
-class ScenarioError(Exception):
+class HerdsimError(Exception):
+    """Base of every herdsim error meant for the user rather than a traceback."""
+
+
+class ScenarioError(HerdsimError):
     """A scenario (or an override of it) is invalid.
 
     ``problems`` holds ``(field, message)`` pairs; ``str()`` gives one line per problem,
@@ -24,3 +32,27 @@ class ScenarioError(Exception):
             f"{prefix}{field}: {message}" if field else f"{prefix}{message}"
             for field, message in self.problems
         )
+
+
+class UsageError(HerdsimError):
+    """A mistake on the command line or in an API call's arguments (not in a scenario)."""
+
+
+class OutputDirError(HerdsimError):
+    """A directory that holds no herdsim output of the expected kind, or a damaged one."""
+
+
+class OutputExistsError(OutputDirError, FileExistsError):
+    """An output directory or file that already exists: outputs are never overwritten."""
+
+
+class SweepError(HerdsimError):
+    """A sweep that cannot run as asked: bad grid, invalid cell, a mismatched directory."""
+
+
+class ExecutorError(HerdsimError):
+    """Runs cannot be sent where asked (a Dask scheduler that does not answer)."""
+
+
+class PrometheusError(HerdsimError):
+    """Prometheus or promtool cannot be found, started or reached."""

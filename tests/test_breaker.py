@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
-from herdsim.scenario import Breaker
-from herdsim.simulation import Simulation
+from herdsim.config.scenario import Breaker
+from herdsim.model.simulation import Simulation
+from herdsim.policies.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from herdsim.results.result import Result
 
 
 def breaker(**fields) -> CircuitBreaker:
@@ -350,7 +351,7 @@ def test_a_pool_breaker_opens_during_the_outage_and_no_call_is_made_while_open(
     every open period against the raw call times; the series and summary agree."""
     sim, log = watched(herdsim.load_scenario(scenarios_dir / "outage.yaml",
                                              {**SCALED, "workers.retry_mode": mode}))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     ts, s = result.timeseries, result.summary
     outage = ts[(ts["time"] >= 20) & (ts["time"] < 24)]
     assert outage["breaker_open"].max() == 1.0
@@ -373,7 +374,7 @@ def test_breaker_open_time_matches_the_gauge_and_the_transitions(scenarios_dir):
     """``breaker_open_time`` = time spent not closed, from the transition log; the sampled
     gauge integrates to it within one bin per transition."""
     sim, log = watched(herdsim.load_scenario(scenarios_dir / "outage.yaml", SCALED))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     end = result.scenario.duration
     spent, since = 0.0, None
     for t, state, _ in log:

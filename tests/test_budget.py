@@ -20,15 +20,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim import budget as budgets
-from herdsim.budget import AdaptiveThrottle, RatioBudget, TokenBucketBudget
-from herdsim.simulation import Simulation
-from herdsim.windows import TIME_BUCKETS
+from herdsim.model.simulation import Simulation
+from herdsim.policies import budget as budgets
+from herdsim.policies.budget import AdaptiveThrottle, RatioBudget, TokenBucketBudget
+from herdsim.policies.windows import TIME_BUCKETS
+from herdsim.results.result import Result
 
 
 def built(**fields):
     """The budget object a scenario's ``budget`` section builds."""
-    cfg = herdsim.scenario.Budget(**fields)
+    cfg = herdsim.config.scenario.Budget(**fields)
     return budgets.build(cfg, np.random.default_rng(0).random)
 
 
@@ -330,7 +331,7 @@ def test_a_successful_retry_gets_back_what_it_paid_in_every_retry_mode(make_scen
                 "failure_cost": 0, "success_refund": 0, "refund_retry_cost": True,
                 "floor": 0, "strict": False})
     sim = Simulation(herdsim.load_scenario(data))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     jobs = result.jobs
     succeeded_retries = int(((jobs["outcome"] == "succeeded") & (jobs["attempts"] > 1)).sum())
     tokens = sim.budget_for(None).tokens
@@ -394,7 +395,7 @@ def test_an_aws_quota_that_runs_dry_pays_failed_retries_with_first_try_successes
     p, n = 0.6, 3
     sim = Simulation(herdsim.load_scenario(independent_failures(
         make_scenario, p, n, budget={"kind": "token_bucket", "preset": "aws"})))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     jobs = result.jobs
     first_ok = int(((jobs["outcome"] == "succeeded") & (jobs["attempts"] == 1)).sum())
     retried_ok = int(((jobs["outcome"] == "succeeded") & (jobs["attempts"] > 1)).sum())

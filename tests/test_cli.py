@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from herdsim.result import OUTPUT_FILES
+from herdsim.outputs.compare_dir import OUTPUT_FILES
 
 WALL_CLOCK_KEYS = {"wall_seconds", "calls_per_wall_second"}
 
@@ -104,7 +104,7 @@ def test_validate_prints_the_resolved_scenario(tmp_path, scenarios_dir):
 
 
 def test_strategies_lists_every_builtin(tmp_path):
-    from herdsim.strategies import BUILT_IN
+    from herdsim.policies.strategies import BUILT_IN
 
     proc = herdsim("strategies", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -11,10 +11,12 @@ from scipy import stats
 from typer.testing import CliRunner
 
 import herdsim
-from herdsim.analysis import peak_rate
+from herdsim.analysis.rates import peak_rate_series
+from herdsim.analysis.summary import peak_rate
 from herdsim.cli import app
-from herdsim.compare import aggregate, build_arms, peak_rate_series
-from herdsim.plots import call_rate
+from herdsim.experiments.compare import build_arms
+from herdsim.plots.figures import call_rate
+from herdsim.results.comparison import aggregate
 
 # Wall-clock KPIs differ between identical runs; everything else must not.
 WALL = ["wall_seconds", "calls_per_wall_second"]

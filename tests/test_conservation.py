@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim.simulation import Simulation
-from herdsim.strategies import BUILT_IN
+from herdsim.model.simulation import Simulation
+from herdsim.policies.strategies import BUILT_IN
+from herdsim.results.result import Result
 
 durations = st.floats(0.5, 5.0)
 small_times = st.floats(0.001, 0.2)
@@ -162,7 +163,7 @@ def test_every_job_ends_in_exactly_one_place(data):
     sc = herdsim.load_scenario(data)
     sim = Simulation(sc)
     with finishes_within(10):
-        res = sim.run()
+        res = Result.from_finished(sim.run())
     s, jobs, ts, sleeps = res.summary, res.jobs, res.timeseries, res.sleeps
     rec = sim.recorder
 
@@ -225,6 +226,6 @@ def test_no_dlq_with_calls_failing_fast_still_finishes(make_scenario, failing_fa
         downstream=failing_fast, retry={"max_retries": 0}, dlq={"enabled": False}))
     sim = Simulation(sc)
     with finishes_within(2):
-        res = sim.run()
+        res = Result.from_finished(sim.run())
     assert res.summary["jobs_pending"] == len(sim.pending_jobs())
     assert res.summary["recycled_total"] > 0

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+import herdsim
 from herdsim import load_scenario, run
-from herdsim import prometheus as prom
+from herdsim.outputs import openmetrics as prom
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "herdsim.json"
 DATASOURCE = "${DS_PROMETHEUS}"
@@ -48,7 +49,7 @@ def exported_names(tmp_path_factory, make_scenario) -> set[str]:
     """Sample names in the OpenMetrics text of a tiny simulated run with a breaker."""
     scenario = load_scenario(make_scenario(breaker={"enabled": True}))
     directory = tmp_path_factory.mktemp("run") / "out"
-    run(scenario).save(directory)
+    herdsim.save(run(scenario), directory)
     text = prom.render(prom.load_run(directory), 1_700_000_000)[0]
     return {line.split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")}
 

@@ -35,7 +35,7 @@ def busy(make_scenario) -> dict:
 
 
 def saved(data: dict, out, overrides: dict | None = None):
-    return herdsim.run(herdsim.load_scenario(data, overrides)).save(out)
+    return herdsim.save(herdsim.run(herdsim.load_scenario(data, overrides)), out)
 
 
 def summary_without_wall_clock(path) -> dict:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 import herdsim
-from herdsim.scenario import Scenario, _section_type
+from herdsim.config.scenario import Scenario, _section_type
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -17,11 +17,12 @@ from simpy import Interrupt
 from test_conservation import scenarios
 
 import herdsim
-from herdsim.downstream import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
-from herdsim.recorder import Recorder
-from herdsim.scenario import Downstream as DownstreamConfig
-from herdsim.simulation import Simulation
-from herdsim.streams import Draws
+from herdsim.config.scenario import Downstream as DownstreamConfig
+from herdsim.model.downstream import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
+from herdsim.model.recorder import Recorder
+from herdsim.model.simulation import Simulation
+from herdsim.model.streams import Draws
+from herdsim.results.result import Result
 
 # mean 1 s, latency_per_call 1 s: r(n) = 1 / (1 + n), so a lone call takes 2 s.
 BASE = {"service": {"distribution": "constant", "mean": "1s"},
@@ -143,7 +144,7 @@ def test_continuous_conserves_jobs_and_slots(data, latency):
         env.step()
         assert 0 <= ds.busy == len(ds._heap) <= sc.downstream.concurrency
         assert ds.n_waiting >= 0
-    s = sim.run().summary
+    s = Result.from_finished(sim.run()).summary
     pending = sim.pending_jobs()
     assert s["jobs_submitted"] == s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"]
     assert s["jobs_pending"] == len(pending) == len({job.id for job in pending})

@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from matplotlib.patches import Rectangle
 
 from herdsim import load_scenario, run
-from herdsim import metastability as ms
-from herdsim.sweep import SweepError, plan, run_sweep
+from herdsim.analysis import metastability as ms
+from herdsim.errors import SweepError
+from herdsim.experiments.sweep import plan, run_sweep
+from herdsim.outputs import sweep_dir as sweep_dir_kind
+from herdsim.plots import metastability_map
 
 STRATEGIES = ["exponential", "full_jitter"]
 
@@ -137,8 +140,13 @@ def sweep_dir(tmp_path_factory):
     return run_sweep(sweep, folder / "sweep", processes=1, progress=False)
 
 
+def draw_map(directory, **axes):
+    """The map of a finished sweep directory, as ``herdsim plot`` draws it."""
+    return metastability_map.plot_map(*sweep_dir_kind.load_sweep(directory), **axes)
+
+
 def test_map_has_a_panel_per_strategy_and_a_cell_per_grid_point(sweep_dir):
-    figure = ms.plot_map(sweep_dir)
+    figure = draw_map(sweep_dir)
     panels = [ax for ax in figure.axes if ax.get_title()]
     assert [ax.get_title() for ax in panels] == STRATEGIES
     table = ms.cells(pd.read_parquet(sweep_dir / "sweep.parquet"),
@@ -147,7 +155,8 @@ def test_map_has_a_panel_per_strategy_and_a_cell_per_grid_point(sweep_dir):
         cells = [p for p in ax.patches if isinstance(p, Rectangle)]
         assert len(cells) == 6 and len(ax.texts) == 6
         colours = sorted(mcolors.to_hex(p.get_facecolor()) for p in cells)
-        expected = table.loc[table["strategy"] == strategy, "class"].map(ms.COLORS).str.lower()
+        classes = table.loc[table["strategy"] == strategy, "class"]
+        expected = classes.map(metastability_map.COLORS).str.lower()
         assert colours == sorted(expected)
         assert [t.get_text() for t in ax.get_xticklabels()] == ["100ms", "250ms", "400ms"]
     loads = [t.get_text() for t in panels[0].get_yticklabels()]
@@ -155,30 +164,30 @@ def test_map_has_a_panel_per_strategy_and_a_cell_per_grid_point(sweep_dir):
 
 
 def test_map_is_written_as_files(sweep_dir):
-    written = ms.save_map(sweep_dir, ["png", "svg"])
+    written = sweep_dir_kind.save_map(sweep_dir, ["png", "svg"])
     assert [p.name for p in written] == ["map.png", "map.svg"]
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(sweep_dir.glob(".map-*"))
 
 
 def test_class_counts_cover_every_cell(sweep_dir):
-    counts = ms.class_counts(sweep_dir)
+    counts = sweep_dir_kind.class_counts(sweep_dir)
     assert list(counts.index) == STRATEGIES and list(counts.columns) == list(ms.CLASSES)
     assert (counts.sum(axis=1) == 6).all()
 
 
 def test_map_needs_two_different_swept_axes(sweep_dir):
     with pytest.raises(SweepError, match="not a swept field"):
-        ms.plot_map(sweep_dir, x="workers.count")
+        draw_map(sweep_dir, x="workers.count")
     with pytest.raises(SweepError, match="the same field"):
-        ms.plot_map(sweep_dir, x="workload.rate", y="workload.rate")
+        draw_map(sweep_dir, x="workload.rate", y="workload.rate")
     with pytest.raises(SweepError, match="also swept: downstream.outages.0.duration"):
-        ms.plot_map(sweep_dir, x="workload.rate")
+        draw_map(sweep_dir, x="workload.rate")
 
 
 def test_one_axis_map_has_one_row(sweep_dir, tmp_path):
     sweep = plan(sweep_dir / "scenario.yaml", ["workload.rate=40,80"], ["full_jitter"])
-    figure = ms.plot_map(run_sweep(sweep, tmp_path / "one", processes=1, progress=False))
+    figure = draw_map(run_sweep(sweep, tmp_path / "one", processes=1, progress=False))
     (panel,) = [ax for ax in figure.axes if ax.get_title()]
     assert len([p for p in panel.patches if isinstance(p, Rectangle)]) == 2
     assert np.allclose(panel.get_ylim(), (-0.5, 0.5))

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.cli import app
-from herdsim.simulation import Simulation
+from herdsim.model.simulation import Simulation
+from herdsim.results.result import Result
 
 
 def problems(data) -> list[tuple[str, str]]:
@@ -178,7 +179,7 @@ def test_every_job_ends_in_exactly_one_place_with_breakers_budgets_and_open_loop
     (main queue, delayed queue, workers' or callers' hands) are unique and disjoint from
     the finished ones; together they are every submitted job."""
     sim = Simulation(herdsim.load_scenario(data))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     finished = np.asarray(sim.recorder.finish_id, dtype=np.int64)
     held = np.asarray([job.id for job in sim.pending_jobs()], dtype=np.int64)
     assert len(np.unique(finished)) == len(finished)

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from herdsim import occ
+from herdsim.config.scenario import load_scenario
 from herdsim.errors import ScenarioError
-from herdsim.recorder import Recorder
-from herdsim.scenario import load_scenario
-from herdsim.simulation import run
+from herdsim.model import occ
+from herdsim.model.recorder import Recorder
+from herdsim.results.result import run
 
 AWS = ("exponential", "full_jitter", "equal_jitter", "decorrelated_jitter")
 

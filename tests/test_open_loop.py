@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import herdsim
+from herdsim.results.result import Result
 
 P, N, SERVICE, BASE, CAP = 0.5, 4, 0.010, 0.010, 2.0
 RATE, WORKERS = 2000.0, 50
@@ -131,8 +132,8 @@ def test_open_loop_calls_in_flight_are_poisson_as_in_m_g_infinity(make_scenario)
 def test_an_open_loop_caller_calls_when_its_job_arrives(make_scenario):
     """No queue, no wait for a worker: a job's first call is made at its arrival."""
     data = make_scenario(workers={"count": None}, workload={"rate": 100})
-    sim = herdsim.simulation.Simulation(herdsim.load_scenario(data))
-    result = sim.run()
+    sim = herdsim.model.simulation.Simulation(herdsim.load_scenario(data))
+    result = Result.from_finished(sim.run())
     arrivals = np.sort(result.jobs["arrival"].to_numpy())
     first_calls = np.sort(np.asarray(sim.recorder.attempts))[: len(arrivals)]
     assert len(result.sleeps) == 0  # nothing fails here
@@ -152,13 +153,13 @@ def test_an_open_loop_caller_refused_by_the_breaker_backs_off_instead_of_waiting
         retry={"strategy": "full_jitter", "base": "100ms", "cap": "1s", "max_retries": 3},
         breaker={"enabled": True, "scope": "pool", "window": "1s", "minimum_calls": 10,
                  "open_duration": "1s"})
-    sim = herdsim.simulation.Simulation(herdsim.load_scenario(data))
+    sim = herdsim.model.simulation.Simulation(herdsim.load_scenario(data))
     spans = []
     breaker = sim.gates[0].breaker
     listener = breaker.listener
     breaker.listener = lambda b, now: (spans.append((now, b.open_until))
                                        if b.state == "open" else None, listener(b, now))
-    result = sim.run()
+    result = Result.from_finished(sim.run())
     s = result.summary
     assert s["calls_avoided"] > 0 and s["breaker_trips"] >= 1
     calls = np.asarray(sim.recorder.attempts)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import herdsim
-from herdsim.simulation import Simulation
+from herdsim.model.simulation import Simulation
+from herdsim.results.result import Result
 
 
 def scripted(make_scenario, jobs: int, workers: int, **changes) -> dict:
@@ -30,7 +31,7 @@ def scripted(make_scenario, jobs: int, workers: int, **changes) -> dict:
 
 def simulate(data: dict) -> tuple[Simulation, herdsim.Result]:
     sim = Simulation(herdsim.load_scenario(data))
-    return sim, sim.run()
+    return sim, Result.from_finished(sim.run())
 
 
 def times(values) -> list[float]:

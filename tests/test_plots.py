@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.cli import app
-from herdsim.compare import FIGURES, Arm, load_outputs
-from herdsim.plots import (
+from herdsim.outputs.compare_dir import load_outputs
+from herdsim.plots.figures import (
+    FIGURES,
     STRATEGY_COLORS,
     arm_styles,
     binned,
@@ -25,6 +26,7 @@ from herdsim.plots import (
     sleep_prev,
     strategy_color,
 )
+from herdsim.results.comparison import Arm
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def comparison(outage):
 
 @pytest.fixture(scope="module")
 def saved(comparison, tmp_path_factory):
-    return comparison.save(tmp_path_factory.mktemp("cmp") / "out", formats=["png"])
+    return herdsim.save(comparison, tmp_path_factory.mktemp("cmp") / "out", formats=["png"])
 
 
 def check_image(path) -> None:
@@ -84,7 +86,7 @@ def test_each_arm_gets_its_own_look_and_strategies_keep_their_colour(comparison)
     assert len(looks) == len(comparison.arms)
     for arm in comparison.arms:
         assert styles[arm.label]["color"] == strategy_color(arm.strategy)
-    assert len({strategy_color(name) for name in herdsim.strategies.BUILT_IN}) == 7
+    assert len({strategy_color(name) for name in herdsim.policies.strategies.BUILT_IN}) == 7
     assert strategy_color("pkg.mod:Mine") not in STRATEGY_COLORS.values()
 
 

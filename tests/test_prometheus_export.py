@@ -18,9 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from herdsim import ScenarioError, load_scenario
-from herdsim import prometheus as prom
+import herdsim
+from herdsim import load_scenario
 from herdsim.cli import app
+from herdsim.outputs import openmetrics as prom
 
 START = 1_700_000_000  # unix s
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+) (\S+)$')
@@ -230,7 +231,7 @@ def test_compare_directory_exports_one_replication(tmp_path):
     for replication, total in ((0, (ts["retry"] + ts["recycled"]).sum()), (1, 0)):
         samples, _ = parse(prom.render(prom.load_run(directory, replication), START)[0])
         assert series(samples, "worker_job_execution_total", status="retry").iloc[-1] == total
-    with pytest.raises(ScenarioError, match="no replication 2"):
+    with pytest.raises(herdsim.errors.UsageError, match="no such replication"):
         prom.load_run(directory, 2)
 
 
@@ -253,7 +254,7 @@ def test_interval_samples_every_kth_bin_edge(run_dir):
     cumulative = np.concatenate([[0], np.cumsum(ts["success"])])
     assert list(got.index - START * 1000) == [0, 1000, 2000, 3000, 4000, 5000]
     assert np.array_equal(got.to_numpy(), cumulative[::10])
-    with pytest.raises(ScenarioError, match="not a multiple of the run's bin"):
+    with pytest.raises(herdsim.errors.UsageError, match="not a multiple of the run.s bin"):
         prom.render(prom.load_run(run_dir), START, interval=0.15)
 
 
@@ -262,7 +263,7 @@ def test_custom_buckets_and_their_le_strings(run_dir):
     les = samples.loc[samples["name"].str.endswith("_bucket"), "labels"].map(lambda d: d["le"])
     assert list(dict.fromkeys(les)) == ["0.25", "1.0", "5.0", "+Inf"]
     for bad in ([], [1, 0.5], [0.1, float("nan")]):
-        with pytest.raises(ScenarioError, match="buckets"):
+        with pytest.raises(herdsim.errors.UsageError, match="buckets"):
             prom.render(prom.load_run(run_dir), START, buckets=bad)
 
 
@@ -288,7 +289,7 @@ def test_timestamps_read_back_as_the_same_millisecond(millis):
 
 def test_start_in_milliseconds_is_refused(run_dir):
     """Timestamps in ms are accepted by promtool and land thousands of years ahead."""
-    with pytest.raises(ScenarioError, match="looks like milliseconds"):
+    with pytest.raises(herdsim.errors.UsageError, match="looks like milliseconds"):
         prom.export(run_dir, start=START * 1000)
 
 
@@ -316,7 +317,7 @@ def test_label_values_are_escaped(tmp_path):
 ])
 def test_a_damaged_directory_is_a_clear_error(run_dir, damage, message):
     damage(run_dir)
-    with pytest.raises(ScenarioError, match=message):
+    with pytest.raises(herdsim.HerdsimError, match=message):
         prom.export(run_dir, start=START)
     assert not (run_dir / "metrics.om").exists()
 

@@ -1,11 +1,12 @@
 """The exported metrics in a real Prometheus: backfilled whole, the seed's query answering
-exactly what ``herdsim.promql.rate`` computes, and the impulse visible where it should be.
+exactly what ``herdsim.analysis.promql.rate`` computes, and the impulse visible where it should be.
 
 ``scenarios/outage.yaml`` runs under ``exponential`` and ``full_jitter`` (as the two arms of
 a comparison directory), cut to 60 s: the exponential storm (retries 1, 3, 7, 15 s after the
 outage at 20 s, and the crashes they cause) is over by then, and 90 s would only add tail.
 The export is backfilled with ``promtool tsdb create-blocks-from openmetrics`` and served
-by ``prometheus`` on a free port of 127.0.0.1 (``herdsim.prometheus.serve``, which stops it
+by ``prometheus`` on a free port of 127.0.0.1
+(``herdsim.outputs.prometheus_server.serve``, which stops it
 by its pid). Needs ``promtool`` and ``prometheus`` (Debian: ``apt-get install prometheus``);
 skipped without them, failed without them under CI. Budget: about 20 s (two simulations
 in two processes, ~10 s; Prometheus starts in about a second).
@@ -26,10 +27,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from herdsim import load_scenario, prometheus, run
-from herdsim.analysis import peak_over_mean, storm_mask, storm_threshold
-from herdsim.parallel import imap_unordered
-from herdsim.promql import rate
+from herdsim import load_scenario, run
+from herdsim.analysis.promql import rate
+from herdsim.analysis.summary import peak_over_mean, storm_mask, storm_threshold
+from herdsim.experiments.parallel import imap_unordered
+from herdsim.outputs import prometheus_server as prometheus
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "herdsim.json"
 ARMS = ("exponential", "full_jitter")

@@ -1,4 +1,4 @@
-"""``herdsim.promql.rate`` against Prometheus's documented ``rate()`` semantics.
+"""``herdsim.analysis.promql.rate`` against Prometheus's documented ``rate()`` semantics.
 
 Hand-computed cases pin each rule of ``extrapolatedRate`` (promql/functions.go): the
 window's boundary, extrapolation to the edges, the 1.1 x average-interval threshold with its
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herdsim.promql import evaluation_times, rate
+from herdsim.analysis.promql import evaluation_times, rate
 
 
 def counter(times, values) -> pd.Series:

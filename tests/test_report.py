@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.cli import app
-from herdsim.compare import FIGURES
+from herdsim.plots.figures import FIGURES
 
 
 class Collector(HTMLParser):
@@ -50,7 +50,7 @@ def report(make_scenario, tmp_path_factory):
         downstream={"outages": [{"start": "1s", "duration": "500ms"}]}))
     c = herdsim.compare(sc, ["fixed", "full_jitter"], replications=2, processes=1,
                         progress=False)
-    out = c.save(tmp_path_factory.mktemp("r") / "out", formats=["svg"], report=True)
+    out = herdsim.save(c, tmp_path_factory.mktemp("r") / "out", formats=["svg"], report=True)
     return c, out / "report.html"
 
 
@@ -84,7 +84,7 @@ def test_report_holds_scenario_and_kpi_table(report):
 def test_report_command_on_a_run_directory(tmp_path, make_scenario):
     """``herdsim report DIR`` on a run's output; rerunning replaces the report."""
     run = herdsim.run(herdsim.load_scenario(make_scenario(duration="1s")))
-    out = run.save(tmp_path / "run")
+    out = herdsim.save(run, tmp_path / "run")
     for _ in range(2):
         result = CliRunner().invoke(app, ["report", str(out)])
         assert result.exit_code == 0, result.output

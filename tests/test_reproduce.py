@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from herdsim import reproduce as rp
 from herdsim.cli import app
+from herdsim.experiments import reproduce as rp
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from herdsim import sweep as sweeps
 from herdsim.cli import app
-from herdsim.parallel import AHEAD, imap_unordered
-from herdsim.sweep import SweepError, parse_grid, plan, run_sweep
+from herdsim.config.scenario import Scenario
+from herdsim.errors import SweepError
+from herdsim.experiments import sweep as sweeps
+from herdsim.experiments.parallel import AHEAD, imap_unordered
+from herdsim.experiments.sweep import parse_grid, plan, run_sweep
+from herdsim.outputs import sweep_dir
 
 WALL_CLOCK = ["wall_seconds", "calls_per_wall_second"]  # the only columns allowed to differ
 GRID = ["downstream.outages.0.duration=100ms,300ms", "workload.rate=40:60:2"]
@@ -238,9 +241,14 @@ def test_resume_runs_only_the_missing_tasks(small, tmp_path, monkeypatch):
                                   before.drop(columns=WALL_CLOCK))
 
 
+def prepare(out, sweep):
+    """Create the sweep directory *out* as ``run_sweep`` does before its first task."""
+    sweep_dir.prepare(out, sweep.manifest(), Scenario.model_validate(sweep.base).to_yaml())
+
+
 def test_a_changed_scenario_is_not_mixed_in(scenario_file, small, tmp_path):
     out = tmp_path / "sweep"
-    sweeps.prepare(out, small)
+    prepare(out, small)
     manifest = (out / "manifest.json").read_text()
     changed = plan(scenario_file, GRID, STRATEGIES, replications=2,
                    sets={"downstream.concurrency": "5"})
@@ -253,17 +261,17 @@ def test_a_changed_scenario_is_not_mixed_in(scenario_file, small, tmp_path):
 def test_a_non_sweep_directory_is_refused(small, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(SweepError, match="not a sweep directory"):
-        sweeps.prepare(tmp_path, small)
+        prepare(tmp_path, small)
 
 
 def test_unfinished_sweep_cannot_be_loaded(small, tmp_path):
-    sweeps.prepare(tmp_path / "s", small)
+    prepare(tmp_path / "s", small)
     with pytest.raises(SweepError, match=r"not finished \(0 of 16"):
-        sweeps.load_sweep(tmp_path / "s")
+        sweep_dir.load_sweep(tmp_path / "s")
 
 
 def test_manifest_records_the_sweep(small, tmp_path):
-    sweeps.prepare(tmp_path / "s", small)
+    prepare(tmp_path / "s", small)
     manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
     assert manifest["tasks"] == 16 and manifest["strategies"] == STRATEGIES
     assert [a["unit"] for a in manifest["axes"]] == ["s", None]
@@ -300,7 +308,7 @@ def test_cli_runs_and_resumes(scenario_file, tmp_path):
 
 
 def test_cli_cannot_reach_a_scheduler(scenario_file, tmp_path, monkeypatch):
-    monkeypatch.setattr("herdsim.parallel.CONNECT_TIMEOUT", "0.5s")
+    monkeypatch.setattr("herdsim.experiments.parallel.CONNECT_TIMEOUT", "0.5s")
     monkeypatch.setenv("HERDSIM_SCHEDULER", "tcp://127.0.0.1:1")
     done = CliRunner().invoke(app, ["sweep", str(scenario_file), "--out",
                                     str(tmp_path / "out")])

@@ -15,7 +15,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herdsim.windows import TIME_BUCKETS, CountWindow, TimeWindow
+from herdsim.policies.windows import TIME_BUCKETS, CountWindow, TimeWindow
 
 ticks = st.integers(0, 64 * 200)  # times in 1/64 s, up to 200 s
 windows = st.sampled_from([1.25, 2.5, 10.0, 20.0, 40.0])  # w = W/20 is a multiple of 1/64

@@ -1,0 +1,5 @@
+"""``python -m herdsim``: the command line."""
+
+from herdsim.cli import main
+
+main()

@@ -1,0 +1,91 @@
+"""Recovered, degraded or metastable? The class of each run and cell of a sweep, and the map.
+
+The rule (also in ``docs/scaling.md``) uses the summary KPIs (``recovery_time``,
+``collapses_after_outage``, ``capacity_rate``) and two read off the run here:
+
+- ``load``: offered rate / capacity, rho; ``outage_seconds``: total outage time, d;
+- ``goodput_tail``: successes per second over the last 10% of the run (after the last
+  outage), over the offered rate of good jobs.
+
+A smooth queue that loses d seconds of service at load rho works off the backlog in
+``ideal_drain = d * rho / (1 - rho)`` seconds after the outage (infinite when rho >= 1).
+
+- **recovered**: ``recovery_time`` is defined and at most
+  ``max(SLOW_FLOOR, SLOW_FACTOR * ideal_drain)``;
+- **metastable**: ``recovery_time`` is undefined (not healthy when the run ends) and the
+  trigger's end did not help: the downstream collapsed again after the outage
+  (``collapses_after_outage > 0``) or the tail goodput is below ``GOODPUT_FLOOR``;
+- **degraded**: the rest: recovered, but slowly; or not yet recovered when the run ends
+  while serving at least ``GOODPUT_FLOOR`` of the offered jobs with no new collapse
+  (still working through its backlog).
+
+A cell (its replications) takes the class of most of its runs, ties going to the worse
+class; its label is the median ``recovery_time`` of its runs that recovered.
+A run must last long enough after the outage for "not yet recovered" to mean something.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+CLASSES = ("recovered", "degraded", "metastable")  # from best to worst
+SLOW_FACTOR = 2.0  # recovery slower than twice the ideal drain time is degraded
+SLOW_FLOOR = 5.0  # s: a recovery within this is never called slow
+GOODPUT_FLOOR = 0.5  # tail goodput below half the offered jobs counts as down
+TAIL_FRACTION = 0.1  # the tail is the last 10% of the run
+
+
+def run_kpis(result) -> dict[str, float | None]:
+    """``load``, ``outage_seconds`` and ``goodput_tail`` of one run (see the module doc)."""
+    sc = result.scenario
+    ts = result.timeseries
+    offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
+    last_end = max((end for _, end in sc.outage_windows), default=0.0)
+    tail = ts["time"].to_numpy() >= max(last_end, sc.duration * (1 - TAIL_FRACTION))
+    seconds = tail.sum() * sc.bin
+    goodput = float(ts["success"].to_numpy()[tail].sum() / seconds / offered) \
+        if seconds > 0 and offered > 0 else None
+    return {
+        "load": sc.workload.rate / sc.downstream.capacity_rate(),
+        "outage_seconds": float(sum(o.duration for o in sc.downstream.outages)),
+        "goodput_tail": goodput,
+    }
+
+
+def ideal_drain(load: float, outage_seconds: float) -> float:
+    """Seconds a smooth queue at *load* needs to work off *outage_seconds* of backlog."""
+    if outage_seconds == 0:
+        return 0.0
+    return math.inf if load >= 1 else outage_seconds * load / (1 - load)
+
+
+def classify(runs: pd.DataFrame) -> pd.Series:
+    """The class of every run (row) of a sweep table, by the rule of the module doc."""
+    recovery = pd.to_numeric(runs["recovery_time"], errors="coerce").to_numpy(dtype=float)
+    drain = np.array([ideal_drain(rho, d) for rho, d in
+                      zip(runs["load"], runs["outage_seconds"], strict=True)])
+    slow_limit = np.maximum(SLOW_FLOOR, SLOW_FACTOR * drain)
+    goodput = pd.to_numeric(runs["goodput_tail"], errors="coerce").to_numpy(dtype=float)
+    stuck = (runs["collapses_after_outage"].to_numpy() > 0) | ~(goodput >= GOODPUT_FLOOR)
+    never = np.isnan(recovery)
+    classes = np.where(~never & (recovery <= slow_limit), "recovered",
+                       np.where(never & stuck, "metastable", "degraded"))
+    return pd.Series(classes, index=runs.index, name="class")
+
+
+def cells(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """One row per strategy and cell: ``class``, ``runs``, ``agree`` (runs of that class)
+    and ``recovery_time`` (median over the runs that recovered; NaN if none did)."""
+    frame = runs.assign(**{"class": classify(runs)})
+    rows = []
+    for key, group in frame.groupby(["strategy", *axes], sort=False, dropna=False):
+        counts = group["class"].value_counts()
+        worst_first = [c for c in reversed(CLASSES) if c in counts.index]
+        winner = max(worst_first, key=lambda c: counts[c])
+        recovery = pd.to_numeric(group["recovery_time"], errors="coerce").median()
+        rows.append({**dict(zip(["strategy", *axes], key, strict=True)), "class": winner,
+                     "runs": len(group), "agree": int(counts[winner]), "recovery_time": recovery})
+    return pd.DataFrame(rows)

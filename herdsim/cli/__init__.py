@@ -1,0 +1,9 @@
+"""The ``herdsim`` command line: a thin face over the Python API.
+
+``app`` is the Typer application; each module adds its commands to it.
+"""
+
+from herdsim.cli import compare, outputs, reproduce, run, sweep
+from herdsim.cli.app import app, main
+
+__all__ = ["app", "compare", "main", "outputs", "reproduce", "run", "sweep"]

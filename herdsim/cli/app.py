@@ -1,0 +1,151 @@
+"""The ``herdsim`` command line: a thin face over the Python API."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from herdsim.config import bundled
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import HerdsimError, OutputExistsError, UsageError
+
+
+class Boundary(TyperGroup):
+    """The one place where a user's mistake becomes one line on stderr and exit code 2,
+    and Ctrl-C exit code 130."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except HerdsimError as exc:
+            for line in str(exc).splitlines() or [type(exc).__name__]:
+                err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False,
+                                  soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted: nothing was written")
+            raise typer.Exit(130) from None
+
+
+app = typer.Typer(
+    help="herdsim: simulate retry storms (the thundering herd) before production does.",
+    no_args_is_help=True,
+    cls=Boundary,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(width=None if sys.stdout.isatty() else 120)  # pipes: wide, no wrapping
+err_console = Console(stderr=True, emoji=False)
+
+ScenarioArg = Annotated[Path, typer.Argument(
+    help="Scenario YAML file, or the name of a bundled one (herdsim scenarios).",
+    show_default=False)]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a field: --set retry.strategy=full_jitter (repeatable)."),
+]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Output directory (default runs/<name>-<time>).")
+]
+PrometheusOpt = Annotated[
+    bool, typer.Option("--prometheus", help="Also write metrics.om (see 'export prometheus').")
+]
+
+
+def parse_sets(sets: list[str] | None) -> dict[str, str]:
+    """``["a.b=1", ...]`` -> ``{"a.b": "1"}``; a malformed item is a :class:`UsageError`."""
+    overrides = {}
+    for item in sets or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r}: expected path.to.field=value")
+        overrides[key.strip()] = value
+    return overrides
+
+
+def load(path: Path, sets: list[str] | None) -> Scenario:
+    try:
+        overrides = parse_sets(sets)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    return load_scenario(bundled.resolve(path), overrides)
+
+
+def output_dir(out: Path | None, name: str) -> Path:
+    """The run's output directory: *out*, or ``runs/<name>-<timestamp>``; must not exist."""
+    if out is None:
+        out = Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists():
+        raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
+    return out
+
+
+
+StrategiesOpt = Annotated[str | None, typer.Option(
+    "--strategies", help="Comma-separated strategies to compare (default: every built-in).",
+    show_default=False)]
+VaryOpt = Annotated[list[str] | None, typer.Option(
+    "--vary", help="Try several values of a field: --vary breaker.enabled=false,true "
+                   "(repeatable; arms are every strategy x every combination).")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="Figure formats, comma-separated: png, svg, pdf.")]
+OutputDirArg = Annotated[Path, typer.Argument(
+    help="Output directory of 'herdsim run' or 'herdsim compare'.", show_default=False)]
+
+
+def parse_list(option: str, text: str | None) -> list[str]:
+    """``"a, b"`` -> ``["a", "b"]``; an empty list is a :class:`UsageError`."""
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    if text is not None and not items:
+        raise UsageError(f"{option} {text!r}: expected a comma-separated list")
+    return items
+
+
+def parse_vary(items: list[str] | None) -> dict[str, list[str]]:
+    """``["a.b=1,2"]`` -> ``{"a.b": ["1", "2"]}`` (values parsed later as YAML scalars)."""
+    vary: dict[str, list[str]] = {}
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise UsageError(f"--vary {item!r}: expected path.to.field=value1,value2,...")
+        if key.strip() in vary:
+            raise UsageError(f"--vary {key.strip()}: given twice")
+        vary[key.strip()] = parse_list(f"--vary {key.strip()}=", values)
+    return vary
+
+
+FORMATS = ("png", "svg", "pdf")
+
+
+def parse_formats(text: str) -> list[str]:
+    formats = parse_list("--format", text)
+    wrong = [f for f in formats if f not in FORMATS]
+    if wrong:
+        raise UsageError(f"--format {','.join(wrong)}: choose among {', '.join(FORMATS)}")
+    return formats
+
+
+RunDirArg = Annotated[Path, typer.Argument(help="Output directory of 'herdsim run' or "
+                                                "'herdsim compare'.", show_default=False)]
+StartOpt = Annotated[str | None, typer.Option(
+    "--start", help="Unix time (s) or ISO date-time of the run's t=0 "
+                    "(default: now minus the run's duration).", show_default=False)]
+IntervalOpt = Annotated[str | None, typer.Option(
+    "--interval", help="Sample every … (a multiple of the bin, e.g. 1s; default: the bin).",
+    show_default=False)]
+ReplicationOpt = Annotated[int, typer.Option(
+    "--replication", help="Which replication of a comparison to export.")]
+
+
+
+def main() -> None:
+    """The console script and ``python -m herdsim``."""
+    app(prog_name="herdsim")

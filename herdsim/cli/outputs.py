@@ -1,0 +1,105 @@
+"""Read-only commands over saved outputs: ``plot``, ``report``, ``export``, ``prometheus``."""
+
+from __future__ import annotations
+
+import signal
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from herdsim.cli.app import (
+    FormatOpt,
+    IntervalOpt,
+    OutputDirArg,
+    ReplicationOpt,
+    RunDirArg,
+    StartOpt,
+    app,
+    console,
+    err_console,
+    parse_formats,
+)
+from herdsim.outputs import openmetrics, prometheus_server, sweep_dir
+from herdsim.outputs.compare_dir import load_outputs, redraw
+from herdsim.outputs.report import write_report
+
+
+@app.command()
+def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg") -> None:
+    """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
+    formats = parse_formats(fmt)
+    with console.status("drawing…"):
+        if (directory / sweep_dir.MANIFEST).exists():
+            written = sweep_dir.save_map(directory, formats)
+        else:
+            written = redraw(directory, formats)
+    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+
+
+@app.command()
+def report(directory: OutputDirArg) -> None:
+    """Write a self-contained report.html (scenario, KPI table, figures) into DIR."""
+    with console.status("writing the report…"):
+        path = write_report(directory, load_outputs(directory))
+    console.print(f"report: [bold]{path}[/]")
+
+
+export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+def report_export(exported: openmetrics.Export) -> None:
+    span = f"{datetime.fromtimestamp(exported.start):%Y-%m-%d %H:%M:%S} to " \
+           f"{datetime.fromtimestamp(exported.end):%H:%M:%S}"
+    console.print(f"wrote {exported.samples:,} samples of {exported.series} series "
+                  f"({span}) to [bold]{exported.path}[/]")
+    console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
+                  f"{exported.path} DATA_DIR", highlight=False, soft_wrap=True)
+
+
+@export_app.command("prometheus")
+def export_prometheus(
+    directory: RunDirArg, out: Annotated[Path | None, typer.Option(
+        "--out", help="File to write (default: DIR/metrics.om).", show_default=False)] = None,
+    start: StartOpt = None, interval: IntervalOpt = None,
+    buckets: Annotated[str, typer.Option(
+        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms).")] =
+        ",".join(f"{b:g}" for b in openmetrics.DEFAULT_BUCKETS),
+    replication: ReplicationOpt = 0,
+) -> None:
+    """Write the run's metrics as OpenMetrics text for promtool's backfill."""
+    report_export(openmetrics.export(
+        directory, out, None if start is None else openmetrics.parse_start(start), interval,
+        openmetrics.parse_buckets(buckets), replication))
+
+
+@app.command("prometheus")
+def prometheus_command(
+    directory: RunDirArg,
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 9090,
+    start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
+) -> None:
+    """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
+    at = None if start is None else openmetrics.parse_start(start)
+    console.print("exporting, backfilling and starting Prometheus…")
+    signal.signal(signal.SIGTERM, _terminate)  # a kill cleans up like Ctrl-C
+    try:
+        with prometheus_server.serve(directory, port, at, interval, replication) as running:
+            begin, end = (datetime.fromtimestamp(running.export.start),
+                          datetime.fromtimestamp(running.export.end))
+            console.print(f"Prometheus over {directory}: [bold]{running.url}[/] "
+                          f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
+            console.print(f"the seed's query: {running.graph_url()}", highlight=False,
+                          soft_wrap=True)
+            console.print("Ctrl-C stops it and deletes its data.")
+            code = running.process.wait()
+        err_console.print(f"prometheus exited by itself with code {code}")
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        console.print("stopped Prometheus and deleted its data")
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,69 @@
+"""``herdsim sweep``: a scenario over a grid of settings, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from herdsim.cli.app import ScenarioArg, SetOpt, app, console, err_console, parse_sets
+from herdsim.config import bundled
+from herdsim.experiments import sweep
+from herdsim.outputs import sweep_dir
+
+
+@app.command("sweep")
+def sweep_command(
+    scenario: ScenarioArg,
+    grid: Annotated[list[str] | None, typer.Option(
+        "--grid", help="A swept field: path=v1,v2,... or path=start:stop:n[:log] "
+                       "(repeatable; e.g. downstream.outages.0.duration=1s:20s:5:log).")] = None,
+    strategies_: Annotated[str | None, typer.Option(
+        "--strategies", help="Comma-separated strategies (default: the scenario's).",
+        show_default=False)] = None,
+    replications: Annotated[int, typer.Option(
+        "--replications", help="Runs per cell and strategy (seeds seed, seed+1, ...).")] = 1,
+    set_: SetOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output directory; the same command resumes it "
+                      "(default runs/<name>-sweep-<digest>).", show_default=False)] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", envvar="HERDSIM_SCHEDULER",
+        help="Run on Dask: tcp://HOST:8786, or 'local' for a LocalCluster.")] = None,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", min=1, help="Local processes (default: every core; 1 = serial).",
+        show_default=False)] = None,
+    draw_map: Annotated[bool, typer.Option(
+        "--map", help="Draw the metastability map to DIR/map.png.")] = False,
+) -> None:
+    """Run a scenario over a grid of settings x strategies x replications (resumable)."""
+    arms = [s.strip() for s in (strategies_ or "").split(",") if s.strip()]
+    plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_))
+    target = out or plan.default_out()
+    sweep_dir.check(target, plan.manifest())
+    console.print(f"sweep {plan.name}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
+                  f"{len(plan.strategies)} strategies, {replications} replications), "
+                  f"{len(sweep_dir.finished(target))} already done -> [bold]{target}[/]")
+    try:
+        sweep.run_sweep(plan, target, processes, scheduler)
+    except KeyboardInterrupt:
+        saved = len(sweep_dir.finished(target))
+        err_console.print(f"interrupted: {saved} of {plan.n_tasks} tasks are saved in "
+                          f"{target}; rerun the same command to continue" if saved else
+                          "interrupted: nothing was written")
+        raise typer.Exit(130) from None
+    counts = sweep_dir.class_counts(target)
+    table = Table(title="cells by class", header_style="bold")
+    for column in ("strategy", *counts.columns):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for strategy, row in counts.iterrows():
+        table.add_row(str(strategy), *(str(n) for n in row))
+    console.print(table)
+    written = [target / name for name in sweep_dir.TABLES]
+    if draw_map:
+        written += sweep_dir.save_map(target)
+    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+
+

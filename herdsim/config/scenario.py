@@ -1,0 +1,465 @@
+"""Scenario files: YAML in, a validated :class:`Scenario` out.
+
+Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, ``10s``,
+``2m`` or a number of seconds. Overrides (``--set a.b=c``) go through the same validation.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from herdsim.config.durations import format_duration, parse_duration
+from herdsim.errors import ScenarioError
+from herdsim.policies import strategies
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Spike(Section):
+    """A window during which arrivals run at another rate."""
+
+    at: NonNegativeDuration
+    duration: PositiveDuration
+    rate: float = Field(gt=0)
+
+
+class Workload(Section):
+    arrivals: Literal["poisson", "constant", "burst"] = "poisson"
+    rate: float = Field(gt=0, description="jobs per second")
+    burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
+    backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
+    poison_fraction: Fraction = 0.0
+    queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
+    spikes: list[Spike] = []
+
+
+class Workers(Section):
+    count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
+    retry_mode: Literal["sleep", "requeue"] = "sleep"
+    poll_interval: PositiveDuration = 1.0
+
+
+class Service(Section):
+    distribution: Literal["constant", "exponential", "lognormal"] = "exponential"
+    mean: PositiveDuration = 0.1
+    sigma: float = Field(0.5, gt=0, description="lognormal shape (std-dev of log)")
+
+
+class Outage(Section):
+    start: NonNegativeDuration
+    duration: PositiveDuration
+    mode: Literal["down", "blackhole", "error", "slow"] = "down"
+    error_rate: float = Field(1.0, gt=0, le=1, description="mode error: fraction failing")
+    factor: float = Field(5.0, gt=0, description="mode slow: service-time multiplier")
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+
+class RateLimit(Section):
+    rate: float = Field(gt=0, description="calls per second")
+    burst: float = Field(100.0, ge=1, description="bucket size, calls")
+
+
+class Collapse(Section):
+    window: PositiveDuration = 0.1
+    threshold: int | None = Field(None, ge=1, description="calls within window that crash it")
+    load_limit: int | None = Field(None, ge=1, description="in flight + waiting that crash it")
+    restart_time: PositiveDuration = 5.0
+
+    @model_validator(mode="after")
+    def _needs_a_trigger(self) -> Collapse:
+        if self.threshold is None and self.load_limit is None:
+            raise ValueError("collapse needs a threshold, a load_limit or both")
+        return self
+
+
+class Overload(Section):
+    collapse: Collapse | None = None
+    latency_per_call: NonNegativeDuration = 0.0
+    latency_model: Literal["at_start", "continuous"] = Field(
+        "at_start", description="at_start: service fixed when it starts; continuous: calls "
+                                "in service slow down together as concurrency grows")
+
+
+class Occ(Section):
+    """The optimistic-concurrency row (``downstream.model: occ``, see herdsim/occ.py)."""
+
+    hop_mean: PositiveDuration = 0.010
+    hop_sd: NonNegativeDuration = 0.002
+    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
+                                                     "retry (1: the AWS 2015 simulator)")
+
+
+class Downstream(Section):
+    model: Literal["queue", "occ"] = "queue"
+    concurrency: int = Field(100, ge=1)
+    queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
+    service: Service = Service()
+    timeout: PositiveDuration | None = None
+    network_delay: Service | None = None
+    serve_abandoned: bool = False
+    rate_limit: RateLimit | None = None
+    outages: list[Outage] = []
+    overload: Overload = Overload()
+    occ: Occ = Occ()
+
+    def mean_service(self) -> float:
+        """Mean service time at full concurrency (latency_per_call included)."""
+        return self.service.mean + self.overload.latency_per_call * self.concurrency
+
+    def capacity_rate(self) -> float:
+        """Calls per second the downstream can serve when healthy."""
+        capacity = self.concurrency / self.mean_service()
+        if self.rate_limit is not None:
+            capacity = min(capacity, self.rate_limit.rate)
+        return capacity
+
+
+class Retry(Section):
+    strategy: str = "exponential"
+    base: PositiveDuration = 0.1
+    cap: PositiveDuration = 30.0
+    max_retries: int | None = Field(5, ge=0)
+    poison_retryable: bool = True
+    params: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _strategy_exists(self) -> Retry:
+        if self.cap < self.base:
+            raise _FieldError(
+                "retry.cap",
+                f"cap ({format_duration(self.cap)}) is below base ({format_duration(self.base)})",
+            )
+        try:
+            self.build()
+        except strategies.ParamsError as exc:
+            raise _FieldError("retry.params", str(exc)) from None
+        except ValueError as exc:
+            raise _FieldError("retry.strategy", str(exc)) from None
+        return self
+
+    def build(self) -> strategies.Strategy:
+        """The strategy object this section describes."""
+        return strategies.build(self.strategy, self.base, self.cap, self.params)
+
+
+class DLQ(Section):
+    enabled: bool = True
+    redelivery_delay: PositiveDuration = Field(
+        1.0, description="DLQ off: a failed job is visible on the main queue again after this"
+    )
+
+
+class Breaker(Section):
+    """A circuit breaker (Resilience4j/Polly semantics)."""
+
+    enabled: bool = False
+    scope: Literal["worker", "pool"] = "worker"
+    retries_only: bool = False
+    failure_rate_threshold: float = Field(0.4, gt=0, le=1)
+    window: PositiveDuration = 30.0
+    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
+    minimum_calls: int = Field(20, ge=1)
+    slow_call_threshold: PositiveDuration | None = None
+    slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
+    open_duration: PositiveDuration = 10.0
+    open_duration_multiplier: float = Field(1.0, ge=1)
+    max_open_duration: PositiveDuration | None = None
+    half_open_calls: int = Field(3, ge=1)
+    resume_jitter: NonNegativeDuration = Field(
+        0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
+
+
+_TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "success_refund",
+                 "refund_retry_cost", "floor", "strict")
+
+
+class Budget(Section):
+    """A retry budget or client-side throttle (see herdsim/budget.py)."""
+
+    kind: Literal["token_bucket", "adaptive", "ratio"]
+    scope: Literal["worker", "pool"] = "pool"
+    preset: Literal["aws", "grpc"] | None = None
+    capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
+    retry_cost: float | None = Field(None, ge=0)
+    timeout_cost: float | None = Field(None, ge=0)
+    failure_cost: float | None = Field(None, ge=0)
+    success_refund: float | None = Field(None, ge=0)
+    refund_retry_cost: bool | None = None
+    floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
+    strict: bool | None = None
+    window: PositiveDuration | None = None
+    k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
+    ratio: float = Field(0.2, gt=0, le=1, description="ratio: retries per first try")
+    min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Budget:
+        if self.kind == "token_bucket" and self.preset is None:
+            missing = [f for f in _TOKEN_FIELDS if getattr(self, f) is None]
+            if missing:
+                raise _FieldError(
+                    f"budget.{missing[0]}",
+                    "a token_bucket needs preset: aws|grpc or every one of "
+                    + ", ".join(_TOKEN_FIELDS),
+                )
+        if self.window is None:
+            self.window = 120.0 if self.kind == "adaptive" else 10.0
+        return self
+
+    def token_params(self) -> dict:
+        """The token-bucket fields set explicitly (they override the preset)."""
+        return {f: getattr(self, f) for f in _TOKEN_FIELDS if getattr(self, f) is not None}
+
+
+class Scenario(Section):
+    """A whole simulation: what arrives, who works, what they call, how they retry."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    seed: int = Field(0, ge=0)
+    duration: PositiveDuration
+    bin: PositiveDuration = 0.1
+    peak_window: PositiveDuration = 0.01
+    queue: str | None = None
+    workload: Workload
+    workers: Workers = Workers()
+    downstream: Downstream = Downstream()
+    retry: Retry = Retry()
+    dlq: DLQ = DLQ()
+    breaker: Breaker = Breaker()
+    budget: Budget | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.queue is None:
+            self.queue = self.name
+
+        if self.bin > self.duration:
+            raise ValueError("bin is longer than the run's duration")
+        for i, outage in enumerate(self.downstream.outages):
+            if outage.end > self.duration:
+                raise _FieldError(
+                    f"downstream.outages.{i}",
+                    f"outage ends at {format_duration(outage.end)}, after the run's "
+                    f"end ({format_duration(self.duration)})",
+                )
+            if outage.mode == "blackhole" and self.downstream.timeout is None:
+                raise _FieldError(
+                    f"downstream.outages.{i}.mode",
+                    "a blackhole outage needs downstream.timeout (calls hang until it)",
+                )
+        if self.workers.count is None:
+            if self.workers.retry_mode == "requeue":
+                raise _FieldError("workers.retry_mode",
+                                  "open-loop callers (workers.count: null) have no queue to "
+                                  "requeue to; use sleep")
+            if self.breaker.enabled and self.breaker.scope == "worker":
+                raise _FieldError("breaker.scope",
+                                  "open-loop callers share one breaker: use scope: pool")
+            if self.budget is not None and self.budget.scope == "worker":
+                raise _FieldError("budget.scope",
+                                  "open-loop callers share one budget: use scope: pool")
+        if self.downstream.model == "occ" and self.workers.count is None:
+            raise _FieldError("workers.count", "the occ model needs a number of clients")
+        previous_end = None
+        for i, spike in sorted(enumerate(self.workload.spikes), key=lambda item: item[1].at):
+            if spike.at >= self.duration:
+                raise _FieldError(f"workload.spikes.{i}.at", "spike starts after the run's end")
+            if previous_end is not None and spike.at < previous_end:
+                raise _FieldError(f"workload.spikes.{i}.at",
+                                  "spikes overlap; give each window its own rate")
+            previous_end = spike.at + spike.duration
+        return self
+
+    @property
+    def outage_windows(self) -> list[tuple[float, float]]:
+        return [(o.start, o.end) for o in self.downstream.outages]
+
+    def to_dict(self) -> dict:
+        """Plain data (seconds as numbers), ready for YAML or JSON."""
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+class _FieldError(ValueError):
+    """A cross-field problem that knows which field to blame."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems = []
+    for err in exc.errors():
+        field = ".".join(str(part) for part in err["loc"])
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, _FieldError):
+            field, message = cause.field, str(cause)
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown field" + _suggest(field)
+            elif err["type"] == "missing":
+                message = "required field is missing"
+            elif "input" in err and not isinstance(err["input"], (dict, list)) \
+                    and f"got {err['input']!r}" not in message:
+                message += f" (got {err['input']!r})"
+        problems.append((field, message))
+    return problems
+
+
+def _suggest(field: str) -> str:
+    parts = field.split(".")
+    model = _model_at(parts[:-1])
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(parts[-1], list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _model_at(parts: list[str]) -> type[BaseModel] | None:
+    """The section class found by following *parts* from :class:`Scenario`, if any."""
+    model: Any = Scenario
+    for part in parts:
+        if part.isdigit():
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        model = _section_type(field.annotation)
+        if model is None:
+            return None
+    return model
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    candidates = [annotation, *getattr(annotation, "__args__", ())]
+    for candidate in candidates:
+        for inner in [candidate, *getattr(candidate, "__args__", ())]:
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                return inner
+    return None
+
+
+def validate(data: Any, source: str | None = None) -> Scenario:
+    """Validate plain data (as parsed from YAML) into a :class:`Scenario`."""
+    if not isinstance(data, dict):
+        raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_problems(exc), source) from None
+
+
+def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
+    """Set dotted paths (``retry.strategy``, ``downstream.outages.0.duration``) in *data*.
+
+    Values given as strings are parsed as YAML scalars (``null``, ``3``, ``true``, ``2s``).
+    A path that names no field of the scenario raises :class:`ScenarioError`.
+    """
+    for path, raw in (overrides or {}).items():
+        value = yaml.safe_load(raw) if isinstance(raw, str) else raw
+        if isinstance(value, str) and value == "":
+            value = raw
+        _set_path(data, path, value)
+    return data
+
+
+_FREE_FORM = object()  # marks a dict field (e.g. retry.params) whose keys are the user's
+
+
+def _set_path(data: dict, path: str, value: Any) -> None:
+    parts = path.split(".")
+    if not all(parts):
+        raise ScenarioError([(path, "not a field path (expected a.b.c)")])
+    model: Any = Scenario
+    node: Any = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError([(path, f"no list item {part!r} (the list has {len(node)})")])
+            key: Any = int(part)
+        elif model is _FREE_FORM:
+            key = part
+        else:
+            if model is None or part not in model.model_fields:
+                where = ".".join(parts[:depth]) or "the scenario"
+                hint = _suggest(".".join(parts[: depth + 1])) if model is not None else ""
+                raise ScenarioError([(path, f"{where} has no field {part!r}{hint}")])
+            key = part
+            annotation = model.model_fields[part].annotation
+            model = _section_type(annotation) or (
+                _FREE_FORM if getattr(annotation, "__origin__", None) is dict else None)
+        if last:
+            node[key] = value
+            return
+        child = node[key] if isinstance(node, list) else node.get(key)
+        if child is None and parts[depth + 1].isdigit():
+            raise ScenarioError([(path, f"no list item {parts[depth + 1]} (the list is empty)")])
+        if child is None:
+            child = node[key] = {}
+        node = child
+
+
+def load_scenario(
+    source: str | Path | dict, overrides: dict[str, Any] | None = None
+) -> Scenario:
+    """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
+
+    Raises :class:`ScenarioError` naming the file, the field and the problem.
+    """
+    label = None
+    if isinstance(source, dict):
+        data = yaml.safe_load(yaml.safe_dump(source))
+    else:
+        path = Path(source)
+        label = str(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise ScenarioError([("", "no such file")], label) from None
+        except OSError as exc:
+            raise ScenarioError([("", f"cannot read: {exc.strerror}")], label) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ScenarioError([("", f"YAML syntax error at {where}{problem}")], label) from None
+        if data is None:
+            raise ScenarioError([("", "the file is empty")], label)
+    if not isinstance(data, dict):
+        raise ScenarioError([("", "a scenario must be a mapping of sections")], label)
+    try:
+        apply_overrides(data, overrides)
+    except ScenarioError as exc:
+        exc.source = label
+        raise ScenarioError(exc.problems, label) from None
+    return validate(data, label)

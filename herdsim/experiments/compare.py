@@ -1,0 +1,115 @@
+"""Compare arms of one scenario (strategies x varied settings) with common random numbers.
+
+Replication ``r`` of every arm runs with seed ``scenario.seed + r``, so arms differ only by
+what was varied (common random numbers): replication 0 of an arm is exactly
+``herdsim.run`` of that arm's scenario. Saving is :func:`herdsim.outputs.compare_dir.save`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import rich
+
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import ScenarioError
+from herdsim.experiments.parallel import imap_unordered
+from herdsim.policies import strategies as strategy_registry
+from herdsim.results.comparison import (
+    Arm,
+    Comparison,
+    arm_scenario,
+    peak_rate_frame,
+    short_name,
+    value_text,
+)
+from herdsim.results.result import run
+
+
+def _label(strategy: str, settings: dict[str, Any]) -> str:
+    varied = ", ".join(f"{key}={value_text(value)}" for key, value in settings.items())
+    return f"{short_name(strategy)}, {varied}" if varied else short_name(strategy)
+
+
+def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
+               vary: dict[str, Sequence[Any]] | None = None) -> list[Arm]:
+    """Every arm: each strategy x each combination of varied values, validated up front.
+
+    Raises :class:`ScenarioError` naming the offending strategy or setting.
+    """
+    names = list(strategies) if strategies else list(strategy_registry.BUILT_IN)
+    vary = dict(vary or {})
+    if "retry.strategy" in vary:
+        raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
+                              "compare with --strategies (strategies=[...] in Python)")],
+                            "vary")
+    if len(set(names)) != len(names):
+        raise ScenarioError([("", f"a strategy is listed twice: {', '.join(names)}")],
+                            "strategies")
+    for key, values in vary.items():
+        if isinstance(values, (str, bytes)) or not values:
+            raise ScenarioError([(key, "expected a non-empty list of values")], "vary")
+        texts = [value_text(v) for v in values]
+        if len(set(texts)) != len(texts):
+            raise ScenarioError([(key, f"a value is listed twice: {', '.join(texts)}")], "vary")
+    arms = []
+    for name in names:
+        for combo in itertools.product(*vary.values()):
+            settings = dict(zip(vary, combo, strict=True))
+            try:
+                scenario_of_arm = arm_scenario(scenario, name, settings)
+            except ScenarioError as exc:
+                source = "strategies" if exc.problems[0][0].startswith("retry") else "vary"
+                raise ScenarioError(exc.problems, source) from None
+            arms.append(Arm(_label(name, settings), name, settings, scenario_of_arm))
+    return arms
+
+
+def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
+    """Run one (arm, replication) in a worker process; return only what a comparison keeps."""
+    scenario, replication = task
+    seeded = scenario.model_copy(update={"seed": scenario.seed + replication})
+    result = run(seeded)
+    return {
+        "summary": result.summary,
+        "timeseries": result.timeseries,
+        "sleeps": result.sleeps,
+        "peaks": peak_rate_frame(result),
+    }
+
+
+def _runs_in_main_only(arms: list[Arm]) -> bool:
+    """True when a strategy lives in ``__main__`` (a notebook cell): workers cannot import it."""
+    return any(arm.strategy.startswith("__main__:") for arm in arms)
+
+
+def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = None,
+            vary: dict[str, Sequence[Any]] | None = None, replications: int = 1,
+            processes: int | None = None, progress: bool | None = None) -> Comparison:
+    """Run every arm of *scenario* ``replications`` times and line them up.
+
+    *strategies* defaults to every built-in; *vary* maps dotted scenario keys to the values
+    to try. Runs go to ``processes`` local processes (default: all cores); strategies
+    defined in ``__main__`` (a notebook) run in this process. ``progress`` shows a rich
+    progress bar (default: in a terminal, not in Jupyter, where rich needs ipywidgets).
+    A bad strategy or setting raises :class:`ScenarioError` before anything runs.
+    """
+    base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    if replications < 1:
+        raise ScenarioError([("", f"must be at least 1, got {replications}")], "replications")
+    arms = build_arms(base, strategies, vary)
+    tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
+    if _runs_in_main_only(arms):
+        processes = 1
+    if progress is None:
+        progress = not rich.get_console().is_jupyter
+    label = f"{base.name}: {len(arms)} arms x {replications}" if progress else None
+    outputs: list[dict[str, Any]] = [{}] * len(tasks)
+    for index, output in imap_unordered(_simulate, tasks, processes, label):
+        outputs[index] = output
+    return Comparison.from_outputs(base, arms, replications, outputs)
+
+

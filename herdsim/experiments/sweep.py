@@ -1,0 +1,321 @@
+"""Sweeps: one scenario run over a grid of settings x strategies x replications.
+
+``herdsim sweep SCENARIO --grid path=values ... --strategies a,b --replications N --out DIR``
+
+A *cell* is one value of every grid axis. Every cell x strategy x replication is one
+independent *task*; replication ``r`` runs with seed ``scenario.seed + r`` in every cell
+and under every strategy (common random numbers), so a task's result does not depend on
+what runs it or in what order, and any task can be rerun alone with
+``herdsim run SCENARIO --set path=value ... --set seed=S``.
+
+Every cell is validated before anything runs. The output directory (see
+:mod:`herdsim.outputs.sweep_dir`):
+
+- ``manifest.json``: what the sweep is (resolved base scenario, axes, strategies,
+  replications) and its ``digest``; a rerun with another digest is refused.
+- ``scenario.yaml``: the resolved base scenario.
+- ``tasks/<task>.json``: one per finished task, written atomically as it finishes: the
+  task's keys (``task``, ``cell``, ``replication``, one column per axis), its summary KPIs
+  and the metastability KPIs. A rerun skips the tasks already there.
+- ``sweep.parquet`` and ``sweep.csv``: every task's row, by cell, strategy, replication.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import re
+import shutil
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator
+from pydantic.fields import FieldInfo
+
+from herdsim.analysis import metastability
+from herdsim.config.durations import parse_duration
+from herdsim.config.scenario import Scenario, apply_overrides, load_scenario, validate
+from herdsim.errors import ScenarioError, SweepError
+from herdsim.experiments.parallel import imap_unordered
+from herdsim.outputs import sweep_dir
+from herdsim.outputs.atomic import write_file
+from herdsim.results.result import run
+
+RESERVED = {"retry.strategy": "use --strategies to compare strategies"}
+_INTEGER = re.compile(r"^[-+]?\d+$")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept field: its dotted path and the values to try, as given."""
+
+    path: str
+    values: tuple[Any, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}={','.join(str(v) for v in self.values)}"
+
+
+def parse_grid(spec: str) -> Axis:
+    """``path=v1,v2,...`` (a list) or ``path=start:stop:n[:log]`` (n values, linear or log).
+
+    Range ends are numbers or durations (``250ms:16s:7:log``); whole-number ends give whole
+    numbers. List items are parsed later as YAML scalars, like ``--set``.
+    """
+    path, sep, text = (part.strip() for part in spec.partition("="))
+    if not sep or not path or not text:
+        raise SweepError(f"--grid {spec!r}: expected path=v1,v2,... or path=start:stop:n[:log]")
+    if ":" in text and "," not in text:
+        return Axis(path, _range(path, text))
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise SweepError(f"--grid {spec!r}: an empty value in the list")
+    if len(set(items)) < len(items):
+        raise SweepError(f"--grid {spec!r}: a value is listed twice")
+    return Axis(path, tuple(items))
+
+
+def _range(path: str, text: str) -> tuple[Any, ...]:
+    where = f"--grid {path}={text}"
+    parts = text.split(":")
+    if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3] not in ("log", "lin")):
+        raise SweepError(f"{where}: a range is start:stop:n or start:stop:n:log")
+    if not _INTEGER.match(parts[2]) or int(parts[2]) < 2:
+        raise SweepError(f"{where}: n must be a whole number of at least 2, got {parts[2]!r}")
+    (start, start_int), (stop, stop_int) = _endpoint(where, parts[0]), _endpoint(where, parts[1])
+    count, log = int(parts[2]), len(parts) == 4 and parts[3] == "log"
+    if log and (start <= 0 or stop <= 0):
+        raise SweepError(f"{where}: a log range needs positive ends")
+    values = (np.geomspace if log else np.linspace)(start, stop, count)
+    if start_int and stop_int:
+        whole = tuple(int(v) for v in np.round(values))
+        if len(set(whole)) < count:
+            raise SweepError(f"{where}: {count} whole numbers do not fit between the ends")
+        return whole
+    return tuple(float(f"{v:.12g}") for v in values)
+
+
+def _endpoint(where: str, text: str) -> tuple[float, bool]:
+    """A range end in plain units (durations in seconds), and whether it is a whole number."""
+    if _INTEGER.match(text):
+        return float(text), True
+    try:
+        return parse_duration(text), False
+    except ValueError:
+        raise SweepError(f"{where}: {text!r} is neither a number nor a duration") from None
+
+
+def unit_of(path: str) -> str | None:
+    """``"s"`` when the scenario field at *path* (``downstream.outages.0.duration``) is a
+    duration, else None."""
+    model: Any = Scenario
+    field: FieldInfo | None = None
+    for part in path.split("."):
+        if part.isdigit():
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        model = _section(field.annotation)
+    hints = [*field.metadata, *_inner(field.annotation)] if field is not None else []
+    duration = any(isinstance(h, BeforeValidator) and h.func is parse_duration for h in hints)
+    return "s" if duration else None
+
+
+def _inner(annotation: Any) -> Iterator[Any]:
+    """Everything nested in a type annotation (union members, ``Annotated`` metadata)."""
+    for arg in typing.get_args(annotation):
+        yield arg
+        yield from _inner(arg)
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    for candidate in (annotation, *_inner(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a sweep: a cell under one strategy with one replication's seed."""
+
+    id: str
+    cell: int
+    replication: int
+    keys: dict[str, Any]
+    scenario: dict
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Run one task: its keys, the run's summary KPIs and its metastability KPIs."""
+    result = run(Scenario.model_validate(task.scenario))
+    return {"task": task.id, "cell": task.cell, "replication": task.replication,
+            **task.keys, **result.summary, **metastability.run_kpis(result)}
+
+
+@dataclass
+class Sweep:
+    """A validated plan: base scenario, axes, strategies and replications."""
+
+    source: str
+    base: dict
+    axes: list[Axis]
+    strategies: list[str]
+    replications: int
+    resolved: list[tuple[Any, ...]]  # per axis, each value as the scenario holds it
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(len(axis.values) for axis in self.axes)
+
+    @property
+    def n_tasks(self) -> int:
+        return self.n_cells * len(self.strategies) * self.replications
+
+    @property
+    def name(self) -> str:
+        return self.base["name"]
+
+    def cells(self) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+        """``(cell, overrides, keys)`` for every cell: values as given and as resolved."""
+        given = itertools.product(*(axis.values for axis in self.axes))
+        resolved = itertools.product(*self.resolved)
+        paths = [axis.path for axis in self.axes]
+        for cell, (values, keys) in enumerate(zip(given, resolved, strict=True)):
+            yield cell, dict(zip(paths, values, strict=True)), dict(zip(paths, keys, strict=True))
+
+    def scenario(self, overrides: dict[str, Any], strategy: str) -> Scenario:
+        """The validated scenario of one cell under one strategy."""
+        data = copy.deepcopy(self.base)
+        try:
+            apply_overrides(data, {**overrides, "retry.strategy": strategy})
+            return validate(data, self.source)
+        except ScenarioError as exc:
+            cell = ", ".join(f"{path}={value}" for path, value in overrides.items())
+            raise SweepError(f"{exc} (in the cell {cell})" if cell else str(exc)) from None
+
+    def task_id(self, cell: int, arm: int, replication: int) -> str:
+        return f"c{cell:05d}-a{arm:02d}-r{replication:04d}"
+
+    def tasks(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Task]:
+        """Every task not in *skip*, built lazily (one scenario at a time)."""
+        for cell, overrides, keys in self.cells():
+            for arm, strategy in enumerate(self.strategies):
+                ids = [self.task_id(cell, arm, r) for r in range(self.replications)]
+                if all(task_id in skip for task_id in ids):
+                    continue
+                data = self.scenario(overrides, strategy).to_dict()
+                for replication, task_id in enumerate(ids):
+                    if task_id not in skip:
+                        seeded = {**data, "seed": data["seed"] + replication}
+                        yield Task(task_id, cell, replication, keys, seeded)
+
+    def manifest(self) -> dict[str, Any]:
+        """What the sweep is, with a digest of everything that changes its results."""
+        content = {
+            "scenario": self.base,
+            "axes": [{"path": a.path, "values": list(v)}
+                     for a, v in zip(self.axes, self.resolved, strict=True)],
+            "strategies": self.strategies,
+            "replications": self.replications,
+        }
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        for entry, axis in zip(content["axes"], self.axes, strict=True):
+            entry.update(given=[str(v) for v in axis.values], unit=unit_of(axis.path))
+        return {"digest": digest, "herdsim": version("herdsim"), "source": self.source,
+                "tasks": self.n_tasks, **content}
+
+    def default_out(self) -> Path:
+        """``runs/<name>-sweep-<digest>``: the same command finds the same directory."""
+        return Path("runs") / f"{self.name}-sweep-{self.manifest()['digest'][:10]}"
+
+
+def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[str] = (),
+         replications: int = 1, sets: dict[str, Any] | None = None) -> Sweep:
+    """Parse and validate a sweep: every cell under every strategy is built before running.
+
+    Raises :class:`SweepError` (or :class:`ScenarioError` for the base scenario) naming the
+    option, the field and the problem.
+    """
+    base = load_scenario(scenario, sets)
+    axes = [parse_grid(spec) for spec in grid]
+    seen: set[str] = set()
+    for axis in axes:
+        if axis.path in RESERVED:
+            raise SweepError(f"--grid {axis.path}: {RESERVED[axis.path]}")
+        if axis.path in seen:
+            raise SweepError(f"--grid {axis.path}: given twice")
+        if axis.path in (sets or {}):
+            raise SweepError(f"--grid {axis.path}: also given with --set; choose one")
+        try:
+            apply_overrides(base.to_dict(), {axis.path: axis.values[0]})
+        except ScenarioError as exc:
+            raise SweepError(f"--grid {exc}") from None
+        seen.add(axis.path)
+    if replications < 1:
+        raise SweepError(f"--replications {replications}: must be at least 1")
+    arms = list(strategies) or [base.retry.strategy]
+    if len(set(arms)) < len(arms):
+        raise SweepError(f"--strategies {','.join(arms)}: a strategy is listed twice")
+    sweep = Sweep(str(scenario), base.to_dict(), axes, arms, replications,
+                  [tuple(axis.values) for axis in axes])
+    resolved: list[dict[Any, Any]] = [{} for _ in axes]
+    for _, overrides, _ in sweep.cells():
+        for strategy in arms:
+            cell = sweep.scenario(overrides, strategy)
+        for i, axis in enumerate(axes):
+            resolved[i].setdefault(overrides[axis.path], _read(cell, axis.path))
+    sweep.resolved = [tuple(r[v] for v in axis.values) for r, axis in zip(resolved, axes,
+                                                                          strict=True)]
+    for axis, values in zip(axes, sweep.resolved, strict=True):
+        if len(set(values)) < len(values):
+            raise SweepError(f"--grid {axis.label}: two values mean the same {values}")
+    return sweep
+
+
+def _read(scenario: Scenario, path: str) -> Any:
+    node: Any = scenario
+    for part in path.split("."):
+        node = node[int(part)] if part.isdigit() else getattr(node, part)
+    if isinstance(node, (BaseModel, list, dict)):
+        raise SweepError(f"--grid {path}: names a section or a list; sweep one of its fields")
+    return node
+
+
+def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None = None,
+              scheduler: str | None = None, progress: bool = True) -> Path:
+    """Run every task of *sweep* not yet in *out*, then write the combined tables.
+
+    Tasks go to ``processes`` local processes (default: every core; 1 = in this process)
+    or to a Dask cluster (``scheduler``: ``"local"`` or ``tcp://host:8786``). Each result
+    is written as it arrives, so an interrupted sweep resumes where it stopped.
+    """
+    out = Path(out) if out is not None else sweep.default_out()
+    fresh = not (out / sweep_dir.MANIFEST).exists()
+    sweep_dir.prepare(out, sweep.manifest(), Scenario.model_validate(sweep.base).to_yaml())
+    done = sweep_dir.finished(out)
+    todo = sweep.n_tasks - len(done)
+    label = f"{sweep.name}: {todo} tasks" if progress else None
+    results = imap_unordered(run_task, sweep.tasks(done), processes, label, scheduler,
+                             total=todo)
+    try:
+        for _, row in results:
+            write_file(out / sweep_dir.TASKS / f"{row['task']}.json", json.dumps(row) + "\n")
+    except BaseException:
+        if fresh and not sweep_dir.finished(out):  # nothing to resume: leave nothing behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    sweep_dir.combine(out)
+    return out
+
+

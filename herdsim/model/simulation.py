@@ -1,0 +1,148 @@
+"""Wiring: a validated scenario in, a :class:`Finished` run (the raw record) out."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import simpy
+
+from herdsim.config.scenario import Scenario, Service
+from herdsim.model import occ
+from herdsim.model.downstream import Downstream
+from herdsim.model.finished import Finished
+from herdsim.model.queues import DelayedQueue, JobQueue
+from herdsim.model.recorder import Recorder
+from herdsim.model.streams import Draws, generators
+from herdsim.model.worker import BreakerGate, BreakerStats, job_runner, worker
+from herdsim.model.workload import Job, arrivals
+from herdsim.policies import budget as budgets
+from herdsim.policies.breaker import CircuitBreaker
+
+
+def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
+    if cfg.distribution == "constant":
+        return Draws(lambda n: np.full(n, cfg.mean))
+    if cfg.distribution == "exponential":
+        return Draws(lambda n: rng.exponential(cfg.mean, n))
+    mu = math.log(cfg.mean) - cfg.sigma**2 / 2  # so that the mean is cfg.mean
+    return Draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+
+
+class Simulation:
+    """One run of one scenario: the SimPy environment and everything living in it."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.env = env = simpy.Environment()
+        rngs = generators(scenario.seed)
+        self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
+        self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
+        self.strategy = scenario.retry.build()
+        self.strategy_rng = rngs["strategy"]
+        self.recorder = Recorder()
+        self.queue = JobQueue(env)
+        self.in_hand: set[Job] = set()
+        self.sleeping = 0
+        self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
+        self.downstream = Downstream(
+            env, scenario.downstream,
+            _service_draws(scenario.downstream.service, rngs["service"]),
+            Draws(lambda n: rngs["outages"].random(n)),
+            self.recorder,
+            _service_draws(scenario.downstream.network_delay, rngs["network"])
+            if scenario.downstream.network_delay else None,
+        )
+        self._arrivals = self.recorder.arrivals.append
+        self._poison = self.recorder.poison.append
+        self._poison_fraction = scenario.workload.poison_fraction
+        self._queue_limit = scenario.workload.queue_limit
+        self._base = scenario.retry.base
+        self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
+        self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
+        self._breaker_draw = Draws(lambda n: rngs["breaker"].random(n))
+        self._budgets: dict = {}
+        self.breaker_stats = BreakerStats()
+        self.gates: list[BreakerGate] = []
+        self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
+        self.run_job = job_runner(self)
+        self.open_loop = scenario.workers.count is None
+        env.process(arrivals(self))
+        env.process(self._sample_gauges())
+        for _ in range(scenario.workers.count or 0):
+            gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
+            env.process(worker(self, gate))
+
+    def _new_gate(self) -> BreakerGate | None:
+        if not self.scenario.breaker.enabled:
+            return None
+        cfg = self.scenario.breaker
+        gate = BreakerGate(self.env, CircuitBreaker(cfg), self.breaker_stats,
+                           cfg.resume_jitter, self._breaker_draw)
+        self.gates.append(gate)
+        return gate
+
+    def budget_for(self, owner) -> object | None:
+        """The retry budget of *owner* (a worker process), or the pool's, or None."""
+        cfg = self.scenario.budget
+        if cfg is None:
+            return None
+        key = owner if cfg.scope == "worker" else None
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
+        return budget
+
+    def submit(self) -> None:
+        """A new job arrives on the main queue (or is refused when the queue is full)."""
+        now = self.env._now
+        if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
+            self.recorder.refused.append(now)
+            return
+        poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
+        job = Job(len(self.recorder.arrivals), poison, self._base)
+        self._arrivals(now)
+        self._poison(poison)
+        if self.open_loop:
+            self.env.process(self.run_job(job, self._pool_gate))
+        else:
+            self.queue.put(job)
+
+    def _sample_gauges(self):
+        env, ds, gauges = self.env, self.downstream, self.recorder.gauges
+        width = self.scenario.bin
+        in_flight, waiting = gauges["in_flight"].append, gauges["waiting"].append
+        depth, delayed, up = (gauges["queue_depth"].append, gauges["delayed"].append,
+                              gauges["downstream_up"].append)
+        breaker_open = gauges["breaker_open"].append
+        stats, n_breakers = self.breaker_stats, max(1, len(self.gates))
+        for k in range(self.n_bins):
+            yield env.timeout(k * width - env.now)
+            in_flight(ds.busy)
+            waiting(ds.n_waiting)
+            depth(len(self.queue.items))
+            delayed(len(self.delayed) + self.sleeping)
+            up(1.0 if ds.up else 0.0)
+            breaker_open(stats.not_closed / n_breakers)
+
+    def pending_jobs(self) -> list[Job]:
+        """Jobs still in the system: queued, parked for a retry, or held by a worker."""
+        return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
+
+    def run(self) -> Finished:
+        started = time.perf_counter()
+        self.env.run(until=self.scenario.duration)
+        wall = time.perf_counter() - started
+        gates = self.gates
+        open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
+                     if gates else 0.0)
+        return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
+                        sum(g.breaker.trips for g in gates), open_time)
+
+
+def simulate(scenario: Scenario) -> Finished:
+    """Run *scenario* once through the model its downstream names."""
+    if scenario.downstream.model == "occ":
+        return occ.simulate(scenario)
+    return Simulation(scenario).run()

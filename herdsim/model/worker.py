@@ -1,0 +1,217 @@
+"""The worker loop: take a job, call downstream, then succeed, retry or dead-letter.
+
+This is the hot path. ``job_runner`` binds everything a job's life touches to closure
+variables once per run; a call that fails fast costs no event, a call that completes one.
+Queue workers run ``worker``; open-loop callers (``workers.count: null``) run one job each.
+"""
+
+from __future__ import annotations
+
+import simpy
+from simpy import Interrupt
+
+from herdsim.model.downstream import OK, TIMEOUT
+from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.policies.breaker import CLOSED, OPEN
+
+
+class BreakerGate:
+    """Wakes the processes waiting on a breaker whenever it changes state or its open
+    period ends, and keeps the breaker statistics (how many open, for how long)."""
+
+    def __init__(self, env: simpy.Environment, breaker, stats: BreakerStats,
+                 resume_jitter: float = 0.0, draw=None):
+        self.env = env
+        self.breaker = breaker
+        self.stats = stats
+        self.resume_jitter = resume_jitter
+        self._draw = draw
+        self._event: simpy.Event | None = None
+        self.open_since = -1.0  # when it left the closed state; -1 while closed
+        breaker.listener = self._changed
+
+    def wait(self) -> simpy.Event:
+        if self._event is None:
+            self._event = simpy.Event(self.env)
+        return self._event
+
+    def wait_jittered(self):
+        """Wait for the next change, then U(0, resume_jitter) more: waiters released
+        together by a closing breaker do not come back as one herd."""
+        yield self.wait()
+        if self.resume_jitter:
+            yield self.env.timeout(self.resume_jitter * self._draw())
+
+    def _changed(self, breaker, now: float) -> None:
+        self.stats.transition(self, breaker.state, now)
+        if breaker.state == OPEN:
+            timer = self.env.timeout(breaker.open_until - now)
+            timer.callbacks.append(self._wake)
+        self._wake()
+
+    def _wake(self, _event=None) -> None:
+        event, self._event = self._event, None
+        if event is not None:
+            event.succeed()
+
+
+class BreakerStats:
+    """How many breakers are not closed right now, and the time they spent so."""
+
+    def __init__(self) -> None:
+        self.not_closed = 0
+        self.time_open = 0.0
+
+    def transition(self, gate: BreakerGate, state: str, now: float) -> None:
+        was_closed = gate.open_since < 0
+        if state == CLOSED:
+            if not was_closed:
+                self.not_closed -= 1
+                self.time_open += now - gate.open_since
+                gate.open_since = -1.0
+        elif was_closed:
+            self.not_closed += 1
+            gate.open_since = now
+
+    def total_open(self, gates: list[BreakerGate], now: float) -> float:
+        """Breaker-seconds spent not closed, the periods still running included."""
+        return self.time_open + sum(now - g.open_since for g in gates if g.open_since >= 0)
+
+
+def job_runner(sim):
+    """A generator function ``run_job(job, gate)`` that takes one job to its end:
+    success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
+    env = sim.env
+    call = sim.downstream.call
+    finish = sim.downstream.finish
+    in_hand = sim.in_hand
+    rec = sim.recorder
+    finish_id = rec.finish_id.append
+    finish_time = rec.finish_time.append
+    finish_attempts = rec.finish_attempts.append
+    finish_outcome = rec.finish_outcome.append
+    record_sleep = rec.record_sleep
+    recycled = rec.recycled.append
+    short_circuited = rec.short_circuited.append
+    budget_refused = rec.budget_refused.append
+    scenario = sim.scenario
+    retry = scenario.retry
+    max_retries = retry.max_retries
+    poison_retryable = retry.poison_retryable
+    dlq = scenario.dlq.enabled
+    redelivery = scenario.dlq.redelivery_delay
+    base = retry.base
+    draw = sim.strategy.sleep
+    stateful = sim.strategy.stateful
+    rng = sim.strategy_rng
+    open_loop = scenario.workers.count is None
+    sleep_mode = scenario.workers.retry_mode == "sleep"
+    delay = sim.delayed.add
+    timeout = env.timeout
+    retries_only = scenario.breaker.retries_only
+    slow_threshold = scenario.breaker.slow_call_threshold
+
+    def give_up(job, now):
+        """The job fails for good: to the DLQ, or without one back to the main queue once
+        its redelivery delay has passed (like a visibility timeout)."""
+        if dlq or open_loop:
+            finish_id(job.id)
+            finish_time(now)
+            finish_attempts(job.attempts)
+            finish_outcome(DEAD_LETTERED)
+        else:
+            recycled(now)
+            job.retries = 0
+            job.prev = base
+            delay(now + redelivery, job)
+
+    def run_job(job, gate):
+        proc = env.active_process
+        budget = sim.budget_for(proc)
+        gates_calls = budget is not None and budget.gates_calls
+        breaker = gate.breaker if gate is not None else None
+        in_hand.add(job)
+        while True:
+            now = env._now
+            if gates_calls and not budget.allow_call(now):  # before a breaker probe is taken
+                budget_refused(now)
+                give_up(job, now)
+                break
+            if breaker is not None and (not retries_only or job.attempts) \
+                    and not breaker.permit(now):
+                short_circuited(now)
+                if retries_only:
+                    give_up(job, now)
+                    break
+                if not open_loop:  # a queue worker holding a job: wait, or park it
+                    if sleep_mode:
+                        yield from gate.wait_jittered()
+                        continue
+                    delay(max(breaker.open_until, now), job)
+                    break
+                outcome = None  # an open-loop caller sees a failed call
+            else:
+                job.attempts += 1
+                outcome = call(proc)
+                if outcome.__class__ is not int:
+                    try:
+                        outcome = finish(outcome, (yield outcome.event))
+                    except Interrupt as failure:
+                        outcome = failure.cause
+                failed = outcome != OK or job.poison
+                started, now = now, env._now
+                if breaker is not None:
+                    breaker.record(now, failed,
+                                   slow_threshold is not None and now - started >= slow_threshold)
+                if budget is not None:
+                    budget.on_result(now, not failed, job.paid)
+                    job.paid = 0.0
+                if not failed:
+                    finish_id(job.id)
+                    finish_time(now)
+                    finish_attempts(job.attempts)
+                    finish_outcome(SUCCEEDED)
+                    break
+            n = job.retries
+            if (job.poison and not poison_retryable) or (
+                max_retries is not None and n >= max_retries
+            ):
+                give_up(job, now)
+                break
+            if budget is not None:
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+                if not allowed:
+                    budget_refused(now)
+                    give_up(job, now)
+                    break
+            if stateful:
+                pause, job.prev = draw(n, job.prev, rng)
+            else:
+                pause = job.prev = draw(n, job.prev, rng)
+            job.retries = n + 1
+            record_sleep(now, job.id, n, pause)
+            if sleep_mode:
+                sim.sleeping += 1
+                yield timeout(pause)
+                sim.sleeping -= 1
+            else:
+                delay(now + pause, job)
+                break
+        in_hand.discard(job)
+
+    return run_job
+
+
+def worker(sim, gate: BreakerGate | None):
+    """SimPy process of one queue worker: consume jobs while its breaker lets it."""
+    env = sim.env
+    items = sim.queue.items
+    get = sim.queue.get
+    run_job = sim.run_job
+    blocked = gate.breaker.blocked if gate is not None else None
+    while True:
+        if blocked is not None:
+            while blocked(env._now):
+                yield from gate.wait_jittered()
+        job = items.popleft() if items else (yield get())
+        yield from run_job(job, gate)

@@ -1,0 +1,171 @@
+"""Run and comparison directories: one writer and one reader for each.
+
+A comparison directory (``herdsim compare --out DIR``):
+
+- ``summary.csv``: one row per arm (see :mod:`herdsim.results.comparison`);
+- ``runs.csv``: one row per arm and replication, the raw summary of each run;
+- ``timeseries.csv``: tidy, ``arm``, ``replication``, then the run's time-series columns;
+- ``peak_rate.csv``: ``arm``, ``replication``, ``time``, ``peak_rate``: downstream calls
+  per second in the busiest ``peak_window`` starting within each bin (what the timeline
+  plots; its maximum is the summary's ``peak_attempt_rate``);
+- ``sleeps.csv``: ``arm``, ``replication``, then every retry sleep (time, job, attempt, sleep);
+- ``scenario.yaml``: the base scenario; ``arms.json``: each arm's label, strategy and
+  settings, and the number of replications;
+- ``timeline``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
+  ``report.html`` when asked for.
+
+A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.csv``,
+``jobs.parquet``, ``summary.json``, ``scenario.yaml``, ``peak_rate.csv`` (without
+``arm``/``replication``) and ``timeline.png``. :func:`load_outputs` reads either kind
+into a :class:`~herdsim.results.comparison.Comparison`.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import OutputDirError
+from herdsim.outputs.atomic import staged_dir
+from herdsim.outputs.report import write_report
+from herdsim.plots.figures import FIGURES
+from herdsim.results.comparison import Arm, Comparison, arm_scenario, peak_rate_frame, short_name
+from herdsim.results.result import Result
+
+FORMATS = ("png", "svg", "pdf")
+RUN_MARKER = "summary.json"
+COMPARE_MARKER = "arms.json"
+OUTPUT_FILES = ("timeseries.csv", "sleeps.csv", "jobs.parquet", "summary.json", "scenario.yaml")
+
+
+def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str],
+                 kinds: Sequence[str] = FIGURES) -> list[Path]:
+    """Draw figures *kinds* of *comparison* into *directory*, once per format."""
+    written = []
+    for kind in kinds:
+        figure = comparison.plot(kind)
+        for fmt in formats:
+            path = directory / f"{kind}.{fmt}"
+            figure.savefig(path, format=fmt)
+            written.append(path)
+    return written
+
+
+def redraw(directory: str | Path, formats: Sequence[str]) -> list[Path]:
+    """Redraw every figure of a run or comparison *directory* from its saved outputs;
+    each file is replaced whole (drawn aside, then renamed over the old one)."""
+    directory = Path(directory)
+    comparison = load_outputs(directory)
+    with tempfile.TemporaryDirectory(prefix=".redraw-", dir=directory) as aside:
+        drawn = save_figures(comparison, Path(aside), formats)
+        return [path.replace(directory / path.name) for path in drawn]
+
+
+def save_run(result: Result, out: str | Path) -> Path:
+    """Write a single run into the new directory *out*, which appears only once everything
+    is written: its frames, summary and scenario, ``peak_rate.csv`` and ``timeline.png``."""
+    with staged_dir(out) as staging:
+        staging.mkdir()
+        result.timeseries.to_csv(staging / "timeseries.csv", index=False)
+        result.sleeps.to_csv(staging / "sleeps.csv", index=False)
+        result.jobs.to_parquet(staging / "jobs.parquet", index=False)
+        (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
+        (staging / "scenario.yaml").write_text(result.scenario.to_yaml())
+        peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
+        save_figures(Comparison.from_result(result), staging, ["png"], ["timeline"])
+    return Path(out)
+
+
+def save_comparison(comparison: Comparison, out: str | Path,
+                    formats: Sequence[str] = ("png", "svg"), report: bool = False) -> Path:
+    """Write the layout of the module docstring into the new directory *out*."""
+    with staged_dir(out) as staging:
+        staging.mkdir()
+        comparison.summary.to_csv(staging / "summary.csv", index=False)
+        comparison.runs.to_csv(staging / "runs.csv", index=False)
+        comparison.timeseries.to_csv(staging / "timeseries.csv", index=False)
+        if comparison.peaks is not None:
+            comparison.peaks.to_csv(staging / "peak_rate.csv", index=False)
+        comparison.sleeps.to_csv(staging / "sleeps.csv", index=False)
+        (staging / "scenario.yaml").write_text(comparison.scenario.to_yaml())
+        arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
+                for a in comparison.arms]
+        meta = {"replications": comparison.replications, "arms": arms}
+        (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
+        save_figures(comparison, staging, formats)
+        if report:
+            write_report(staging, comparison)
+    return Path(out)
+
+
+def load_outputs(directory: str | Path) -> Comparison:
+    """Read a comparison directory, or a run directory as a one-arm comparison.
+
+    Raises :class:`OutputDirError` when *directory* is neither.
+    """
+    directory = Path(directory)
+    if (directory / COMPARE_MARKER).is_file():
+        return _load_comparison(directory)
+    if (directory / RUN_MARKER).is_file():
+        return _load_run(directory)
+    what = "does not exist" if not directory.exists() else "is not a herdsim output directory"
+    raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
+                         f"'herdsim run' or 'herdsim compare', with {RUN_MARKER} or "
+                         f"{COMPARE_MARKER})")
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise OutputDirError(f"{path.parent}: {path.name} is missing") from None
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+def _read_scenario(directory: Path) -> Scenario:
+    return load_scenario(directory / "scenario.yaml")
+
+
+def _load_comparison(directory: Path) -> Comparison:
+    meta = json.loads((directory / COMPARE_MARKER).read_text())
+    base = _read_scenario(directory)
+    arms = [Arm(a["label"], a["strategy"], a["settings"],
+                arm_scenario(base, a["strategy"], a["settings"], check_strategy=False))
+            for a in meta["arms"]]
+    peaks_path = directory / "peak_rate.csv"
+    peaks = _read_csv(peaks_path) if peaks_path.is_file() else None
+    return Comparison(base, arms, meta["replications"], _read_csv(directory / "runs.csv"),
+                      _read_csv(directory / "timeseries.csv"),
+                      _read_csv(directory / "sleeps.csv"), peaks)
+
+
+def _load_run(directory: Path) -> Comparison:
+    scenario = _read_scenario(directory)
+    summary = json.loads((directory / RUN_MARKER).read_text())
+    strategy = scenario.retry.strategy
+    arm = Arm(short_name(strategy), strategy, {}, scenario)
+
+    def tag(frame: pd.DataFrame) -> pd.DataFrame:
+        frame.insert(0, "replication", 0)
+        frame.insert(0, "arm", arm.label)
+        return frame
+
+    peaks_path = directory / "peak_rate.csv"
+    peaks = tag(_read_csv(peaks_path)) if peaks_path.is_file() else None
+    runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **summary}])
+    return Comparison(scenario, [arm], 1, runs, tag(_read_csv(directory / "timeseries.csv")),
+                      tag(_read_csv(directory / "sleeps.csv")), peaks)
+
+
+def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] = ("png", "svg"),
+         report: bool = False) -> Path:
+    """Write a run or a comparison into the new directory *out* (see the module doc)."""
+    if isinstance(what, Result):
+        return save_run(what, out)
+    return save_comparison(what, out, formats, report)

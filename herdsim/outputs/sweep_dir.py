@@ -1,0 +1,117 @@
+"""Sweep directories: one writer and one validating reader.
+
+``herdsim sweep ... --out DIR`` writes:
+
+- ``manifest.json``: what the sweep is (resolved base scenario, axes, strategies,
+  replications) and its ``digest``; a rerun with another digest is refused.
+- ``scenario.yaml``: the resolved base scenario.
+- ``tasks/<task>.json``: one per finished task, written atomically as it finishes: the
+  task's keys (``task``, ``cell``, ``replication``, one column per axis), its summary KPIs
+  and the metastability KPIs. A rerun skips the tasks already there.
+- ``sweep.parquet`` and ``sweep.csv``: every task's row, by cell, strategy, replication.
+- ``map.<format>``: the metastability map, when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from herdsim.analysis import metastability
+from herdsim.errors import SweepError
+from herdsim.outputs.atomic import write_file
+from herdsim.plots.metastability_map import plot_map
+
+MANIFEST = "manifest.json"
+TASKS = "tasks"
+TABLES = ("sweep.parquet", "sweep.csv")
+
+
+def check(out: Path, manifest: dict[str, Any]) -> None:
+    """Raise :class:`SweepError` unless *out* is free or holds the sweep of *manifest*."""
+    if (out / MANIFEST).exists():
+        old = json.loads((out / MANIFEST).read_text())
+        if old.get("digest") != manifest["digest"]:
+            raise SweepError(
+                f"{out}: holds another sweep (its scenario, grid, strategies or replications "
+                "differ); choose a new --out, or remove it to start over")
+    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SweepError(f"{out}: exists and is not a sweep directory; choose another --out")
+
+
+def prepare(out: Path, manifest: dict[str, Any], scenario_yaml: str) -> None:
+    """Create *out* for the sweep of *manifest*, or check that it already holds it."""
+    check(out, manifest)
+    if (out / MANIFEST).exists():
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        (staging / TASKS).mkdir()
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        (staging / "scenario.yaml").write_text(scenario_yaml)
+        if out.exists():
+            out.rmdir()
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def finished(out: str | Path) -> set[str]:
+    """The ids of the tasks whose results are in *out* (none when it does not exist)."""
+    return {path.stem for path in (Path(out) / TASKS).glob("c*.json")}
+
+
+def combine(out: Path) -> pd.DataFrame:
+    """Gather the task files of *out* into ``sweep.parquet`` and ``sweep.csv``."""
+    paths = sorted((out / TASKS).glob("c*.json"))
+    frame = pd.DataFrame([json.loads(path.read_text()) for path in paths])
+    write_file(out / TABLES[0], frame, lambda f, path: f.to_parquet(path, index=False))
+    write_file(out / TABLES[1], frame, lambda f, path: f.to_csv(path, index=False))
+    return frame
+
+
+def load_sweep(out: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The combined table and the manifest of the sweep directory *out*."""
+    out = Path(out)
+    if not (out / MANIFEST).exists():
+        raise SweepError(f"{out}: not a sweep directory (no {MANIFEST})")
+    manifest = json.loads((out / MANIFEST).read_text())
+    if not (out / TABLES[0]).exists():
+        done = len(finished(out))
+        raise SweepError(f"{out}: the sweep has not finished ({done} of {manifest['tasks']} "
+                         "tasks); rerun the same sweep command to complete it")
+    return pd.read_parquet(out / TABLES[0]), manifest
+
+
+def class_counts(sweep_dir: str | Path) -> pd.DataFrame:
+    """Cells of each class (columns) under each strategy (rows) of a finished sweep."""
+    runs, manifest = load_sweep(sweep_dir)
+    table = metastability.cells(runs, [axis["path"] for axis in manifest["axes"]])
+    counts = pd.crosstab(table["strategy"], table["class"])
+    return counts.reindex(index=manifest["strategies"], columns=list(metastability.CLASSES),
+                          fill_value=0)
+
+
+def save_map(sweep_dir: str | Path, formats: list[str] | tuple[str, ...] = ("png",)
+             ) -> list[Path]:
+    """Draw the map of *sweep_dir* into ``map.<format>`` there (each file replaced whole)."""
+    figure = plot_map(*load_sweep(sweep_dir))
+    written = []
+    for fmt in formats:
+        path = Path(sweep_dir) / f"map.{fmt}"
+        aside = path.with_name(f".map-{os.getpid()}.{fmt}")
+        try:
+            figure.savefig(aside, dpi=110)
+            os.replace(aside, path)
+        finally:
+            aside.unlink(missing_ok=True)
+        written.append(path)
+    return written
