@@ -26,7 +26,7 @@ from herdsim.errors import OutputExistsError
 from herdsim.outputs import openmetrics
 from herdsim.outputs.compare_dir import save_run
 from herdsim.policies import strategies
-from herdsim.results.result import run as run_scenario
+from herdsim.results.result import run as run_once
 
 
 @app.command()
@@ -36,7 +36,7 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
     with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
-        result = run_scenario(sc)
+        result = run_once(sc)
     with console.status("writing outputs and timeline.png…"):
         save_run(result, target)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))

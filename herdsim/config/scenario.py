@@ -24,7 +24,6 @@ from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError
 from herdsim.policies import strategies
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
 PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]

@@ -16,6 +16,7 @@ import rich
 
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import ScenarioError
+from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.policies import strategies as strategy_registry
 from herdsim.results.comparison import (
@@ -71,8 +72,7 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
 def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     """Run one (arm, replication) in a worker process; return only what a comparison keeps."""
     scenario, replication = task
-    seeded = scenario.model_copy(update={"seed": scenario.seed + replication})
-    result = run(seeded)
+    result = run(seeded(scenario, replication))
     return {
         "summary": result.summary,
         "timeseries": result.timeseries,

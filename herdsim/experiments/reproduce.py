@@ -25,18 +25,19 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 import yaml
-from scipy import stats
 
+from herdsim.analysis.statistics import ci95
 from herdsim.config import bundled
 from herdsim.config.scenario import Breaker, load_scenario
 from herdsim.errors import ScenarioError
+from herdsim.experiments.design import replication_seed
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.model import occ
 from herdsim.model.recorder import Recorder
 from herdsim.outputs.atomic import staged_dir
 from herdsim.plots.figures import STYLE, Figure, strategy_color
 from herdsim.policies.budget import PRESETS
-from herdsim.results.result import run as simulate
+from herdsim.results import result as results
 
 AWS_CLIENTS = tuple(range(10, 200, 10))
 AWS_STRATEGIES = ("exponential", "full_jitter", "equal_jitter", "decorrelated_jitter")
@@ -123,21 +124,13 @@ def _run_all(task: Callable[[Any], dict], args: list, processes: int | None,
     return pd.DataFrame(rows)
 
 
-def _ci95(values: pd.Series) -> float:
-    """Half-width of the 95% t confidence interval of the mean (NaN for one value)."""
-    n = len(values)
-    if n < 2:
-        return float("nan")
-    return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n))
-
-
 # -- aws-2015 ----------------------------------------------------------------------------
 
 
 def _occ_task(arg: tuple[dict, int, str, int]) -> dict:
     data, clients, strategy, run = arg
     scenario = load_scenario(data, {"workers.count": clients, "retry.strategy": strategy,
-                                    "seed": data["seed"] + run})
+                                    "seed": replication_seed(data["seed"], run)})
     recorder = Recorder()
     contention = occ.contend(scenario, recorder)
     done = contention.completion_time(recorder)
@@ -190,12 +183,13 @@ def _aws_figure(table: pd.DataFrame) -> Figure:
 
 def _collapse_task(arg: tuple[dict, float, bool, str, int]) -> dict:
     data, rate, spike, strategy, run = arg
-    overrides: dict[str, Any] = {"workload.rate": rate, "seed": data["seed"] + run}
+    overrides: dict[str, Any] = {"workload.rate": rate,
+                                 "seed": replication_seed(data["seed"], run)}
     if not spike:
         overrides["workload.spikes"] = []
     if strategy != data["retry"]["strategy"]:
         overrides.update(COLLAPSE_JITTER)
-    result = simulate(load_scenario(data, overrides))
+    result = results.run(load_scenario(data, overrides))
     ts = result.timeseries
     width = result.scenario.bin
     end = ts["time"] >= result.scenario.duration - COLLAPSE_WINDOW
@@ -303,12 +297,13 @@ def retry_theory(arm: str, p: float) -> tuple[float, float]:
 
 def _retries_task(arg: tuple[dict, str, float, int]) -> dict:
     data, arm, p, run = arg
-    overrides: dict[str, Any] = {**RETRY_ARMS[arm], "seed": data["seed"] + run}
+    overrides: dict[str, Any] = {**RETRY_ARMS[arm],
+                                 "seed": replication_seed(data["seed"], run)}
     if p > 0:
         overrides["downstream.outages.0.error_rate"] = p
     else:
         overrides["downstream.outages"] = []
-    result = simulate(load_scenario(data, overrides))
+    result = results.run(load_scenario(data, overrides))
     jobs = result.jobs
     outages = result.scenario.downstream.outages
     stop = (outages[0].end if outages else result.scenario.duration) - RETRY_TAIL
@@ -333,9 +328,9 @@ def retries(runs: int = 5, error_rates: Sequence[float] = RETRY_ERROR_RATES,
     per_run = per_run.sort_values(["arm", "error_rate", "run"], ignore_index=True,
                                   key=_arm_order)
     grouped = per_run.groupby(["arm", "error_rate"], sort=False)
-    table = grouped.agg(success=("success", "mean"), success_ci=("success", _ci95),
+    table = grouped.agg(success=("success", "mean"), success_ci=("success", ci95),
                         calls_per_job=("calls_per_job", "mean"),
-                        calls_ci=("calls_per_job", _ci95), runs=("run", "size")).reset_index()
+                        calls_ci=("calls_per_job", ci95), runs=("run", "size")).reset_index()
     theory = [retry_theory(arm, p) for arm, p in zip(table["arm"], table["error_rate"],
                                                       strict=True)]
     table["theory_success"] = [s for s, _ in theory]

@@ -44,6 +44,7 @@ from herdsim.analysis import metastability
 from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario, apply_overrides, load_scenario, validate
 from herdsim.errors import ScenarioError, SweepError
+from herdsim.experiments.design import seeded_data
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import sweep_dir
 from herdsim.outputs.atomic import write_file
@@ -217,8 +218,8 @@ class Sweep:
                 data = self.scenario(overrides, strategy).to_dict()
                 for replication, task_id in enumerate(ids):
                     if task_id not in skip:
-                        seeded = {**data, "seed": data["seed"] + replication}
-                        yield Task(task_id, cell, replication, keys, seeded)
+                        yield Task(task_id, cell, replication, keys,
+                                   seeded_data(data, replication))
 
     def manifest(self) -> dict[str, Any]:
         """What the sweep is, with a digest of everything that changes its results."""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from herdsim.analysis.kpis import COMPARE_TABLE, format_kpi
 from herdsim.analysis.rates import peak_rate_series
+from herdsim.analysis.statistics import ci95
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.plots import figures
 
@@ -70,8 +71,6 @@ def peak_rate_frame(result) -> pd.DataFrame:
 
 def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     """One row per arm: mean and 95% CI half-width of every numeric KPI in *runs*."""
-    from scipy import stats  # slow to import: only when aggregating
-
     skip = {"arm", "replication", "seed", *(key for arm in arms for key in arm.settings)}
     kpis = [c for c in runs.columns if c not in skip and _numeric(runs[c])]
     rows = []
@@ -80,11 +79,10 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         n = len(values)
         row: dict[str, Any] = {"arm": arm.label, "strategy": arm.strategy, **arm.settings,
                                "replications": n}
-        t = stats.t.ppf(0.975, n - 1) if n > 1 else np.nan
         for kpi in kpis:
             column = values[kpi]
             row[kpi] = column.mean(skipna=False)
-            row[f"{kpi}_ci95"] = t * column.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
+            row[f"{kpi}_ci95"] = ci95(column.to_numpy())
         rows.append(row)
     return pd.DataFrame(rows)
 
