@@ -1,4 +1,5 @@
-"""The command line through its real entry point (the installed ``herdsim`` script).
+"""The command line, in-process through typer's CliRunner (fast), and through its real
+entry points (the installed ``herdsim`` script and ``python -m herdsim``) in a few smoke tests.
 
 Every bad input gets exit code 2, one clear line naming the file and the field, no
 traceback, and leaves no output directory behind.
@@ -7,13 +8,18 @@ traceback, and leaves no output directory behind.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from herdsim.cli import app
 from herdsim.outputs.compare_dir import OUTPUT_FILES
 
 WALL_CLOCK_KEYS = {"wall_seconds", "calls_per_wall_second"}
@@ -33,10 +39,21 @@ retry:
 """
 
 
-def herdsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    exe = shutil.which("herdsim")
-    assert exe, "the herdsim console script is not installed (pip install -e .)"
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+def herdsim(*args: str, cwd: Path) -> SimpleNamespace:
+    """``herdsim ARGS`` run in-process from the folder *cwd*."""
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(before)
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout,
+                           stderr=result.stderr, exception=result.exception)
+
+
+def entry_point(*command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A real process: the installed console script or ``python -m herdsim``."""
+    return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 # name -> (file text or None for a missing file, extra args, the field the error names,
@@ -132,3 +149,18 @@ def test_run_writes_every_output_and_its_scenario_reproduces_it(tmp_path, scenar
 
     assert summary("first") == summary("again")
     assert summary("first")["attempts_total"] > 0
+
+
+@pytest.mark.parametrize("command", [[shutil.which("herdsim") or "herdsim"],
+                                     [sys.executable, "-m", "herdsim"]])
+def test_the_real_entry_points_run_and_refuse_bad_input(tmp_path, command):
+    """The console script and ``python -m herdsim`` reach the same app: a bad scenario gets
+    exit 2 and one line from a real process, and ``--help`` lists the commands."""
+    (tmp_path / "scenario.yaml").write_text(GOOD.replace("count: 5", "count: -5"))
+    proc = entry_point(*command, "run", "scenario.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [
+        line for line in proc.stderr.splitlines() if "workers.count" in line]
+    helped = entry_point(*command, "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "reproduce" in helped.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]

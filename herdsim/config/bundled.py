@@ -27,11 +27,12 @@ def path(name: str) -> Path | None:
 
 
 def describe(name: str) -> str:
-    """The first line of a bundled scenario's description."""
+    """The first sentence of a bundled scenario's description."""
     text = (directory() / f"{name}.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text) or {}
-    description = str(data.get("description", "")).strip() if isinstance(data, dict) else ""
-    return description.splitlines()[0] if description else ""
+    description = " ".join(str(data.get("description", "")).split())
+    first, dot, _ = description.partition(". ")
+    return first + dot.strip()
 
 
 def resolve(scenario: str | Path) -> Path:
