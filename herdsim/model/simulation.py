@@ -6,16 +6,17 @@ import math
 import time
 
 import numpy as np
-import simpy
 
 from herdsim.config.scenario import Scenario, Service
 from herdsim.model import occ
 from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
+from herdsim.model.gates import BreakerGate, BreakerStats
+from herdsim.model.kernel import Environment
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, generators
-from herdsim.model.worker import BreakerGate, BreakerStats, job_runner, worker
+from herdsim.model.worker import job_runner, worker
 from herdsim.model.workload import Job, arrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -35,7 +36,7 @@ class Simulation:
 
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
-        self.env = env = simpy.Environment()
+        self.env = env = Environment()
         rngs = generators(scenario.seed)
         self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
         self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
@@ -123,7 +124,7 @@ class Simulation:
             waiting(ds.n_waiting)
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
-            up(1.0 if ds.up else 0.0)
+            up(1.0 if ds.health.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
 
     def pending_jobs(self) -> list[Job]:
