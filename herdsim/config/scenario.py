@@ -117,6 +117,9 @@ class Downstream(Section):
     service: Service = Service()
     timeout: PositiveDuration | None = None
     network_delay: Service | None = None
+    request_delay: Service | None = Field(
+        None, description="time a call spends on the way to the server (network_delay is the "
+                          "way back)")
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
     outages: list[Outage] = []

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
 
-# Call states. RUNNING: in service under the continuous model, the client still waiting.
-WAITING, SERVING, DOOMED, ABANDONED, RUNNING = range(5)
+# Call states. RUNNING: in service under the continuous model, the client still waiting;
+# SENT: on the request leg, not at the server yet.
+WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 
 
 class Call:

@@ -13,7 +13,8 @@ parts chosen once, when it is built, from the scenario's ``downstream`` section:
 * ``service`` (:mod:`herdsim.model.service`): ``at_start`` or processor sharing;
 * the collapse guard (:mod:`herdsim.model.collapse`), only with ``overload.collapse``;
 * the rate limiter (:mod:`herdsim.policies.rate_limit`), only with ``rate_limit``;
-* the network (:mod:`herdsim.model.network`), only with ``network_delay``.
+* the network (:mod:`herdsim.model.network`), only with ``network_delay`` or
+  ``request_delay``.
 
 No process is spawned per call: a completed call costs one scheduled event (two when it
 waits in the waiting room under a client timeout), a fast failure none.
@@ -37,6 +38,7 @@ from herdsim.model.calls import (
     OK,
     REJECTED,
     RUNNING,
+    SERVING,
     THROTTLED,
     TIMEOUT,
     WAITING,
@@ -44,6 +46,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.collapse import CollapseGuard
 from herdsim.model.health import Health
+from herdsim.model.kernel import trigger_later
 from herdsim.model.network import Wire
 from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
@@ -54,7 +57,8 @@ class Downstream:
     """The service every worker calls. See the module docstring for the protocol."""
 
     def __init__(self, env: simpy.Environment, cfg: DownstreamConfig, service: Draws,
-                 outage_draw: Draws, recorder, network: Draws | None = None):
+                 outage_draw: Draws, recorder, network: Draws | None = None,
+                 request: Draws | None = None):
         self.env = env
         self.concurrency = cfg.concurrency
         self.queue_limit = cfg.queue_limit
@@ -88,7 +92,8 @@ class Downstream:
                                    recorder.wasted.append)
         self._start = self.service.start
         # The entry point of the call protocol (no wrapper on the hot path without delay).
-        self.call = self.admit if network is None else Wire(self, network).call
+        self.call = (self.admit if network is None and request is None
+                     else Wire(self, network, request).call)
 
     # -- the call protocol ---------------------------------------------------------------
 
@@ -130,6 +135,49 @@ class Downstream:
             return REJECTED
         self.active[c] = None
         return c
+
+    def arrive(self, c: Call) -> int | None:
+        """Admit a call sent over the request leg, arriving now (the rules of :meth:`admit`).
+
+        Its event and client deadline timer exist already. Returns the fast failure's
+        outcome (the network sends it back), or None. A call whose client gave up while it
+        was on the way (``ABANDONED``) still loads the server: counted, served as waste.
+        """
+        env = self.env
+        now = env.now
+        self._attempts(now)
+        health = self.health
+        if not health.up:
+            self._rejected(now)
+            return DOWN
+        abandoned = c.state == ABANDONED
+        if health.blackhole:
+            if not abandoned:
+                c.state = SERVING
+                trigger_later(env, c.event, TIMEOUT, c.deadline - now)
+            return None
+        if self.limiter is not None and not self.limiter.take(now):
+            self._rejected(now)
+            return THROTTLED
+        if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
+            health.crash(now)
+            self._rejected(now)
+            return DOWN
+        c.epoch = self.epoch
+        if not abandoned:
+            c.state = WAITING
+        if self.busy < self.concurrency:
+            self.busy += 1
+            self._start(c, now)
+        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
+            self._waiting.append(c)
+            self.n_waiting += not abandoned
+        else:
+            self._rejected(now)
+            return REJECTED
+        if not abandoned:
+            self.active[c] = None
+        return None
 
     def finish(self, c: Call, value: int) -> int:
         """The outcome of a call whose event fired with *value*."""

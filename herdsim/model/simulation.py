@@ -54,6 +54,8 @@ class Simulation:
             self.recorder,
             _service_draws(scenario.downstream.network_delay, rngs["network"])
             if scenario.downstream.network_delay else None,
+            _service_draws(scenario.downstream.request_delay, rngs["request"])
+            if scenario.downstream.request_delay else None,
         )
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison.append
