@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -181,3 +182,69 @@ def test_the_kernel_environment_keeps_simpy_time():
     env.process(wait())
     env.run()
     assert env.now == simpy.Environment.now.fget(env) == 2.5
+
+
+# -- b. open-loop callers grouped into clients -------------------------------------------
+
+def always_down(make_scenario, **changes):
+    """Open loop against a downstream down for the whole run: every call fails fast."""
+    base = {"duration": "4s", "workload": {"rate": 100},
+            "workers": {"count": None, "clients": 10},
+            "downstream": {"outages": [{"start": 0, "duration": "4s"}]},
+            "retry": {"strategy": "fixed", "base": "10ms", "max_retries": None}}
+    for key, value in changes.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return herdsim.load_scenario(make_scenario(**base))
+
+
+def test_per_client_budgets_pay_independently(make_scenario):
+    """A bucket of C tokens, a retry costs 1, nothing refills, every call fails: one
+    pool bucket pays C retries in all; one bucket per client pays C per client (every
+    client receives jobs: P(a client of 10 gets none of ~400 arrivals) < 1e-17)."""
+    budget = {"kind": "token_bucket", "capacity": 7, "retry_cost": 1, "timeout_cost": 1,
+              "failure_cost": 0, "success_refund": 0, "refund_retry_cost": False,
+              "floor": 0, "strict": False}
+    pool = herdsim.run(always_down(make_scenario, budget={**budget, "scope": "pool"}))
+    per_client = herdsim.run(always_down(make_scenario, budget={**budget, "scope": "client"}))
+    assert pool.summary["retries_total"] == 7
+    assert per_client.summary["retries_total"] == 7 * 10
+
+
+def test_per_client_breakers_trip_independently(make_scenario):
+    """Every client's breaker sees only failures: each trips once (open longer than
+    the run), so the trips add up to the number of clients; one pool breaker trips once."""
+    breaker = {"enabled": True, "window_calls": 5, "minimum_calls": 5,
+               "open_duration": "10s"}
+    pool = herdsim.run(always_down(make_scenario, breaker={**breaker, "scope": "pool"}))
+    per_client = herdsim.run(always_down(make_scenario,
+                                         breaker={**breaker, "scope": "client"}))
+    assert pool.summary["breaker_trips"] == 1
+    assert per_client.summary["breaker_trips"] == 10
+
+
+def test_clients_without_client_scopes_change_nothing(make_scenario):
+    """The client draw has its own stream: grouping callers whose budget and breaker are
+    the pool's gives the same run, bit for bit."""
+    def run(clients):
+        return herdsim.run(herdsim.load_scenario(make_scenario(
+            workers={"count": None, "clients": clients},
+            downstream={"outages": [{"start": "0.5s", "duration": "0.5s"}]},
+            breaker={"enabled": True, "scope": "pool", "minimum_calls": 5},
+            budget={"kind": "ratio", "scope": "pool"})))
+    grouped, alone = run(7), run(None)
+    for frame in ("timeseries", "sleeps", "jobs"):
+        assert getattr(grouped, frame).equals(getattr(alone, frame))
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"workers": {"count": 10, "clients": 3}}, "workers.clients"),
+    ({"workers": {"count": None}, "budget": {"kind": "ratio", "scope": "client"}},
+     "budget.scope"),
+    ({"workers": {"count": None}, "breaker": {"enabled": True, "scope": "client"}},
+     "breaker.scope"),
+    ({"budget": {"kind": "ratio", "scope": "client"}}, "budget.scope"),
+])
+def test_client_fields_are_refused_where_they_mean_nothing(make_scenario, changes, field):
+    with pytest.raises(herdsim.ScenarioError) as info:
+        herdsim.load_scenario(make_scenario(**changes))
+    assert [f for f, _ in info.value.problems] == [field]

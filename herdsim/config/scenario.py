@@ -53,6 +53,8 @@ class Workload(Section):
 
 class Workers(Section):
     count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
+    clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
+                                                         "over this many clients")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
     poll_interval: PositiveDuration = 1.0
 
@@ -177,7 +179,7 @@ class Breaker(Section):
     """A circuit breaker (Resilience4j/Polly semantics)."""
 
     enabled: bool = False
-    scope: Literal["worker", "pool"] = "worker"
+    scope: Literal["worker", "pool", "client"] = "worker"
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
     window: PositiveDuration = 30.0
@@ -201,7 +203,7 @@ class Budget(Section):
     """A retry budget or client-side throttle (see herdsim/budget.py)."""
 
     kind: Literal["token_bucket", "adaptive", "ratio"]
-    scope: Literal["worker", "pool"] = "pool"
+    scope: Literal["worker", "pool", "client"] = "pool"
     preset: Literal["aws", "grpc"] | None = None
     capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
     retry_cost: float | None = Field(None, ge=0)
@@ -272,6 +274,16 @@ class Scenario(Section):
                     f"downstream.outages.{i}.mode",
                     "a blackhole outage needs downstream.timeout (calls hang until it)",
                 )
+        clients = self.workers.clients is not None
+        if clients and self.workers.count is not None:
+            raise _FieldError("workers.clients",
+                              "clients group open-loop callers: set workers.count: null")
+        for section, mitigation in (("breaker", self.breaker if self.breaker.enabled else None),
+                                    ("budget", self.budget)):
+            if mitigation is not None and mitigation.scope == "client" and not clients:
+                raise _FieldError(f"{section}.scope",
+                                  "scope client needs workers.clients (open-loop callers "
+                                  "grouped into clients)")
         if self.workers.count is None:
             if self.workers.retry_mode == "requeue":
                 raise _FieldError("workers.retry_mode",
@@ -279,10 +291,12 @@ class Scenario(Section):
                                   "requeue to; use sleep")
             if self.breaker.enabled and self.breaker.scope == "worker":
                 raise _FieldError("breaker.scope",
-                                  "open-loop callers share one breaker: use scope: pool")
+                                  "open-loop callers share one breaker: use scope: pool "
+                                  "(or client, with workers.clients)")
             if self.budget is not None and self.budget.scope == "worker":
                 raise _FieldError("budget.scope",
-                                  "open-loop callers share one budget: use scope: pool")
+                                  "open-loop callers share one budget: use scope: pool "
+                                  "(or client, with workers.clients)")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise _FieldError("workers.count", "the occ model needs a number of clients")
         previous_end = None

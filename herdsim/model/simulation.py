@@ -69,6 +69,12 @@ class Simulation:
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
+        n_clients = scenario.workers.clients
+        self.clients = (Draws(lambda n: rngs["clients"].integers(0, n_clients, n))
+                        if n_clients else None)
+        self.client_gates = ([self._new_gate() for _ in range(n_clients)]
+                             if n_clients and scenario.breaker.enabled
+                             and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
         env.process(arrivals(self))
@@ -87,11 +93,11 @@ class Simulation:
         return gate
 
     def budget_for(self, owner) -> object | None:
-        """The retry budget of *owner* (a worker process), or the pool's, or None."""
+        """The retry budget of *owner* (a worker process or a client), the pool's, or None."""
         cfg = self.scenario.budget
         if cfg is None:
             return None
-        key = owner if cfg.scope == "worker" else None
+        key = owner if cfg.scope != "pool" else None
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)

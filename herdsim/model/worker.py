@@ -46,6 +46,7 @@ def job_runner(sim):
     timeout = env.timeout
     retries_only = scenario.breaker.retries_only
     slow_threshold = scenario.breaker.slow_call_threshold
+    clients, client_gates = sim.clients, sim.client_gates
 
     def give_up(job, now):
         """The job fails for good: to the DLQ, or without one back to the main queue once
@@ -63,7 +64,13 @@ def job_runner(sim):
 
     def run_job(job, gate):
         proc = env.active_process
-        budget = sim.budget_for(proc)
+        if clients is None:
+            budget = sim.budget_for(proc)
+        else:  # an open-loop caller of one of the clients, drawn uniformly
+            client = clients()
+            budget = sim.budget_for(client)
+            if client_gates is not None:
+                gate = client_gates[client]
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
