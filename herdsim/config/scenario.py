@@ -202,7 +202,7 @@ _TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "succ
 class Budget(Section):
     """A retry budget or client-side throttle (see herdsim/budget.py)."""
 
-    kind: Literal["token_bucket", "adaptive", "ratio"]
+    kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
     scope: Literal["worker", "pool", "client"] = "pool"
     preset: Literal["aws", "grpc"] | None = None
     capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
@@ -210,12 +210,15 @@ class Budget(Section):
     timeout_cost: float | None = Field(None, ge=0)
     failure_cost: float | None = Field(None, ge=0)
     success_refund: float | None = Field(None, ge=0)
+    credit_on: Literal["success", "first_try"] = Field(
+        "success", description="token_bucket: success_refund earned per success or per first try")
     refund_retry_cost: bool | None = None
     floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
     strict: bool | None = None
     window: PositiveDuration | None = None
     k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
-    ratio: float = Field(0.2, gt=0, le=1, description="ratio: retries per first try")
+    ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
+                                "(0.2); cumulative_ratio: failures per first try (0.1)")
     min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
 
     @model_validator(mode="after")
@@ -228,8 +231,12 @@ class Budget(Section):
                     "a token_bucket needs preset: aws|grpc or every one of "
                     + ", ".join(_TOKEN_FIELDS),
                 )
+        if self.credit_on != "success" and self.kind != "token_bucket":
+            raise _FieldError("budget.credit_on", "credit_on applies to kind: token_bucket")
         if self.window is None:
             self.window = 120.0 if self.kind == "adaptive" else 10.0
+        if self.ratio is None:
+            self.ratio = 0.1 if self.kind == "cumulative_ratio" else 0.2
         return self
 
     def token_params(self) -> dict:

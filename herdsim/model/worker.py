@@ -76,7 +76,7 @@ def job_runner(sim):
         in_hand.add(job)
         while True:
             now = env.now
-            if gates_calls and not budget.allow_call(now):  # before a breaker probe is taken
+            if gates_calls and not budget.allow_call(now, not job.retries):  # before a probe
                 budget_refused(now)
                 give_up(job, now)
                 break
