@@ -27,6 +27,7 @@ from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws
 from herdsim.policies import budget as budgets
+from herdsim.policies.rate_limit import TokenBucket
 from herdsim.results.result import Result
 
 SERVICE, REQUEST, RESPONSE = 1.0, 0.3, 0.2
@@ -427,3 +428,87 @@ def test_a_cumulative_ratio_defaults_to_the_originals_tenth(make_scenario):
     sc = herdsim.load_scenario(make_scenario(budget={"kind": "cumulative_ratio"}))
     assert sc.budget.ratio == 0.1
     assert herdsim.load_scenario(make_scenario(budget={"kind": "ratio"})).budget.ratio == 0.2
+
+
+# -- e. Retry-After -------------------------------------------------------------------------
+
+def throttled(make_scenario, honour: str, strategy_sleep: str = "10ms", **downstream):
+    """Every failure is a 429 (a 5/s limiter under 50 jobs/s, nothing else fails)."""
+    return herdsim.run(herdsim.load_scenario(make_scenario(
+        duration="3s", workload={"rate": 50}, workers={"count": 20},
+        downstream={"rate_limit": {"rate": 5, "burst": 1}, "retry_after": "700ms",
+                    **downstream},
+        retry={"strategy": "fixed", "base": strategy_sleep, "cap": "5s", "max_retries": 3,
+               "retry_after": honour})))
+
+
+@pytest.mark.parametrize("legs", [{}, {"network_delay": {"mean": "5ms"}},
+                                  {"network_delay": {"mean": "5ms"},
+                                   "request_delay": {"mean": "5ms"}}])
+@pytest.mark.parametrize(("honour", "strategy_sleep", "taken"), [
+    ("ignore", "10ms", 0.01), ("use", "10ms", 0.7), ("use", "2s", 0.7),
+    ("at_least", "10ms", 0.7), ("at_least", "2s", 2.0)])
+def test_a_fixed_retry_after_sets_the_sleep_taken(make_scenario, legs, honour,
+                                                  strategy_sleep, taken):
+    """Every retry follows a 429 carrying Retry-After 700 ms (also across the network):
+    ignore sleeps the strategy's value, use the server's, at_least the larger."""
+    res = throttled(make_scenario, honour, strategy_sleep, **legs)
+    assert len(res.sleeps) > 0
+    assert np.allclose(res.sleeps["sleep"], taken, rtol=0, atol=1e-12)
+
+
+def test_a_rejected_call_carries_the_retry_after(make_scenario):
+    """One slot and no waiting room: every failure is a REJECTED carrying 300 ms."""
+    res = herdsim.run(herdsim.load_scenario(make_scenario(
+        downstream={"concurrency": 1, "queue_limit": 0, "retry_after": "300ms"},
+        retry={"strategy": "fixed", "base": "10ms", "retry_after": "use"})))
+    assert len(res.sleeps) > 0 and (res.sleeps["sleep"] == 0.3).all()
+
+
+@given(rate=st.floats(0.1, 100.0), burst=st.floats(1.0, 5.0),
+       gaps=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=30))
+def test_the_limiter_wait_is_when_the_next_token_is_there(rate, burst, gaps):
+    """After any history of takes, ``wait`` is the time until a whole token: a take
+    at now + wait succeeds (exactly, in floating point), a take clearly before it fails."""
+    now = 0.0
+    bucket = TokenBucket(rate, burst)
+    for gap in gaps:
+        now += gap
+        bucket.take(now)
+    wait = bucket.wait(now)
+    early, exact = TokenBucket(rate, burst), TokenBucket(rate, burst)
+    for b in (early, exact):
+        b.tokens, b.last = bucket.tokens, bucket.last
+    assert exact.take(now + wait)
+    if wait > 1e-6:
+        assert not early.take(now + wait * 0.999)
+
+
+def test_a_limiter_retry_after_brings_a_lone_client_back_when_a_token_is(make_scenario):
+    """One worker and a 2/s limiter: after a 429 the worker sleeps exactly until the
+    next token (use), and nobody else calls meanwhile, so every retry is admitted. Every
+    recorded sleep ends where a call of the run is made: the sleep taken is recorded."""
+    sim = Simulation(herdsim.load_scenario(make_scenario(
+        duration="5s", workload={"rate": 20}, workers={"count": 1},
+        downstream={"service": {"distribution": "constant", "mean": "1ms"},
+                    "rate_limit": {"rate": 2, "burst": 1}, "retry_after": "limiter"},
+        retry={"strategy": "fixed", "base": "10ms", "max_retries": None,
+               "retry_after": "use"})))
+    sim.run()
+    rec = sim.recorder
+    sleeps = list(zip(rec.sleep_time, rec.sleep_value, strict=True))
+    assert len(sleeps) > 5
+    retried = [t + v for t, v in sleeps if t + v < 5.0]
+    assert set(retried) <= set(rec.attempts)
+    assert not set(retried) & set(rec.rejected)
+
+
+@pytest.mark.parametrize(("downstream", "field"), [
+    ({"retry_after": "limiter"}, "downstream.retry_after"),
+    ({"retry_after": "-1s"}, "downstream.retry_after"),
+    ({"retry_after": "soon"}, "downstream.retry_after"),
+])
+def test_bad_retry_afters_are_refused(make_scenario, downstream, field):
+    with pytest.raises(herdsim.ScenarioError) as info:
+        herdsim.load_scenario(make_scenario(downstream=downstream))
+    assert [f for f, _ in info.value.problems] == [field]

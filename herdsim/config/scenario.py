@@ -29,6 +29,19 @@ NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
+def _retry_after(value: object) -> object:
+    """``limiter`` as it is, anything else a duration >= 0."""
+    if value == "limiter":
+        return value
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"expected a duration >= 0 or limiter, got {value!r}")
+    return seconds
+
+
+RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after)]
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -124,6 +137,9 @@ class Downstream(Section):
                           "way back)")
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
+    retry_after: RetryAfter | None = Field(
+        None, description="Retry-After sent with throttled and rejected answers: a duration, "
+                          "or limiter (until the rate limiter next has a token)")
     outages: list[Outage] = []
     overload: Overload = Overload()
     occ: Occ = Occ()
@@ -147,6 +163,8 @@ class Retry(Section):
     max_retries: int | None = Field(5, ge=0)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
+    retry_after: Literal["ignore", "use", "at_least"] = Field(
+        "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
 
     @model_validator(mode="after")
     def _strategy_exists(self) -> Retry:
@@ -304,6 +322,9 @@ class Scenario(Section):
                 raise _FieldError("budget.scope",
                                   "open-loop callers share one budget: use scope: pool "
                                   "(or client, with workers.clients)")
+        if self.downstream.retry_after == "limiter" and self.downstream.rate_limit is None:
+            raise _FieldError("downstream.retry_after",
+                              "retry_after: limiter needs downstream.rate_limit")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise _FieldError("workers.count", "the occ model needs a number of clients")
         previous_end = None

@@ -18,7 +18,8 @@ WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 class Call:
     """One downstream call in flight (in service or in the waiting room)."""
 
-    __slots__ = ("proc", "event", "deadline", "state", "epoch")
+    # retry_after: set only on a fast failure crossing the network (see Wire)
+    __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after")
 
     def __init__(self, proc, epoch: int, deadline: float | None):
         self.proc = proc

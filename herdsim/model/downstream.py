@@ -70,6 +70,8 @@ class Downstream:
         self._waiting: deque[Call] = deque()
         self.active: dict[Call, None] = {}  # insertion-ordered: failing them is reproducible
         self.epoch = 0
+        # Retry-After: the value sent with the last throttled or rejected answer.
+        self.retry_after: float | None = None
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -91,6 +93,9 @@ class Downstream:
             self.service = AtStart(self, service, overload.latency_per_call, network,
                                    recorder.wasted.append)
         self._start = self.service.start
+        hint = cfg.retry_after
+        self._hint = (None if hint is None else self.limiter.wait if hint == "limiter"
+                      else lambda now: hint)
         # The entry point of the call protocol (no wrapper on the hot path without delay).
         self.call = (self.admit if network is None and request is None
                      else Wire(self, network, request).call)
@@ -112,6 +117,8 @@ class Downstream:
             return c
         if self.limiter is not None and not self.limiter.take(now):
             self._rejected(now)
+            if self._hint is not None:
+                self.retry_after = self._hint(now)
             return THROTTLED
         if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
             health.crash(now)
@@ -132,6 +139,8 @@ class Downstream:
                 timer.call = c
         else:
             self._rejected(now)
+            if self._hint is not None:
+                self.retry_after = self._hint(now)
             return REJECTED
         self.active[c] = None
         return c
@@ -158,6 +167,8 @@ class Downstream:
             return None
         if self.limiter is not None and not self.limiter.take(now):
             self._rejected(now)
+            if self._hint is not None:
+                self.retry_after = self._hint(now)
             return THROTTLED
         if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
             health.crash(now)
@@ -174,6 +185,8 @@ class Downstream:
             self.n_waiting += not abandoned
         else:
             self._rejected(now)
+            if self._hint is not None:
+                self.retry_after = self._hint(now)
             return REJECTED
         if not abandoned:
             self.active[c] = None
@@ -187,6 +200,7 @@ class Downstream:
             self._timeouts(now)
             return TIMEOUT
         if value != COMPLETED and value != DELIVERED:
+            self.retry_after = c.retry_after
             return value  # a fast failure that crossed the network
         outcome = OK
         error_rate = self.health.error_rate

@@ -2,10 +2,11 @@
 
 ``downstream.network_delay`` is the response leg: a served call's response reaches its
 client one draw after the server is done (the service parts add it), and so does a fast
-failure (:meth:`Wire.call` here). ``downstream.request_delay`` is the request leg
-(:meth:`Wire.send`): the call reaches the server one draw after it was sent, and is
-admitted then; its client deadline counts from the send. Without either delay the
-downstream's admission is the call itself and nothing here runs.
+failure (:meth:`Wire.respond_late` here), carrying the Retry-After it was sent with.
+``downstream.request_delay`` is the request leg (:meth:`Wire.send`): the call reaches
+the server one draw after it was sent, and is admitted then; its client deadline counts
+from the send. Without either delay the downstream's admission is the call itself and
+nothing here runs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Wire:
         if outcome.__class__ is not int:
             return outcome
         c = Call(proc, self._ds.epoch, None)
+        c.retry_after = self._ds.retry_after
         c.event = self.env.timeout(self._response(), outcome)
         return c
 
@@ -61,6 +63,7 @@ class Wire:
         now = self.env.now
         delay = self._response() if self._response is not None else 0.0
         c.state = SERVING  # the answer is on its way: the deadline timer leaves it alone
+        c.retry_after = self._ds.retry_after
         if c.deadline is not None and now + delay > c.deadline:
             outcome, delay = TIMEOUT, c.deadline - now
         trigger_later(self.env, c.event, outcome, delay)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
-from herdsim.model.calls import OK, TIMEOUT
+from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 
@@ -47,6 +47,9 @@ def job_runner(sim):
     retries_only = scenario.breaker.retries_only
     slow_threshold = scenario.breaker.slow_call_threshold
     clients, client_gates = sim.clients, sim.client_gates
+    downstream = sim.downstream
+    hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
+    use_hint = retry.retry_after == "use"
 
     def give_up(job, now):
         """The job fails for good: to the DLQ, or without one back to the main queue once
@@ -131,6 +134,10 @@ def job_runner(sim):
                 pause, job.prev = draw(n, job.prev, rng)
             else:
                 pause = job.prev = draw(n, job.prev, rng)
+            if hinted and outcome in (THROTTLED, REJECTED):
+                hint = downstream.retry_after
+                if hint is not None:
+                    pause = hint if use_hint or hint > pause else pause
             job.retries = n + 1
             record_sleep(now, job.id, n, pause)
             if sleep_mode:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class TokenBucket:
     """A rate limiter: ``rate`` tokens per second, at most ``burst`` banked."""
@@ -22,3 +24,16 @@ class TokenBucket:
             return True
         self.tokens = tokens
         return False
+
+    def wait(self, now: float) -> float:
+        """Seconds *w* from *now* until the bucket next holds a whole token (0 if it does):
+        the least *w* found such that ``take(now + w)`` succeeds in floating point (a
+        rounded-down *w* would bring a caller back one ulp early, forever)."""
+        if min(self.burst, self.tokens + (now - self.last) * self.rate) >= 1.0:
+            return 0.0
+        wait = (1.0 - self.tokens) / self.rate - (now - self.last)
+        bump = math.ulp(now + wait)  # then doubled: a few ulps at most, and it ends
+        while min(self.burst, self.tokens + (now + wait - self.last) * self.rate) < 1.0:
+            wait += bump
+            bump *= 2.0
+        return wait
