@@ -28,6 +28,7 @@ from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws
 from herdsim.policies import budget as budgets
 from herdsim.policies.rate_limit import TokenBucket
+from herdsim.policies.strategies import Strategy
 from herdsim.results.result import Result
 
 SERVICE, REQUEST, RESPONSE = 1.0, 0.3, 0.2
@@ -512,3 +513,65 @@ def test_bad_retry_afters_are_refused(make_scenario, downstream, field):
     with pytest.raises(herdsim.ScenarioError) as info:
         herdsim.load_scenario(make_scenario(downstream=downstream))
     assert [f for f, _ in info.value.problems] == [field]
+
+
+# -- f. zero-wait policies and the attempt overhead -----------------------------------------
+
+class ZeroWait(Strategy):
+    """Retries at once, and says so."""
+
+    min_sleep = 0.0
+
+    def sleep(self, attempt, prev, rng):
+        return 0.0
+
+
+class SilentZeroWait(Strategy):
+    """Retries at once without saying so: only the run-time guard can catch it."""
+
+    def sleep(self, attempt, prev, rng):
+        return 0.0
+
+
+def zero_wait(make_scenario, strategy: str = "ZeroWait", **workers):
+    """One worker with one job against a downstream down all run long."""
+    return herdsim.load_scenario(make_scenario(
+        duration="1s", workload={"arrivals": "constant", "rate": 0.5, "backlog": 1},
+        workers={"count": 1, **workers},
+        downstream={"outages": [{"start": 0, "duration": "1s"}]},
+        retry={"strategy": f"{__name__}:{strategy}", "max_retries": None}))
+
+
+def test_a_zero_wait_strategy_that_could_freeze_time_is_refused(make_scenario):
+    with pytest.raises(herdsim.ScenarioError) as info:
+        zero_wait(make_scenario)
+    assert [f for f, _ in info.value.problems] == ["workers.attempt_overhead"]
+
+
+def test_every_attempt_pays_the_overhead(make_scenario):
+    """With overhead o the zero-wait worker calls at o, 2o, 3o, ... (SimPy's own sums)
+    until the run ends: the run terminates and no attempt is free."""
+    o = 0.003
+    res = herdsim.run(zero_wait(make_scenario, attempt_overhead=o))
+    expected, t = 0, o
+    while t < 1.0:
+        expected, t = expected + 1, t + o
+    assert res.summary["attempts_total"] == expected
+
+
+def test_the_run_time_guard_stops_a_silent_zero_wait_strategy(make_scenario):
+    """A strategy that declares nothing passes validation; the run stops with the
+    one-line error instead of hanging."""
+    sc = zero_wait(make_scenario, "SilentZeroWait")
+    with pytest.raises(herdsim.ScenarioError) as info:
+        herdsim.run(sc)
+    assert [f for f, _ in info.value.problems] == ["workers.attempt_overhead"]
+
+
+def test_the_overhead_is_part_of_the_latency(make_scenario):
+    """Constant 100 ms service, no contention: every job takes overhead + service."""
+    res = herdsim.run(herdsim.load_scenario(make_scenario(
+        workload={"arrivals": "constant", "rate": 5}, workers={"attempt_overhead": "30ms"},
+        downstream={"service": {"distribution": "constant", "mean": "100ms"}})))
+    done = res.jobs.dropna(subset=["latency"])
+    assert len(done) > 0 and np.allclose(done["latency"], 0.13)

@@ -70,6 +70,8 @@ class Workers(Section):
                                                          "over this many clients")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
     poll_interval: PositiveDuration = 1.0
+    attempt_overhead: NonNegativeDuration = Field(
+        0.0, description="what one attempt costs the client before the call leaves")
 
 
 class Service(Section):
@@ -325,6 +327,12 @@ class Scenario(Section):
         if self.downstream.retry_after == "limiter" and self.downstream.rate_limit is None:
             raise _FieldError("downstream.retry_after",
                               "retry_after: limiter needs downstream.rate_limit")
+        if self._may_freeze():
+            raise _FieldError(
+                "workers.attempt_overhead",
+                f"retry.strategy {self.retry.strategy!r} may retry at once and retries are "
+                "unlimited: against a fast failure simulated time would stand still; set "
+                "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise _FieldError("workers.count", "the occ model needs a number of clients")
         previous_end = None
@@ -336,6 +344,21 @@ class Scenario(Section):
                                   "spikes overlap; give each window its own rate")
             previous_end = spike.at + spike.duration
         return self
+
+    def _may_freeze(self) -> bool:
+        """Could a job retry forever at one instant? A zero-wait strategy (``min_sleep``
+        0), unlimited retries, nothing that costs time per attempt (overhead, network, a
+        poller), and something that fails fast (down, 429, a full waiting room, a crash,
+        an open-loop caller's open breaker)."""
+        ds, workers = self.downstream, self.workers
+        if (getattr(self.retry.build(), "min_sleep", None) != 0.0
+                or self.retry.max_retries is not None or workers.attempt_overhead
+                or ds.network_delay is not None or ds.request_delay is not None
+                or (workers.count is not None and workers.retry_mode == "requeue")):
+            return False
+        return (any(o.mode == "down" for o in ds.outages) or ds.rate_limit is not None
+                or ds.queue_limit is not None or ds.overload.collapse is not None
+                or (workers.count is None and self.breaker.enabled))
 
     @property
     def outage_windows(self) -> list[tuple[float, float]]:

@@ -16,7 +16,7 @@ from herdsim.model.kernel import Environment
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, generators
-from herdsim.model.worker import job_runner, worker
+from herdsim.model.worker import Frozen, job_runner, worker
 from herdsim.model.workload import Job, arrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -141,7 +141,10 @@ class Simulation:
 
     def run(self) -> Finished:
         started = time.perf_counter()
-        self.env.run(until=self.scenario.duration)
+        try:
+            self.env.run(until=self.scenario.duration)
+        except Frozen as frozen:
+            raise frozen.error() from None
         wall = time.perf_counter() - started
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)

@@ -9,9 +9,24 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
+from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+
+SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
+
+
+class Frozen(Exception):  # noqa: N818 (a state, raised out of the SimPy run)
+    """A job retried ``SPIN_LIMIT`` times at one instant (args: that instant)."""
+
+    def error(self) -> ScenarioError:
+        """The one-line error the user sees."""
+        return ScenarioError([("workers.attempt_overhead",
+                               f"simulated time stood still at t = {self.args[0]:g} s: a job "
+                               f"retried {SPIN_LIMIT:,} times at that instant (zero sleeps "
+                               "against fast failures); set workers.attempt_overhead, e.g. "
+                               "1ms")])
 
 
 def job_runner(sim):
@@ -50,6 +65,7 @@ def job_runner(sim):
     downstream = sim.downstream
     hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
     use_hint = retry.retry_after == "use"
+    overhead = scenario.workers.attempt_overhead
 
     def give_up(job, now):
         """The job fails for good: to the DLQ, or without one back to the main queue once
@@ -77,6 +93,7 @@ def job_runner(sim):
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
+        spun_at, spins = -1.0, 0  # retries of this job at one instant (the freeze guard)
         while True:
             now = env.now
             if gates_calls and not budget.allow_call(now, not job.retries):  # before a probe
@@ -98,6 +115,9 @@ def job_runner(sim):
                 outcome = None  # an open-loop caller sees a failed call
             else:
                 job.attempts += 1
+                if overhead:  # what the attempt costs the client before the call leaves
+                    yield timeout(overhead)
+                    now = env.now
                 outcome = call(proc)
                 if outcome.__class__ is not int:
                     try:
@@ -141,6 +161,12 @@ def job_runner(sim):
             job.retries = n + 1
             record_sleep(now, job.id, n, pause)
             if sleep_mode:
+                if now != spun_at:
+                    spun_at, spins = now, 0
+                elif spins < SPIN_LIMIT:
+                    spins += 1
+                else:
+                    raise Frozen(now)
                 sim.sleeping += 1
                 yield timeout(pause)
                 sim.sleeping -= 1
