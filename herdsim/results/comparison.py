@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -237,11 +238,56 @@ class Comparison:
                   "sleeps": result.sleeps, "peaks": peak_rate_frame(result)}
         return cls.from_outputs(result.scenario, [arm], 1, [output])
 
+    def tidy(self) -> pd.DataFrame:
+        """The summary in long form: one row per arm and KPI with ``arm``, ``rank``,
+        ``kpi``, ``label``, ``unit``, ``value`` (the mean; None when undefined), ``ci95``
+        (None with one replication), ``shown`` (as the tables show it) and ``better``."""
+        ranked = self.ranked()
+        rows = []
+        for rank_number, (_, row) in enumerate(ranked.iterrows(), start=1):
+            for key in (k for k in BY_KEY if k in row.index and k not in ("strategy",)):
+                kpi = BY_KEY[key]
+                ci = row.get(f"{key}_ci95")
+                rows.append({"arm": row["arm"], "rank": rank_number, "kpi": key,
+                             "label": kpi.label, "unit": kpi.unit,
+                             "value": _plain(row[key]), "ci95": _plain(ci),
+                             "shown": self._show(key, row, np.nan if ci is None else ci),
+                             "better": kpi.better})
+        return pd.DataFrame(rows)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ranked summary as plain data (``herdsim compare --json``): scenario,
+        what varies, replications, the ranking rule, and one record per arm, best first
+        (undefined KPIs as None, counts as ints)."""
+        ranked = self.ranked()
+        arms = [{"rank": i, **{key: _plain(value) for key, value in row.items()}}
+                for i, (_, row) in enumerate(ranked.iterrows(), start=1)]
+        return {"scenario": self.scenario.name, "varied": self.varied,
+                "replications": self.replications, "ranked_by": RANK_RULE, "arms": arms}
+
     def __repr__(self) -> str:
+        best = self.ranked().iloc[0]
         return (f"<Comparison {self.scenario.name}: {len(self.arms)} arms varying "
-                f"{self.varied}, {self.replications} replication(s) each>")
+                f"{self.varied}, {self.replications} replication(s) each; best: "
+                f"{best['arm']} ({best.get('state', '?')})>")
 
     def _repr_html_(self) -> str:
-        return (f"<b>herdsim comparison: {self.scenario.name}</b> — {len(self.arms)} arms "
-                f"varying {self.varied}, replications per arm: {self.replications}; "
-                f"best first" + self.table().to_html(index_names=False))
+        table = self.table()
+        units = {heading: BY_KEY[key].unit for key, heading in COMPARE_TABLE.items()
+                 if heading in table and BY_KEY[key].unit and key != "succeeded_fraction"}
+        table.columns = [f"{c} ({units[c]})" if c in units and units[c] not in c else c
+                         for c in table.columns]
+        note = ("one replication: small differences may be noise" if self.replications == 1
+                else "± = 95% confidence interval")
+        return (f"<b>herdsim comparison: {escape(self.scenario.name)}</b> — {len(self.arms)} "
+                f"arms varying {escape(self.varied)}, {self.replications} replication(s) "
+                f"each; {escape(RANK_RULE)}; {note}"
+                + table.to_html(index_names=False))
+
+
+def _plain(value: Any) -> Any:
+    """A frame cell as plain Python: NaN and NA -> None, numpy scalars -> int/float/bool."""
+    if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
+        return None
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
