@@ -52,8 +52,9 @@ class Result:
     def rates(self, window: float | str | None = None) -> pd.DataFrame:
         """Per-second rates of every counter of :attr:`timeseries` (``arrivals``,
         ``attempts``, ``success``, ``retry``, ...): ``time`` and one column per counter in
-        events/s, over each bin, or over a trailing *window* (``"1s"``; a whole number of
-        bins, at least one) like PromQL's ``rate()`` on the exported counters."""
+        events/s, over each bin, or over a trailing *window* (``"1s"``, rounded to a whole
+        number of bins, at least one): the increase over the window divided by it, no
+        extrapolation (the first bins count only what happened since t = 0)."""
         width = self.scenario.bin
         k = 1 if window is None else max(1, int(round(parse_duration(window) / width)))
         counters = [c for c in self.timeseries.columns if c != "time" and c not in GAUGES]
