@@ -48,12 +48,12 @@ def ranked_table(comparison: Comparison, width: int | None = None) -> Table:
 
 
 def _needed(frame) -> int:
-    """Columns the table needs: its unbreakable cells (``arm`` folds at 11) and padding."""
+    """Columns the table needs: its unbreakable cells (``arm`` up to 20) and padding."""
     def widest(name: str, values) -> int:
         words = [name.replace(" ", "\n"), *(v.replace(" ±", "\n±") for v in values)]
         return max(len(line) for text in words for line in text.split(
             " " if text.startswith("not recovered") else "\n"))
-    columns = [min(11, widest(name, frame[name])) if name == "arm" else widest(name, frame[name])
+    columns = [min(20, widest(name, frame[name])) if name == "arm" else widest(name, frame[name])
                for name in frame.columns]
     return 4 + sum(columns) + 3 * len(columns)
 
