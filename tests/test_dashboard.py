@@ -94,18 +94,40 @@ def test_every_panel_queries_only_metrics_herdsim_exports(dashboard, exported_na
         assert metric in exported_names and label == variable["name"]
 
 
-def test_windows_are_a_fixed_10s(dashboard):
-    """$__rate_interval assumes 15 s scrapes; herdsim samples every bin."""
+def test_windows_are_fixed_and_short_enough_for_the_impulse(dashboard):
+    """$__rate_interval assumes 15 s scrapes; herdsim samples every bin (100 ms). 250 ms
+    holds the 2-3 samples rate() needs; 10 s only on the seed's own query."""
     for title, target in targets(dashboard):
         assert "$__" not in target["expr"], title
-        assert set(re.findall(r"\[([^\]]*)\]", target["expr"])) <= {"10s"}, title
+        windows = set(re.findall(r"\[([^\]]*)\]", target["expr"]))
+        allowed = {"10s"} if target["expr"] == prom.RETRY_QUERY.replace(
+            '"retry"', '"retry", queue=~"$queue", arm=~"$arm"') else {"250ms", "1s"}
+        assert windows <= allowed, (title, windows)
+    calls = [t["expr"] for _, t in targets(dashboard) if "downstream_calls_total" in t["expr"]]
+    assert calls and all("[250ms]" in expr for expr in calls)
+
+
+def test_every_panel_keeps_the_arms_apart(dashboard):
+    """Per-arm series by default: every aggregation keeps ``arm`` (by clause or legend), or
+    the panel is repeated over the arm variable; annotations come from downstream_up."""
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            if panel.get("repeat") == "arm":
+                assert 'arm=~"$arm"' in expr
+                continue
+            for clause in re.findall(r"\bby\s*\(([^)]*)\)", expr):
+                assert "arm" in [c.strip() for c in clause.split(",")], (panel["title"], expr)
+            assert "{{arm}}" in target["legendFormat"], panel["title"]
+    (down,) = [a for a in dashboard["annotations"]["list"] if a.get("expr")]
+    assert promql_metrics(down["expr"]) == {"downstream_up"} and "by (arm)" in down["expr"]
 
 
 def test_the_issue_panels_are_all_there(dashboard, exported_names):
     """The seed's query verbatim; and panels over executions, sleeps (heatmap and
     quantiles), downstream in flight and capacity, queue depth and breaker state."""
     exprs = [target["expr"] for _, target in targets(dashboard)]
-    assert prom.RETRY_QUERY in exprs
+    assert prom.RETRY_QUERY.replace('"retry"', '"retry", queue=~"$queue", arm=~"$arm"') in exprs
     used = set().union(*(promql_metrics(expr) for expr in exprs))
     gauges = set(prom.GAUGES.values()) | {prom.CAPACITY}
     assert gauges <= used

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated
 
@@ -34,26 +36,38 @@ class Boundary(TyperGroup):
             err_console.print("interrupted: nothing was written")
             raise typer.Exit(130) from None
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list with each one's whole first sentence, wrapped, never cut."""
+        rows = [(name, command.get_short_help_str(limit=10_000))
+                for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     help="herdsim: simulate retry storms (the thundering herd) before production does.",
     no_args_is_help=True,
     cls=Boundary,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: wrapped, never cut with "…", no <bool> after flags
 )
 console = Console(width=None if sys.stdout.isatty() else 120)  # pipes: wide, no wrapping
 err_console = Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(
     help="Scenario YAML file, or the name of a bundled one (herdsim scenarios).",
-    show_default=False)]
+    show_default=False, metavar="SCENARIO")]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Override a field: --set retry.strategy=full_jitter (repeatable)."),
+    typer.Option("--set", metavar="PATH=VALUE",
+                 help="Override a field: --set retry.strategy=full_jitter (repeatable)."),
 ]
 OutOpt = Annotated[
-    Path | None, typer.Option("--out", help="Output directory (default runs/<name>-<time>).")
+    Path | None, typer.Option("--out", metavar="DIR",
+                              help="Output directory (default runs/<name>-<time>).")
 ]
 PrometheusOpt = Annotated[
     bool, typer.Option("--prometheus", help="Also write metrics.om (see 'export prometheus').")
@@ -90,10 +104,12 @@ def output_dir(out: Path | None, name: str) -> Path:
 
 
 StrategiesOpt = Annotated[str | None, typer.Option(
-    "--strategies", help="Comma-separated strategies to compare (default: every built-in).",
+    "--strategies", metavar="A,B,...",
+    help="Comma-separated strategies to compare (default: every built-in).",
     show_default=False)]
 VaryOpt = Annotated[list[str] | None, typer.Option(
-    "--vary", help="Try several values of a field: --vary breaker.enabled=false,true "
+    "--vary", metavar="PATH=V1,V2",
+    help="Try several values of a field: --vary breaker.enabled=false,true "
                    "(repeatable; arms are every strategy x every combination).")]
 FormatOpt = Annotated[str, typer.Option(
     "--format", help="Figure formats, comma-separated: png, svg, pdf.")]
@@ -139,11 +155,59 @@ StartOpt = Annotated[str | None, typer.Option(
     "--start", help="Unix time (s) or ISO date-time of the run's t=0 "
                     "(default: now minus the run's duration).", show_default=False)]
 IntervalOpt = Annotated[str | None, typer.Option(
-    "--interval", help="Sample every … (a multiple of the bin, e.g. 1s; default: the bin).",
+    "--interval", metavar="DURATION",
+    help="Sample every DURATION (a multiple of the bin, e.g. 1s; default: the bin).",
     show_default=False)]
 ReplicationOpt = Annotated[int, typer.Option(
     "--replication", help="Which replication of a comparison to export.")]
 
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            number = version("herdsim")
+        except PackageNotFoundError:  # a source tree that was never installed
+            number = "0+unknown"
+        console.print(f"herdsim {number}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(_: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print herdsim's version and exit.")] = False) -> None:
+    """herdsim: simulate retry storms (the thundering herd) before production does."""
+
+
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print the summary as JSON on stdout and nothing else there "
+                   "(tables and progress go away, messages to stderr).")]
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="No table, no progress; only errors (and --json's output).")]
+FailIfOpt = Annotated[list[str] | None, typer.Option(
+    "--fail-if", metavar="'KPI OP VALUE'",
+    help="Exit with code 3 when the condition holds, e.g. --fail-if 'state != recovered' "
+         "--fail-if 'goodput < 0.9' (repeatable; KPIs as in summary.json; on a comparison: "
+         "for any arm).")]
+
+
+def emit_json(data: object) -> None:
+    """*data* as JSON on stdout, alone (NaN and missing values as null)."""
+    typer.echo(json.dumps(data, indent=2, default=_plain, allow_nan=False))
+
+
+def _plain(value: object) -> object:
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
+
+
+def gate(failures: list[str]) -> None:
+    """Exit with code 3 (after saying why on stderr) when a --fail-if condition held."""
+    for line in failures:
+        err_console.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+    if failures:
+        raise typer.Exit(3)
 
 
 def main() -> None:

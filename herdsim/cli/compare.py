@@ -6,16 +6,23 @@ from typing import Annotated
 
 import typer
 
+from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
+    FailIfOpt,
     FormatOpt,
+    JsonOpt,
     OutOpt,
     PrometheusOpt,
+    QuietOpt,
     ScenarioArg,
     SetOpt,
     StrategiesOpt,
     VaryOpt,
     app,
     console,
+    emit_json,
+    err_console,
+    gate,
     load,
     output_dir,
     parse_formats,
@@ -41,19 +48,32 @@ def compare(
     processes: Annotated[int | None, typer.Option(
         "--processes", min=1, help="Parallel processes (default: all cores).",
         show_default=False)] = None,
-    prometheus: PrometheusOpt = False,
+    prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
+    fail_if: FailIfOpt = None,
 ) -> None:
-    """Run a scenario under several strategies (and settings) with common random numbers."""
+    """Run a scenario under several strategies (and settings) with common random numbers.
+
+    Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
+    conditions = gate_rules.parse(fail_if)
     sc = load(scenario, set_)
     names = parse_list("--strategies", strategies_)
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes)
-    with console.status("writing outputs and figures…"):
-        save_comparison(comparison, target, formats, report=report)
-    console.print(ranked_table(comparison))
-    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
+    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
+                              progress=not (quiet or json_))
+    save_comparison(comparison, target, formats, report=report)
+    if json_:
+        emit_json(comparison.to_json())
+    elif not quiet:
+        console.print(ranked_table(comparison, console.width))
+    if not quiet:
+        (err_console if json_ else console).print(f"outputs: [bold]{target}[/]",
+                                                  soft_wrap=True)
     if prometheus:
-        report_export(openmetrics.export(target))
+        exported = openmetrics.export(target)
+        if not (quiet or json_):
+            report_export(exported)
+    summaries = {row["arm"]: row for row in comparison.to_json()["arms"]}
+    gate(gate_rules.failing(conditions, summaries))
 
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from herdsim.cli.app import (
+    Boundary,
     FormatOpt,
     IntervalOpt,
     OutputDirArg,
@@ -46,7 +47,8 @@ def report(directory: OutputDirArg) -> None:
     console.print(f"report: [bold]{path}[/]")
 
 
-export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True)
+export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True,
+                         cls=Boundary, rich_markup_mode=None)
 app.add_typer(export_app, name="export")
 
 
@@ -91,7 +93,7 @@ def prometheus_command(
                           datetime.fromtimestamp(running.export.end))
             console.print(f"Prometheus over {directory}: [bold]{running.url}[/] "
                           f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
-            console.print(f"the seed's query: {running.graph_url()}", highlight=False,
+            console.print(f"the seed's query, per arm: {running.graph_url()}", highlight=False,
                           soft_wrap=True)
             console.print("Ctrl-C stops it and deletes its data.")
             code = running.process.wait()

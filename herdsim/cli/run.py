@@ -9,17 +9,25 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
+    FailIfOpt,
+    JsonOpt,
     OutOpt,
     PrometheusOpt,
+    QuietOpt,
     ScenarioArg,
     SetOpt,
     app,
     console,
+    emit_json,
+    err_console,
+    gate,
     load,
     output_dir,
 )
 from herdsim.cli.outputs import report_export
+from herdsim.cli.progress import SimProgress
 from herdsim.cli.tables import summary_table
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
@@ -31,18 +39,29 @@ from herdsim.results.result import run as run_once
 
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
-        prometheus: PrometheusOpt = False) -> None:
-    """Run one scenario, print its summary, and write its outputs to --out."""
+        prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
+        fail_if: FailIfOpt = None) -> None:
+    """Run one scenario, print its summary, and write its outputs to --out.
+
+    Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
+    conditions = gate_rules.parse(fail_if)
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
-    with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
-        result = run_once(sc)
-    with console.status("writing outputs and timeline.png…"):
-        save_run(result, target)
-    console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
-    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
+    with SimProgress(f"simulating {sc.name}", enabled=not (quiet or json_)) as progress:
+        result = run_once(sc, progress=progress)
+    save_run(result, target)
+    if json_:
+        emit_json(result.summary)
+    elif not quiet:
+        console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
+    if not quiet:
+        (err_console if json_ else console).print(f"outputs: [bold]{target}[/]",
+                                                  soft_wrap=True)
     if prometheus:
-        report_export(openmetrics.export(target))
+        exported = openmetrics.export(target)
+        if not (quiet or json_):
+            report_export(exported)
+    gate(gate_rules.failing(conditions, {sc.name: result.summary}))
 
 
 @app.command()

@@ -18,10 +18,12 @@ from herdsim.outputs import sweep_dir
 def sweep_command(
     scenario: ScenarioArg,
     grid: Annotated[list[str] | None, typer.Option(
-        "--grid", help="A swept field: path=v1,v2,... or path=start:stop:n[:log] "
+        "--grid", metavar="PATH=VALUES",
+        help="A swept field: path=v1,v2,... or path=start:stop:n[:log] "
                        "(repeatable; e.g. downstream.outages.0.duration=1s:20s:5:log).")] = None,
     strategies_: Annotated[str | None, typer.Option(
-        "--strategies", help="Comma-separated strategies (default: the scenario's).",
+        "--strategies", metavar="A,B,...",
+        help="Comma-separated strategies (default: the scenario's).",
         show_default=False)] = None,
     replications: Annotated[int, typer.Option(
         "--replications", help="Runs per cell and strategy (seeds seed, seed+1, ...).")] = 1,

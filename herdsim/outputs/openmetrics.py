@@ -33,7 +33,10 @@ DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 STATUSES = ("success", "retry", "failed_dlq")
 FILE_NAME = "metrics.om"
 LATEST_PLAUSIBLE_START = 1e11  # s; a larger --start is a timestamp in milliseconds
-RETRY_QUERY = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue)'
+SEED_QUERY = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue)'
+# the seed's query with ``arm`` kept apart: a comparison's arms never add into one line
+# (for a single run, which has no arm label, it is the seed's query exactly)
+RETRY_QUERY = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue, arm)'
 
 # timeseries.csv gauge column -> metric family
 GAUGES = {

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from html import escape
 
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
+from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario
 from herdsim.model.finished import Finished
+from herdsim.model.recorder import GAUGES
 from herdsim.model.simulation import simulate
 
 
@@ -34,8 +40,7 @@ class Result:
         jobs = rec.jobs(run.pending)
         attempts = np.asarray(rec.attempts, dtype=float)
         summary = summarize(ts, jobs, attempts, rec.crashes, scenario, run.wall,
-                            run.breaker_trips, run.breaker_open_time)
-        summary.update(run.extra)
+                            run.breaker_trips, run.breaker_open_time, run.extra)
         return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes))
 
     def plot(self, kind: str = "timeline"):
@@ -44,11 +49,55 @@ class Result:
 
         return Comparison.from_result(self).plot(kind)
 
+    def rates(self, window: float | str | None = None) -> pd.DataFrame:
+        """Per-second rates of every counter of :attr:`timeseries` (``arrivals``,
+        ``attempts``, ``success``, ``retry``, ...): ``time`` and one column per counter in
+        events/s, over each bin, or over a trailing *window* (``"1s"``, rounded to a whole
+        number of bins, at least one): the increase over the window divided by it, no
+        extrapolation (the first bins count only what happened since t = 0)."""
+        width = self.scenario.bin
+        k = 1 if window is None else max(1, int(round(parse_duration(window) / width)))
+        counters = [c for c in self.timeseries.columns if c != "time" and c not in GAUGES]
+        counts = self.timeseries[counters].rolling(k, min_periods=1).sum()
+        return pd.concat([self.timeseries[["time"]], counts / (k * width)], axis=1)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<Result {self.scenario.name} ({s['strategy']}): {s['state']}, "
+                f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded, "
+                f"goodput {show('goodput', s['goodput'], s)}, recovery "
+                f"{show('recovery_time', s['recovery_time'], s)}>")
+
     def _repr_html_(self) -> str:
-        table = pd.Series(self.summary, name="value").to_frame()._repr_html_()
-        return f"<b>herdsim run: {self.scenario.name}</b>{table}"
+        rows = "".join(
+            f"<tr><td>{escape(BY_KEY[key].label)}</td>"
+            f"<td style='text-align:right'>{escape(show(key, self.summary[key], self.summary))}"
+            f"</td><td>{escape(BY_KEY[key].unit if not undefined(self.summary[key]) else '')}"
+            f"</td></tr>"
+            for key in RUN_TABLE if key in self.summary
+            and not (BY_KEY[key].optional and not self.summary[key]))
+        note = ("<p>≥: a lower bound (pending jobs at their age when the run ended)</p>"
+                if self.summary.get("latency_censored") else "")
+        return (f"<b>herdsim run: {escape(self.scenario.name)} — "
+                f"{escape(self.scenario.retry.strategy)}</b><table><tr><th>KPI</th>"
+                f"<th>value</th><th>unit</th></tr>{rows}</table>{note}")
 
 
-def run(scenario: Scenario) -> Result:
-    """Run *scenario* once and return its :class:`Result`."""
-    return Result.from_finished(simulate(scenario))
+Progress = Callable[[float, float], None]
+
+
+def run(scenario: Scenario, progress: Progress | None = None) -> Result:
+    """Run *scenario* once and return its :class:`Result`.
+
+    *progress*, if given, is called as ``progress(now_seconds, duration_seconds)`` while
+    simulated time advances (by the engine's hook where the engine has one; otherwise
+    only at the start) and once at the end."""
+    if progress is None:
+        return Result.from_finished(simulate(scenario))
+    if "progress" in inspect.signature(simulate).parameters:
+        finished = simulate(scenario, progress=progress)
+    else:  # an engine without the hook: say at least when it starts and ends
+        progress(0.0, scenario.duration)
+        finished = simulate(scenario)
+    progress(scenario.duration, scenario.duration)
+    return Result.from_finished(finished)

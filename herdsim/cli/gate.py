@@ -1,0 +1,94 @@
+"""``--fail-if 'KPI OP VALUE'``: a CI gate on the summary's KPIs (exit code 3 when any holds).
+
+KPI is a key of the KPI registry (``herdsim.analysis.kpis``), OP one of ``< <= > >= == !=``,
+VALUE a number (durations and percentages allowed: ``30s``, ``95%``) or, for a text KPI
+such as ``state``, a word. A recovery that did not happen within the run counts as
+infinitely long (``recovery_time > 30`` holds); any other undefined KPI (n/a) never
+satisfies a condition. On a comparison a condition holds when it holds for any arm.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from herdsim.analysis.kpis import BY_KEY, undefined
+from herdsim.config.durations import parse_duration
+from herdsim.errors import UsageError
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+    "<": operator.lt, ">": operator.gt,
+}
+_CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One parsed ``--fail-if`` condition."""
+
+    text: str
+    key: str
+    op: str
+    value: float | str
+
+    def holds(self, summary: dict[str, Any]) -> bool:
+        """Whether the condition holds for *summary* (see the module doc for n/a)."""
+        actual = summary.get(self.key)
+        if undefined(actual):
+            if self.key != "recovery_time" or not summary.get("outages"):
+                return False
+            actual = math.inf
+        if isinstance(self.value, str):
+            return OPERATORS[self.op](str(actual), self.value)
+        return OPERATORS[self.op](float(actual), self.value)
+
+
+def parse(texts: list[str] | None) -> list[Condition]:
+    """Parse every ``--fail-if``; a malformed one or an unknown KPI is a UsageError."""
+    return [_parse(text) for text in texts or []]
+
+
+def _parse(text: str) -> Condition:
+    match = _CONDITION.match(text)
+    if not match:
+        raise UsageError(f"--fail-if {text!r}: expected 'KPI OP VALUE' with OP one of "
+                         + " ".join(OPERATORS))
+    key, op, raw = match.groups()
+    kpi = BY_KEY.get(key)
+    if kpi is None:
+        raise UsageError(f"--fail-if {text!r}: unknown KPI {key!r}; see the KPI table of "
+                         "docs/model.md (e.g. state, goodput, recovery_time)")
+    if kpi.kind == "text":
+        if op not in ("==", "!="):
+            raise UsageError(f"--fail-if {text!r}: {key} is text: use == or !=")
+        return Condition(text, key, op, raw.strip("'\""))
+    return Condition(text, key, op, _number(text, raw, kpi.kind))
+
+
+def _number(text: str, raw: str, kind: str) -> float:
+    try:
+        if raw.endswith("%"):
+            return float(raw[:-1]) / 100
+        if kind == "flag" and raw.lower() in ("true", "false", "yes", "no"):
+            return float(raw.lower() in ("true", "yes"))
+        try:
+            return float(raw)
+        except ValueError:
+            return parse_duration(raw)
+    except ValueError:
+        raise UsageError(f"--fail-if {text!r}: {raw!r} is not a number") from None
+
+
+def failing(conditions: list[Condition], summaries: dict[str, dict]) -> list[str]:
+    """One line per condition that holds, naming the arms (keys of *summaries*) it holds for."""
+    lines = []
+    for condition in conditions:
+        arms = [name for name, summary in summaries.items() if condition.holds(summary)]
+        if arms:
+            lines.append(f"fail-if {condition.text}: holds for {', '.join(arms)}")
+    return lines
