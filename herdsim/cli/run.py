@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from herdsim.cli.app import (
+    FormatOpt,
     OutOpt,
     PrometheusOpt,
     ScenarioArg,
@@ -18,6 +19,7 @@ from herdsim.cli.app import (
     console,
     load,
     output_dir,
+    parse_formats,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import summary_table
@@ -31,14 +33,15 @@ from herdsim.results.result import run as run_once
 
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
-        prometheus: PrometheusOpt = False) -> None:
+        prometheus: PrometheusOpt = False, fmt: FormatOpt = "png") -> None:
     """Run one scenario, print its summary, and write its outputs to --out."""
+    formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
     with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
         result = run_once(sc)
-    with console.status("writing outputs and timeline.png…"):
-        save_run(result, target)
+    with console.status("writing outputs and figures…"):
+        save_run(result, target, formats)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
     console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
     if prometheus:
