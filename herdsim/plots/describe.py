@@ -3,9 +3,11 @@ from the bundled file of the same name, and its non-default fields with units.""
 
 from __future__ import annotations
 
+import re
 import typing
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, BeforeValidator
 
 from herdsim.config import bundled
@@ -16,10 +18,13 @@ from herdsim.errors import ScenarioError
 UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
 
 
+def _is_duration_metadata(metadata: Any) -> bool:
+    return any(isinstance(m, BeforeValidator) and m.func is parse_duration for m in metadata)
+
+
 def _is_duration(annotation: Any) -> bool:
     """Whether a field's type is (an optional) duration of the scenario schema."""
-    if any(isinstance(m, BeforeValidator) and m.func is parse_duration
-           for m in getattr(annotation, "__metadata__", ())):
+    if _is_duration_metadata(getattr(annotation, "__metadata__", ())):
         return True
     return any(_is_duration(arg) for arg in typing.get_args(annotation))
 
@@ -47,7 +52,8 @@ def _with_units(model: type[BaseModel], data: dict) -> dict:
             out[key] = _with_units(section, value)
         elif isinstance(value, list) and section is not None:
             out[key] = [_with_units(section, v) if isinstance(v, dict) else v for v in value]
-        elif _is_duration(field.annotation) and isinstance(value, (int, float)):
+        elif (_is_duration(field.annotation) or _is_duration_metadata(field.metadata)) \
+                and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = format_duration(float(value))
         else:
             out[key] = value
@@ -64,7 +70,8 @@ def as_written(sc: Scenario) -> dict:
 
 
 def field_docs(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str, str]:
-    """``dotted.path -> description`` of every schema field that has one."""
+    """``dotted.path -> description`` of every schema field that has one (list items'
+    fields without their index: ``downstream.outages.error_rate``)."""
     docs = {}
     for key, field in model.model_fields.items():
         path = f"{prefix}{key}"
@@ -183,3 +190,38 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
     if explain:
         lines.append(explain)
     return "\n".join(lines)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def written_yaml(sc: Scenario) -> str:
+    """:func:`as_written` as YAML, each field with its schema description as a comment
+    (the description itself, shown elsewhere, left out)."""
+    data = as_written(sc)
+    data.pop("description", None)
+    docs = field_docs()
+    lines: list[str] = []
+
+    def emit(node: Any, path: str, indent: str, first: str = "") -> None:
+        for i, (key, value) in enumerate(node.items()):
+            lead = first if i == 0 and first else indent
+            dotted = f"{path}{key}"
+            note = docs.get(re.sub(r"\.\d+\.", ".", dotted))
+            comment = f"  # {note}" if note else ""
+            if isinstance(value, dict) and value:
+                lines.append(f"{lead}{key}:{comment}")
+                emit(value, f"{dotted}.", indent + "  ")
+            elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                lines.append(f"{lead}{key}:{comment}")
+                for j, item in enumerate(value):
+                    emit(item, f"{dotted}.{j}.", indent + "    ", indent + "  - ")
+            else:
+                lines.append(f"{lead}{key}: {_scalar(value)}{comment}")
+
+    emit(data, "", "")
+    return "\n".join(lines) + "\n"

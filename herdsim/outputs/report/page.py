@@ -190,7 +190,7 @@ def glossary(keys: list[str]) -> str:
 
 def scenario_section(sc) -> str:
     """The scenario as written: only non-default fields, durations with units."""
-    text = yaml.safe_dump(describe.as_written(sc), sort_keys=False, allow_unicode=True)
+    text = describe.written_yaml(sc)
     changed = describe.overrides(sc)
     note = ("<p>Changed from the bundled file of this name: "
             + html.escape(", ".join(changed)) + ".</p>") if changed else ""
@@ -199,8 +199,9 @@ def scenario_section(sc) -> str:
             f"every field).</p>{note}<pre>{html.escape(text)}</pre>")
 
 
-def render(comparison, directory: Path | None = None) -> str:
-    """The report of *comparison* as one HTML string (figures saved in *directory* reused)."""
+def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES) -> str:
+    """The report of *comparison* as one HTML string with figures *kinds* (those saved in
+    *directory* reused)."""
     c, sc = comparison, comparison.scenario
     n, reps = len(c.arms), c.replications
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
@@ -220,7 +221,7 @@ def render(comparison, directory: Path | None = None) -> str:
         '<p class="verdict">' + " ".join(html.escape(s) for s in verdict(c)) + "</p>",
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         interactive.section(c),
-        *(_figure(kind, _png(directory, c.plot, kind)) for kind in FIGURES),
+        *(_figure(kind, _png(directory, c.plot, kind)) for kind in kinds),
         "<h2>Glossary</h2>", glossary(keys),
         scenario_section(sc),
     ]
