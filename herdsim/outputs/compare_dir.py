@@ -168,9 +168,10 @@ def _load_run(directory: Path) -> Comparison:
                       tag(_read_csv(directory / "sleeps.csv")), peaks)
 
 
-def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] = ("png", "svg"),
+def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,
          report: bool = False) -> Path:
-    """Write a run or a comparison into the new directory *out* (see the module doc)."""
+    """Write a run or a comparison into the new directory *out* (see the module doc);
+    figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says."""
     if isinstance(what, Result):
-        return save_run(what, out, formats)
-    return save_comparison(what, out, formats, report)
+        return save_run(what, out, formats or ("png",))
+    return save_comparison(what, out, formats or ("png", "svg"), report)
