@@ -147,9 +147,13 @@ def facts(sc: Scenario, strategy: bool = True) -> str:
     else:
         parts = [f"{w.count:,} workers" if w.count is not None
                  else "open loop (a caller per job)"]
-        load = sc.workload.rate / d.capacity_rate()
-        parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} "
-                     f"({load:.0%} of capacity {_rate(d.capacity_rate())} calls/s)")
+        calls_per_job = 1 + (sc.retry.max_retries if sc.retry.max_retries is not None else 10)
+        if d.capacity_rate() > UNBOUNDED * sc.workload.rate * calls_per_job:
+            where = "a downstream that never saturates"
+        else:
+            load = sc.workload.rate / d.capacity_rate()
+            where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
+        parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
         if sc.workload.backlog:
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")
         if sc.workload.poison_fraction:
@@ -175,6 +179,18 @@ def facts(sc: Scenario, strategy: bool = True) -> str:
     return "; ".join(parts)
 
 
+def _wrap(parts: list[str], sep: str, width: int = 140) -> list[str]:
+    """*parts* joined by *sep* into lines of at most about *width* characters."""
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(sep) + len(part) > width:
+            lines[-1] += sep.rstrip()
+            lines.append(part)
+        else:
+            lines[-1] += (sep if lines[-1] else "") + part
+    return lines
+
+
 def heading(c: Any, what: str, replication: int | None = None, explain: str = "") -> str:
     """A figure's title: the scenario and *what* the figure shows, the arms, what the
     scenario contains, what was overridden, and *explain* (how to read it)."""
@@ -183,10 +199,11 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
     reps = (f" (replication {replication}; {c.replications} per arm)"
             if replication is not None and c.replications > 1 else "")
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
-    lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}", facts(sc, strategy=n == 1)]
+    lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
+             *_wrap(facts(sc, strategy=n == 1).split("; "), "; ")]
     changed = overrides(sc)
     if changed:
-        lines.append("changed from the bundled file: " + ", ".join(changed))
+        lines += _wrap(["changed from the bundled file:", *changed], " ")
     if explain:
         lines.append(explain)
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from herdsim.plots.style import (
     CAPACITY_STYLE,
     STRATEGY_COLORS,
     STYLE,
+    WIDE,
     Arm,
     Comparison,
     Figure,
@@ -107,7 +108,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     heights = [1.0] * n + [{"state": 0.35 * n + 0.5}.get(k, 1.9) for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(len(heights), 1.0, 3.0), layout="constrained")
+        fig = Figure(figsize=wide_size(n, 1.0), layout="constrained")
         grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
         top = fig.add_subplot(grid[0])
         rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
@@ -231,7 +232,8 @@ def sleeps(c: Comparison) -> Figure:
     cols = min(len(arms), 4)
     nrows = -(-len(arms) // cols)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(nrows, 3.6, 2.4), layout="constrained")
+        height = WIDE[1] if nrows <= 2 else 4.2 * nrows  # 16:9 up to 8 arms
+        fig = Figure(figsize=(WIDE[0], height), layout="constrained")
         axes = fig.subplots(nrows, cols, squeeze=False).ravel()
         for ax in axes[len(arms):]:
             ax.set_visible(False)
@@ -278,34 +280,73 @@ def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndar
     return simulated_counts(strategy, ordered, edges), "theory by Monte Carlo (no cdf)"
 
 
+SUCCEEDED = ("Succeeded", "% of jobs submitted")
+
+
+def _kpi_panels(c: Comparison, ranked: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The KPI panels with something to show: succeeded always; recovery only after an
+    outage; peak over capacity only when a capacity binds; dead-lettered when any was."""
+    busiest = float(np.nan_to_num(ranked.get("peak_attempt_rate", pd.Series([0.0])).max()))
+    panels = {"succeeded_pct": SUCCEEDED}
+    for key, value in FIGURE.items():
+        if key == "recovery_time" and not c.scenario.downstream.outages:
+            continue
+        if key == "peak_to_capacity" and describe.capacity(c.scenario, busiest) is None:
+            continue
+        if key == "jobs_dead_lettered" and not ranked[key].fillna(0).gt(0).any():
+            continue
+        panels[key] = value
+    return panels
+
+
+def _succeeded_pct(ranked: pd.DataFrame) -> pd.DataFrame:
+    if "succeeded_fraction" in ranked:
+        return ranked.assign(succeeded_pct=100 * ranked["succeeded_fraction"],
+                             succeeded_pct_ci95=100 * ranked.get("succeeded_fraction_ci95",
+                                                                 np.nan))
+    share = ranked["jobs_succeeded"] / ranked["jobs_submitted"].where(
+        ranked["jobs_submitted"] > 0)
+    return ranked.assign(succeeded_pct=100 * share)
+
+
 def kpis(c: Comparison) -> Figure:
-    """The key numbers per arm, best arm on top, with 95% CIs when replicated."""
-    ranked = c.ranked()
+    """The key numbers per arm (best first when replicated), with 95% CIs when replicated;
+    only the panels with something to show, the share of jobs succeeded always."""
+    ranked = _succeeded_pct(c.ranked())
     styles = arm_styles(c.arms)
     n = len(ranked)
     window = format_duration(c.scenario.peak_window)
+    panels = _kpi_panels(c, ranked)
+    outage = bool(c.scenario.downstream.outages)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(n, 0.6, 4.0), layout="constrained")
-        axes = fig.subplots(1, len(FIGURE), sharey=True)
+        fig = Figure(figsize=wide_size(n, 0.6), layout="constrained")
+        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
         y = np.arange(n)
-        for ax, (key, (title, unit)) in zip(axes, FIGURE.items(), strict=True):
+        for ax, (key, (title, unit)) in zip(axes, panels.items(), strict=True):
             values = ranked[key].to_numpy(dtype=float)
             ci = ranked.get(f"{key}_ci95")
-            err = None if ci is None or ci.isna().all() else ci.to_numpy(dtype=float)
+            err = None if ci is None or pd.isna(ci).all() else ci.to_numpy(dtype=float)
             colors = [styles[label]["color"] for label in ranked["arm"]]
             ax.barh(y, np.nan_to_num(values), xerr=err, color=colors, alpha=0.8,
                     error_kw={"ecolor": "0.2", "capsize": 4})
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
-            for yi, value in zip(y, values, strict=True):
-                ax.text((value if np.isfinite(value) else 0) + span * 0.02, yi,
-                        format_kpi(value, missing=c.missing(key)),
+            missing = ("not recovered\nwithin the run" if key == "recovery_time" and outage
+                       else c.missing(key))
+            for i, (yi, value) in enumerate(zip(y, values, strict=True)):
+                spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
+                text = format_kpi(value, missing=missing)
+                ax.text((value + spread if np.isfinite(value) else 0) + span * 0.03, yi,
+                        text + ("%" if key == "succeeded_pct" and np.isfinite(value) else ""),
                         va="center", fontsize=13,
                         weight="bold" if not np.isfinite(value) else "normal")
             if key == "peak_to_capacity":
                 ax.axvline(1.0, **CAPACITY_STYLE)
-            ax.set_xlim(0, span * 1.35)
+            right = span + (0 if err is None else float(np.nanmax(err, initial=0)))
+            ax.set_xlim(0, right * 1.45)
             ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(4))
+            if key == "succeeded_pct":
+                ax.set_xticks([0, 50, 100])
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
             ax.set_title(title)
@@ -313,10 +354,12 @@ def kpis(c: Comparison) -> Figure:
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
         axes[0].set_ylim(n - 0.5, -0.5)
-        reps = (f"; bars: mean of {c.replications} replications ± 95% CI"
-                if c.replications > 1 else "")
-        fig.suptitle(describe.heading(c, f"key numbers per arm, best first{reps}"),
-                     fontsize=14, fontweight="normal")
+        if c.replications > 1:
+            what = (f"key numbers per arm, best first; bars: mean of {c.replications} "
+                    "replications ± 95% CI")
+        else:
+            what = "key numbers per arm (one run each: not a ranking)"
+        fig.suptitle(describe.heading(c, what), fontsize=14, fontweight="normal")
     return fig
 
 

@@ -36,7 +36,8 @@ def origin(c: Comparison) -> tuple[float, str]:
     if not windows:
         return 0.0, "time (s)"
     end = max(e for _, e in windows)
-    return end, f"time since the outage ended at {format_duration(end)} (s)"
+    which = "the last outage" if len(windows) > 1 else "the outage"
+    return end, f"time since {which} ended at {format_duration(end)} (s)"
 
 
 def landings(sleeps: pd.DataFrame) -> np.ndarray:
@@ -83,8 +84,9 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
         times = landings(one(c.sleeps, arm.label, replication)) - shift
         counts[arm.label] = landing_counts(times, lo, hi)
     top = max((int(k.max(initial=0)) for _, k in counts.values()), default=0)
+    busiest = top / RESOLUTION  # a capacity far above this binds nothing: not drawn
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(n, 1.3, 2.6), layout="constrained")
+        fig = Figure(figsize=wide_size(n, 1.3), layout="constrained")
         grid = fig.add_gridspec(n, 2, width_ratios=[3.2, 1])
         axes = [fig.add_subplot(grid[0, 0])]
         axes += [fig.add_subplot(grid[i, 0], sharex=axes[0], sharey=axes[0])
@@ -93,23 +95,26 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
         for ax, zoom, arm in zip(axes, zooms, arms, strict=True):
             edges, k = counts[arm.label]
             color = styles[arm.label]["color"]
-            cap = describe.capacity(arm.scenario)
+            cap = describe.capacity(arm.scenario, busiest)
             peak = int(k.max(initial=0))
             at = edges[int(np.argmax(k))] if peak else 0.0
-            for target in (ax, zoom):
+            left = min(max(at - ZOOM / 2, lo), max(lo, hi - ZOOM))
+            i0 = max(0, int((left - lo) / RESOLUTION) - 1)
+            i1 = i0 + int(ZOOM / RESOLUTION) + 3
+            shown = np.where(k > 0, k, 0.1)  # zero bins fall below the axis
+            for target, part, at_edges in ((ax, shown, edges),
+                                           (zoom, shown[i0:i1], edges[i0:i1 + 1])):
                 shade_outages(target, arm.scenario.outage_windows, shift)
-                shown = np.where(k > 0, k, 0.1)  # zero bins fall below the axis
-                target.stairs(shown, edges, baseline=0.1, fill=True, color=color, alpha=0.45)
-                target.stairs(shown, edges, baseline=None, color=color, lw=1.0)
+                target.stairs(part, at_edges, baseline=0.1, fill=True, color=color, alpha=0.45)
+                target.stairs(part, at_edges, baseline=None, color=color, lw=1.0)
                 target.set_yscale("log")
                 if cap is not None:
                     target.axhline(cap * RESOLUTION, **CAPACITY_STYLE)
-            left = min(max(at - ZOOM / 2, lo), max(lo, hi - ZOOM))
             zoom.set_xlim(left, left + ZOOM)
             zoom.tick_params(labelleft=False)
             zoom.set_title(f"zoom: {ZOOM:g} s at its peak", loc="right", fontsize=12)
-            note = (f"peak {peak:,} in 10 ms at {at:+.2f} s" if peak
-                    else "no retries land here")
+            when = f"{at:+.2f}" if sc.outage_windows else f"{at:.2f}"
+            note = f"peak {peak:,} in 10 ms at {when} s" if peak else "no retries land"
             if cap is not None and peak:
                 note += f" ({peak / (cap * RESOLUTION):.1f}× what it serves in 10 ms)"
             ax.set_title(arm.label, color=color, weight="bold", loc="left", fontsize=15)
@@ -118,7 +123,8 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
             ax.yaxis.set_major_locator(LogLocator(numticks=4))
             if ax is not axes[-1]:
                 ax.tick_params(labelbottom=False)
-        axes[0].set_ylim(0.7, max(10.0, top * 2.5))
+        cap = describe.capacity(sc, busiest)
+        axes[0].set_ylim(0.5, max(10.0, top, 0.0 if cap is None else cap * RESOLUTION) * 2.5)
         axes[-1].set_xlim(lo, hi)
         axes[-1].set_xlabel(xlabel)
         zooms[-1].set_xlabel("same axis (s)")
@@ -126,7 +132,7 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
                 f"{format_duration(sc.workers.poll_interval)}"
                 if sc.workers.retry_mode == "requeue" else "")
         legend = ("; dashed: calls the healthy downstream serves in 10 ms"
-                  if describe.capacity(sc) is not None else "")
+                  if cap is not None else "")
         grey = "; grey: outage" if sc.outage_windows else ""
         fig.suptitle(describe.heading(
             c, "when the retries land", replication,

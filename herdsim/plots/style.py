@@ -80,9 +80,13 @@ class Figure(matplotlib.figure.Figure):
         return buffer.getvalue()
 
 
-def wide_size(rows: int, per_row: float = 1.2, fixed: float = 3.0) -> tuple[float, float]:
-    """16:9 unless *rows* rows of *per_row* inches (plus *fixed*) need more height."""
-    return WIDE[0], max(WIDE[1], rows * per_row + fixed)
+SLIDE_ARMS = 5  # up to this many arms a figure stays 16:9; more arms make it taller
+
+
+def wide_size(arms: int, per_arm: float = 1.2) -> tuple[float, float]:
+    """16:9 for up to :data:`SLIDE_ARMS` arms; beyond, *per_arm* inches more per arm."""
+    extra = max(0, arms - SLIDE_ARMS) * per_arm
+    return WIDE[0], WIDE[1] + extra
 
 
 def strategy_color(strategy: str) -> str:
