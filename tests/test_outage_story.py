@@ -46,3 +46,17 @@ def test_the_collapsed_runs_have_the_worse_tail_latency(summaries, strategy):
     a lower bound of their latency, so its p99 must exceed the run that recovered (and is
     not flattered by the few jobs that happened to finish)."""
     assert summaries[strategy]["latency_p99"] > summaries["full_jitter"]["latency_p99"]
+
+
+def test_the_stuck_arms_say_so_and_do_not_look_best(summaries):
+    """Issue 11: exponential's 462,058 pending jobs made it look cheapest. Per succeeded job
+    it burns more calls than full jitter, succeeds less, and its state says stuck."""
+    jitter = summaries["full_jitter"]
+    assert jitter["state"] == "recovered"
+    for strategy in ("exponential", "fixed"):
+        stuck = summaries[strategy]
+        assert stuck["state"] == "metastable"
+        assert stuck["amplification"] > jitter["amplification"]
+        assert stuck["succeeded_fraction"] < jitter["succeeded_fraction"]
+        assert stuck["goodput"] < 0.5 < jitter["goodput"]
+        assert stuck["peak_to_baseline"] > 2 * jitter["peak_to_baseline"]

@@ -40,8 +40,11 @@ TAIL_FRACTION = 0.1  # the tail is the last 10% of the run
 
 def run_kpis(result) -> dict[str, float | None]:
     """``load``, ``outage_seconds`` and ``goodput_tail`` of one run (see the module doc)."""
-    sc = result.scenario
-    ts = result.timeseries
+    return frame_kpis(result.timeseries, result.scenario)
+
+
+def frame_kpis(ts: pd.DataFrame, sc) -> dict[str, float | None]:
+    """:func:`run_kpis` from a run's time series and scenario."""
     offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
     last_end = max((end for _, end in sc.outage_windows), default=0.0)
     tail = ts["time"].to_numpy() >= max(last_end, sc.duration * (1 - TAIL_FRACTION))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check
@@ -15,6 +16,7 @@ RECOVERY_GOODPUT = 0.9  # success rate must be back to 90% of its pre-outage lev
 RECOVERY_BACKLOG_SLACK = 0.5  # s of offered traffic allowed above the pre-outage backlog
 PRE_OUTAGE_WINDOW = 10.0  # s before the first outage used as "normal"
 STORM_LEVEL = 0.01  # a retry storm lasts while retries exceed 1% of the offered rate
+UNBOUNDED_FACTOR = 1000  # capacity above 1000x the offered rate: "unbounded", shown n/a
 
 
 def peak_rate(times: np.ndarray, window: float) -> float:
@@ -78,9 +80,14 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     outages = scenario.downstream.outages
     if not outages:
         return None
+    return settle_time(ts, scenario, min(o.start for o in outages), max(o.end for o in outages))
+
+
+def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
+                ) -> float | None:
+    """Seconds from *end* until the run is healthy for good, the reference taken before
+    *first* (the rule of :func:`recovery_time`, for any trigger window)."""
     width = scenario.bin
-    first = min(o.start for o in outages)
-    end = max(o.end for o in outages)
     times = ts["time"].to_numpy()
     k = max(1, int(round(RECOVERY_RATE_WINDOW / width)))
     success_rate = ts["success"].rolling(k, min_periods=k).sum().to_numpy() / (k * width)
@@ -113,39 +120,145 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     return float(max(0.0, times[first_good] - end))
 
 
-def job_latencies(jobs: pd.DataFrame, end: float) -> pd.Series:
-    """Arrival-to-success times of succeeded jobs, and for jobs still pending their age
-    at *end* (a lower bound: a run that stops mid-storm must not look fast because only
-    its lucky jobs finished). Dead-lettered jobs never succeed and are left out."""
-    outcome = jobs["outcome"]
-    pending = outcome == "pending"
+def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[pd.Series, pd.Series]:
+    """The time in the system of every submitted job: arrival to success or dead letter,
+    and for a job still pending its age at *end* (a lower bound of its latency: a run that
+    stops mid-storm must not look fast because only its lucky jobs finished).
+    Returns ``(latencies, pending_ages)``."""
+    pending = (jobs["outcome"] == "pending").to_numpy()
     ages = end - jobs.loc[pending, "arrival"]
-    return pd.concat([jobs.loc[outcome == "succeeded", "latency"], ages], ignore_index=True)
+    return pd.concat([jobs.loc[~pending, "latency"], ages], ignore_index=True), ages
+
+
+def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
+    """``latency_p50``, ``latency_p99`` (linear interpolation over every submitted job, see
+    :func:`job_latencies`), ``pending_age_max`` (the oldest pending job's age, None with
+    none pending) and ``latency_censored``: that age reaches a reported quantile (is at
+    least ``latency_p50``), so jobs whose true latency is unknown lie at or above it and
+    every quantile it reaches is only a lower bound."""
+    latency, ages = job_latencies(jobs, end)
+    oldest = float(ages.max()) if len(ages) else None
+    if latency.empty:
+        return {"latency_p50": None, "latency_p99": None, "pending_age_max": oldest,
+                "latency_censored": False}
+    p50, p99 = (float(latency.quantile(q)) for q in (0.5, 0.99))
+    return {"latency_p50": p50, "latency_p99": p99, "pending_age_max": oldest,
+            "latency_censored": oldest is not None and oldest >= p50}
+
+
+def offered_rate(scenario: Scenario, start: float, end: float) -> float:
+    """Mean rate (jobs/s) of jobs that can succeed offered in [*start*, *end*): the
+    workload's rate, the spikes' rates inside their windows, times 1 - poison_fraction."""
+    wl = scenario.workload
+    total = wl.rate * (end - start)
+    for spike in wl.spikes:
+        overlap = min(end, spike.at + spike.duration) - max(start, spike.at)
+        total += max(0.0, overlap) * (spike.rate - wl.rate)
+    return total / (end - start) * (1 - wl.poison_fraction)
+
+
+def goodput(jobs: pd.DataFrame, scenario: Scenario) -> float | None:
+    """Successes per second from the end of the last outage (the run's start without one)
+    to the run's end, over :func:`offered_rate` in that window. Above 1 while a backlog is
+    worked off; None for ``model: occ`` (no offered rate), or with no window left."""
+    if scenario.downstream.model == "occ":
+        return None
+    start = max((end for _, end in scenario.outage_windows), default=0.0)
+    end = scenario.duration
+    if end <= start:
+        return None
+    offered = offered_rate(scenario, start, end)
+    if offered <= 0:
+        return None
+    succeeded = jobs["outcome"] == "succeeded"
+    done = int((succeeded & (jobs["finish"] >= start)).sum())
+    return done / (end - start) / offered
+
+
+def bounded_capacity(scenario: Scenario) -> float | None:
+    """``capacity_rate``, or None when the downstream is effectively unbounded: a slot
+    limit alone (no rate limit, no ``latency_per_call``) above ``UNBOUNDED_FACTOR`` times
+    the highest offered rate (``workload.rate``, a spike's, the backlog over the run), so
+    no peak can approach it."""
+    ds, wl = scenario.downstream, scenario.workload
+    capacity = ds.capacity_rate()
+    if ds.rate_limit is not None or ds.overload.latency_per_call > 0:
+        return capacity
+    highest = max([wl.rate, wl.backlog / scenario.duration, *(s.rate for s in wl.spikes)])
+    return None if capacity > UNBOUNDED_FACTOR * highest else capacity
+
+
+def peak_to_baseline(attempt_times: np.ndarray, scenario: Scenario) -> float | None:
+    """The busiest ``peak_window`` of calls from the first outage's start on, over the
+    busiest one before it (None without an outage, or with less than one window before
+    it, or no call before it)."""
+    outages = scenario.outage_windows
+    if not outages:
+        return None
+    first = min(start for start, _ in outages)
+    window = scenario.peak_window
+    if first < window:
+        return None
+    times = np.asarray(attempt_times, dtype=float)
+    cut = int(np.searchsorted(times, first, side="left"))
+    # a window must end before the outage to count as "before": drop calls too close to it
+    before = times[:cut]
+    baseline = peak_rate(before[before <= first - window], window) if cut else 0.0
+    if baseline == 0:
+        return None
+    return peak_rate(times[cut:], window) / baseline
+
+
+def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
+    """``recovered``, ``degraded`` or ``metastable``: the sweep's classifier
+    (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
+    judges is the same health rule from the end of the last load spike, or from t = 0
+    (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
+    ``model: occ``: recovered when every client succeeded, else degraded."""
+    if scenario.downstream.model == "occ":
+        return "recovered" if summary.get("completion_time") is not None else "degraded"
+    recovery = summary["recovery_time"]
+    if not scenario.downstream.outages:
+        spikes = scenario.workload.spikes
+        first = min((spike.at for spike in spikes), default=0.0)
+        end = max((spike.at + spike.duration for spike in spikes), default=0.0)
+        recovery = settle_time(ts, scenario, first, end)
+        if recovery is not None and not spikes:
+            recovery = 0.0
+    row = {**metastability.frame_kpis(ts, scenario), "recovery_time": recovery,
+           "collapses_after_outage": summary["collapses_after_outage"]}
+    return str(metastability.classify(pd.DataFrame([row])).iloc[0])
 
 
 def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
               crash_times: list[float], scenario: Scenario, wall: float,
-              breaker_trips: int = 0, breaker_open_time: float = 0.0) -> dict:
+              breaker_trips: int = 0, breaker_open_time: float = 0.0,
+              extra: dict | None = None) -> dict:
     """The KPIs of one run, as a flat dict of plain numbers (None where undefined).
 
-    ``breaker_open_time`` is the mean time one breaker spent not closed (seconds).
+    ``breaker_open_time`` is the mean time one breaker spent not closed (seconds);
+    *extra* holds a model's own KPIs (occ: ``completion_time``, ``conflicts``).
     """
+    occ = scenario.downstream.model == "occ"
     outcome = jobs["outcome"]
     submitted = len(jobs)
     succeeded = int((outcome == "succeeded").sum())
     dead = int((outcome == "dead_lettered").sum())
-    capacity = scenario.downstream.capacity_rate()
+    capacity = None if occ else bounded_capacity(scenario)
     peak = peak_rate(attempt_times, scenario.peak_window)
     outages = scenario.outage_windows
     last_end = max((end for _, end in outages), default=None)
     after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
-    latency = job_latencies(jobs, scenario.duration)
     attempts_total = int(len(attempt_times))
-    return {
+    summary = {
         "scenario": scenario.name,
         "strategy": scenario.retry.strategy,
+        "model": scenario.downstream.model,
         "seed": scenario.seed,
+        "state": "",
+        "succeeded_fraction": succeeded / submitted if submitted else None,
+        "goodput": goodput(jobs, scenario),
         "outages": len(outages),
         "jobs_submitted": submitted,
         "jobs_succeeded": succeeded,
@@ -154,25 +267,28 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "jobs_refused": int(ts["refused"].sum()),
         "attempts_total": attempts_total,
         "retries_total": int(ts["retry"].sum()),
-        "amplification": attempts_total / submitted if submitted else None,
-        "rejected_total": int(ts["rejected"].sum()),
+        "amplification": attempts_total / succeeded if succeeded else None,
+        "rejected_total": None if occ else int(ts["rejected"].sum()),
         "timeouts_total": int(ts["timeouts"].sum()),
         "errors_total": int(ts["errors"].sum()),
         "wasted_total": int(ts["wasted"].sum()),
         "recycled_total": int(ts["recycled"].sum()),
         "calls_avoided": int(ts["short_circuited"].sum()),
         "budget_refused_total": int(ts["budget_refused"].sum()),
-        "breaker_trips": breaker_trips,
-        "breaker_open_time": breaker_open_time,
+        "breaker_trips": int(breaker_trips),
+        "breaker_open_time": float(breaker_open_time),
         "capacity_rate": capacity,
         "peak_attempt_rate": peak,
-        "peak_to_capacity": peak / capacity,
+        "peak_to_capacity": peak / capacity if capacity else None,
+        "peak_to_baseline": peak_to_baseline(attempt_times, scenario),
         "retry_peak_to_mean": peak_over_mean(ts["retry"].to_numpy()[storm]),
         "collapses": len(crash_times),
         "collapses_after_outage": len(after),
         "recovery_time": recovery_time(ts, scenario),
-        "latency_p50": float(latency.quantile(0.5)) if len(latency) else None,
-        "latency_p99": float(latency.quantile(0.99)) if len(latency) else None,
+        **latency_quantiles(jobs, scenario.duration),
+        **(extra or {}),
         "wall_seconds": wall,
         "calls_per_wall_second": attempts_total / wall if wall > 0 else None,
     }
+    summary["state"] = state(summary, ts, scenario)
+    return summary

@@ -51,7 +51,7 @@ def compare(
     comparison = compare_arms(sc, names, parse_vary(vary), replications, processes)
     with console.status("writing outputs and figures…"):
         save_comparison(comparison, target, formats, report=report)
-    console.print(ranked_table(comparison))
+    console.print(ranked_table(comparison, console.width))
     console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
     if prometheus:
         report_export(openmetrics.export(target))

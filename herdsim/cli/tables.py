@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
-from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, RUN_TABLE, format_value
-from herdsim.results.comparison import Comparison
+from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
+from herdsim.results.comparison import RANK_RULE, Comparison
+
+WIDE_ONLY = ("DLQ", "pending", "crashes after")  # summary.csv has them; a terminal has no room
+STATE_STYLE = {"recovered": "green", "degraded": "yellow", "metastable": "bold red"}
 
 
 def summary_table(summary: dict, title: str) -> Table:
-    """The run summary: one row per KPI of the registry's run table."""
+    """The run summary: one row per KPI of the registry's run table (state first)."""
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("KPI")
     table.add_column("value", justify="right")
@@ -19,31 +23,68 @@ def summary_table(summary: dict, title: str) -> Table:
         kpi = BY_KEY[key]
         if key not in summary or (kpi.optional and not summary[key]):
             continue
-        value = summary[key]
-        if key == "recovery_time" and value is None:
-            shown = "[red]never[/]" if summary.get("outages") else "no outage"
-            table.add_row(kpi.label, shown, "")
-            continue
-        table.add_row(kpi.label, format_value(value), kpi.unit)
+        shown = escape(show(key, summary[key], summary))
+        if key == "state":
+            shown = f"[{STATE_STYLE[summary[key]]}]{shown}[/]"
+        elif undefined(summary[key]) and key == "recovery_time" and summary.get("outages"):
+            shown = f"[red]{shown}[/]"
+        table.add_row(kpi.label, shown, "" if undefined(summary[key]) else kpi.unit)
+    if summary.get("latency_censored"):
+        table.caption = "≥: a lower bound (pending jobs counted at their age when the run ended)"
     return table
 
 
-def ranked_table(comparison: Comparison) -> Table:
-    """The comparison's arms, best first, with the registry's comparison columns."""
+def ranked_table(comparison: Comparison, width: int | None = None) -> Table:
+    """The comparison's arms, best first, with the registry's comparison columns; the
+    least important ones are left out (and said so) when *width* cannot hold them."""
+    frame = comparison.table().drop(columns=list(WIDE_ONLY), errors="ignore")
+    frame = frame.loc[:, [not column.str.startswith("n/a").all() or name == "arm"
+                          for name, column in frame.items()]]  # n/a for every arm: no news
+    dropped: list[str] = []
+    while width is not None and len(frame.columns) > 3 and _needed(frame) > width:
+        dropped.insert(0, frame.columns[-1])
+        frame = frame.drop(columns=frame.columns[-1])
+    return _ranked(comparison, frame, dropped)
+
+
+def _needed(frame) -> int:
+    """Columns the table needs: its unbreakable cells (``arm`` folds at 11) and padding."""
+    def widest(name: str, values) -> int:
+        words = [name.replace(" ", "\n"), *(v.replace(" ±", "\n±") for v in values)]
+        return max(len(line) for text in words for line in text.split(
+            " " if text.startswith("not recovered") else "\n"))
+    columns = [min(11, widest(name, frame[name])) if name == "arm" else widest(name, frame[name])
+               for name in frame.columns]
+    return 4 + sum(columns) + 3 * len(columns)
+
+
+def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
     reps = comparison.replications
-    caption = "ranked by recovery time (never last), then peak / capacity"
+    notes = [RANK_RULE]
+    notes.append("± = 95% confidence interval" if reps > 1 else
+                 "one replication: no interval, small differences may be noise "
+                 "(use --replications)")
+    if frame.map(lambda v: v.startswith("≥")).any().any():
+        notes.append("≥ = a lower bound (pending jobs at their age)")
+    if dropped:
+        notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
     table = Table(title=f"{comparison.scenario.name}: {len(comparison.arms)} arms varying "
                         f"{comparison.varied}, {reps} replication{'s' * (reps > 1)} each",
-                  caption=caption + ("; ± = 95% confidence interval" if reps > 1 else ""),
-                  header_style="bold", box=box.SIMPLE_HEAD)
-    frame = comparison.table().drop(columns=[COMPARE_TABLE[key] for key in
-                                             ("amplification", "jobs_pending")])
-    table.add_column("#", justify="right")
-    table.add_column("arm", overflow="fold")
-    for column in frame.columns[1:]:
-        table.add_column(column.replace(" ", "\n"), justify="right")
+                  caption="; ".join(notes), header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("arm", overflow="fold", min_width=11)
+    for column in frame.columns[1:]:  # never "…": a hidden digit would mislead
+        table.add_column(column.replace(" ", "\n"), justify="right", no_wrap=True)
     for rank, row in frame.iterrows():
-        cells = ["[red]never[/]" if value == "never" else value.replace(" ±", "\n±")
-                 for value in row]
+        cells = [row["arm"]]
+        for column, value in row.items():
+            if column == "arm":
+                continue
+            text = escape(value).replace(" ±", "\n±")
+            if column == "state":
+                text = f"[{STATE_STYLE[value]}]{text}[/]"
+            elif value.startswith("not recovered"):
+                text = "[red]" + text.replace(" ", "\n") + "[/]"
+            cells.append(text)
         table.add_row(str(rank), *cells)
     return table

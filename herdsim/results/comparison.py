@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis.kpis import COMPARE_TABLE, format_kpi
+from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, STATES, missing_text, show
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.scenario import Scenario, load_scenario
@@ -70,21 +70,41 @@ def peak_rate_frame(result) -> pd.DataFrame:
 
 
 def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
-    """One row per arm: mean and 95% CI half-width of every numeric KPI in *runs*."""
+    """One row per arm: ``state`` (the class of most replications, ties to the worse),
+    ``latency_censored`` (in any replication), and the mean of every numeric KPI in
+    *runs*, with ``<kpi>_ci95`` only when arms have two replications or more. Counts stay
+    whole numbers (``Int64``) when every mean is one (always with one replication)."""
     skip = {"arm", "replication", "seed", *(key for arm in arms for key in arm.settings)}
     kpis = [c for c in runs.columns if c not in skip and _numeric(runs[c])]
+    spread = runs.groupby("arm").size().max() > 1 if len(runs) else False
     rows = []
     for arm in arms:
-        values = runs.loc[runs["arm"] == arm.label, kpis].apply(pd.to_numeric).astype(float)
-        n = len(values)
+        mine = runs.loc[runs["arm"] == arm.label]
+        values = mine[kpis].apply(pd.to_numeric).astype(float)
         row: dict[str, Any] = {"arm": arm.label, "strategy": arm.strategy, **arm.settings,
-                               "replications": n}
+                               "replications": len(values)}
+        if "state" in mine:
+            row["state"] = majority_state(mine["state"])
+        if "latency_censored" in mine:
+            row["latency_censored"] = bool(mine["latency_censored"].astype(bool).any())
         for kpi in kpis:
-            column = values[kpi]
-            row[kpi] = column.mean(skipna=False)
-            row[f"{kpi}_ci95"] = ci95(column.to_numpy())
+            row[kpi] = values[kpi].mean(skipna=False)
+            if spread:
+                row[f"{kpi}_ci95"] = ci95(values[kpi].to_numpy())
         rows.append(row)
-    return pd.DataFrame(rows)
+    summary = pd.DataFrame(rows)
+    for kpi in kpis:
+        whole = summary[kpi].dropna()
+        if kpi in BY_KEY and BY_KEY[kpi].kind == "count" and (whole % 1 == 0).all():
+            summary[kpi] = summary[kpi].astype("Int64")
+    return summary
+
+
+def majority_state(states: pd.Series) -> str:
+    """The state of most runs, ties going to the worse (the sweep's rule for a cell)."""
+    counts = states.value_counts()
+    worst_first = [c for c in reversed(STATES) if c in counts.index]
+    return max(worst_first, key=lambda c: counts[c])
 
 
 def _numeric(column: pd.Series) -> bool:
@@ -96,12 +116,24 @@ def _numeric(column: pd.Series) -> bool:
                             and not isinstance(v, (bool, np.bool_))).all())
 
 
+RANK_ORDER = (  # (KPI, ascending): how arms are ranked, first key first
+    ("state", True), ("recovery_time", True), ("completion_time", True), ("goodput", False),
+    ("succeeded_fraction", False), ("peak_to_capacity", True), ("peak_to_baseline", True),
+)
+RANK_RULE = ("ranked by state (recovered, degraded, metastable), then recovery time "
+             "(not recovered last), then goodput, then peak")
+
+
 def rank(summary: pd.DataFrame) -> pd.DataFrame:
-    """Arms best first: recovered before never-recovered, then by recovery time, then by
-    peak over capacity."""
-    order = summary.assign(_never=summary["recovery_time"].isna())
-    order = order.sort_values(["_never", "recovery_time", "peak_to_capacity"], kind="stable")
-    return order.drop(columns="_never").reset_index(drop=True)
+    """Arms best first (:data:`RANK_ORDER`): by state, recovered before degraded before
+    metastable; then by recovery time (undefined last), completion time (occ), goodput and
+    succeeded fraction (higher first), then peak over capacity and over baseline."""
+    order = summary.assign(state_rank=summary["state"].map(STATES.index)
+                           if "state" in summary else 0)
+    keys = [("state_rank", True)] + [(key, up) for key, up in RANK_ORDER[1:] if key in order]
+    order = order.sort_values([k for k, _ in keys], ascending=[up for _, up in keys],
+                              kind="stable", na_position="last")
+    return order.drop(columns="state_rank").reset_index(drop=True)
 
 
 @dataclass
@@ -156,19 +188,41 @@ class Comparison:
         return rank(self.summary)
 
     def table(self) -> pd.DataFrame:
-        """The ranked summary as display strings: arm, then mean ± 95% CI of key KPIs."""
+        """The ranked summary as display strings: arm, then the registry's comparison
+        KPIs (mean, ± 95% CI with two replications or more; ``≥`` on lower bounds)."""
         ranked = self.ranked()
         columns = {"arm": ranked["arm"].tolist()}
         for key, heading in COMPARE_TABLE.items():
+            if key not in ranked:
+                continue
             ci = ranked.get(f"{key}_ci95", pd.Series(np.nan, index=ranked.index))
-            columns[heading] = [format_kpi(m, c, self.missing(key))
-                                for m, c in zip(ranked[key], ci, strict=True)]
+            columns[heading] = [self._show(key, row, c) for (_, row), c
+                                in zip(ranked.iterrows(), ci, strict=True)]
         return pd.DataFrame(columns, index=pd.RangeIndex(1, len(ranked) + 1, name="rank"))
 
+    def _show(self, key: str, row: pd.Series, ci: float) -> str:
+        if key == "recovery_time" and pd.isna(row[key]) and self.scenario.downstream.outages:
+            runs = self.runs.loc[self.runs["arm"] == row["arm"], key]
+            stuck = int(runs.isna().sum())
+            if stuck < len(runs):
+                return f"not recovered in {stuck} of {len(runs)} runs"
+        return show(key, row[key], self.context(row), ci)
+
+    def context(self, row: pd.Series | None = None) -> dict:
+        """What :func:`~herdsim.analysis.kpis.show` needs to know about an arm's row: its
+        KPIs, the scenario's outages and model, the oldest pending job of its runs."""
+        context = {} if row is None else row.to_dict()
+        context.update(outages=len(self.scenario.downstream.outages),
+                       model=self.scenario.downstream.model)
+        if row is not None and "pending_age_max" in self.runs:
+            ages = self.runs.loc[self.runs["arm"] == row["arm"], "pending_age_max"]
+            context["pending_age_max"] = pd.to_numeric(ages).max()
+        return context
+
     def missing(self, key: str) -> str:
-        """How to show KPI *key* when undefined: ``never`` for a recovery after an outage."""
-        outage = bool(self.scenario.downstream.outages)
-        return "never" if key == "recovery_time" and outage else "—"
+        """How to show KPI *key* when undefined: ``not recovered within the run`` for a
+        recovery after an outage, ``n/a (why)`` otherwise."""
+        return missing_text(key, self.context())
 
     def plot(self, kind: str = "timeline"):
         """A matplotlib Figure: ``timeline``, ``sleeps`` or ``kpis``."""

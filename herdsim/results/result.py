@@ -34,8 +34,7 @@ class Result:
         jobs = rec.jobs(run.pending)
         attempts = np.asarray(rec.attempts, dtype=float)
         summary = summarize(ts, jobs, attempts, rec.crashes, scenario, run.wall,
-                            run.breaker_trips, run.breaker_open_time)
-        summary.update(run.extra)
+                            run.breaker_trips, run.breaker_open_time, run.extra)
         return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes))
 
     def plot(self, kind: str = "timeline"):
