@@ -95,7 +95,8 @@ def _succeeded(c: Comparison, label: str, replication: int) -> str:
     if runs.empty or not runs["jobs_submitted"].iloc[0]:
         return ""
     row = runs.iloc[0]
-    return f" ({row['jobs_succeeded'] / row['jobs_submitted']:.0%} of jobs succeeded)"
+    share = row.get("succeeded_fraction", row["jobs_succeeded"] / row["jobs_submitted"])
+    return f" ({share:.0%} of jobs succeeded)"
 
 
 def timeline(c: Comparison, replication: int = 0) -> Figure:

@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import REGISTRY
+from herdsim.analysis.kpis import REGISTRY, STATE_MEANING
 from herdsim.config.durations import format_duration
 from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import (
@@ -73,18 +73,15 @@ COLUMNS = (  # key, heading, better, format
     ("recovery_time", "recovery (s)", "lower", None),
     ("peak_to_capacity", "peak / capacity", "lower", None),
     ("peak_to_baseline", "peak / baseline", "lower", None),
-    ("calls_per_success", "calls per succeeded job", "lower", None),
+    ("amplification", "calls per succeeded job", "lower", None),
     ("jobs_dead_lettered", "dead-lettered", "lower", None),
     ("jobs_pending", "pending at the end", "lower", None),
     ("collapses_after_outage", "crashes after the outage", "lower", None),
     ("latency_p99", "latency p99 (s)", "lower", None),
 )
-DERIVED = {
-    "succeeded_fraction": ("succeeded", "jobs that succeeded over jobs submitted"),
-    "calls_per_success": ("calls per succeeded job", "downstream calls (first tries and "
-                          "retries) over jobs that succeeded; n/a when none did"),
+DERIVED = {  # shown but not in the registry
     "state": ("state", "recovered | degraded | metastable, by the sweep's classifier "
-              "(docs/scaling.md); 'not recovered within the run' says the run ended first"),
+              "(docs/scaling.md)"),
 }
 
 
@@ -158,14 +155,10 @@ def _kpi_table(c) -> tuple[str, list[str]]:
 
 
 def _censored(c, label: str) -> bool:
+    """Whether a pending job's age reaches the arm's reported latency (a lower bound)."""
     runs = c.runs[c.runs["arm"] == label]
-    if "latency_censored" in runs:
-        return bool(runs["latency_censored"].fillna(False).astype(bool).any())
-    # Older summaries: pending jobs (counted at their age) can reach the p99 only when
-    # they are at least 1% of the jobs.
-    pending = pd.to_numeric(runs["jobs_pending"], errors="coerce").fillna(0)
-    submitted = pd.to_numeric(runs["jobs_submitted"], errors="coerce").fillna(0)
-    return bool((pending >= 0.01 * submitted).any() and pending.gt(0).any())
+    return "latency_censored" in runs and bool(
+        runs["latency_censored"].fillna(False).astype(bool).any())
 
 
 def glossary(keys: list[str]) -> str:
@@ -176,12 +169,12 @@ def glossary(keys: list[str]) -> str:
         if key in registry:
             kpi = registry[key]
             label, unit, meaning = kpi.label, kpi.unit, kpi.meaning
+            if key == "state":
+                meaning += "; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items())
         elif key in DERIVED:
             (label, meaning), unit = DERIVED[key], ""
         else:
             continue
-        if key in DERIVED and key not in registry:
-            label, meaning = DERIVED[key]
         unit_text = f" ({unit})" if unit else ""
         items.append(f"<dt>{html.escape(label)}{html.escape(unit_text)} "
                      f"<code>{html.escape(key)}</code></dt><dd>{html.escape(meaning)}</dd>")

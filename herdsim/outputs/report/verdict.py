@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import number_text
+from herdsim.analysis.kpis import NOT_RECOVERED, number_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 
-NOT_RECOVERED = "not recovered within the run"
+__all__ = ["NOT_RECOVERED", "Stat", "arm_stats", "state_text", "states", "ties", "verdict"]
 
 
 @dataclass
@@ -52,18 +52,12 @@ def _column(runs: pd.DataFrame, key: str) -> np.ndarray:
 
 
 def derived(runs: pd.DataFrame, key: str) -> np.ndarray:
-    """A KPI per run; ``succeeded_fraction`` and ``calls_per_success`` computed when the
-    summaries predate them (succeeded / submitted; downstream calls / succeeded)."""
-    if key in runs and key != "calls_per_success":
-        return _column(runs, key)
-    succeeded = _column(runs, "jobs_succeeded")
-    if key == "succeeded_fraction":
-        submitted = _column(runs, "jobs_submitted")
+    """A KPI per run; ``succeeded_fraction`` computed (succeeded / submitted) for
+    directories saved before it was a KPI."""
+    if key == "succeeded_fraction" and key not in runs:
+        succeeded, submitted = _column(runs, "jobs_succeeded"), _column(runs, "jobs_submitted")
         return np.divide(succeeded, submitted, out=np.full(len(runs), np.nan),
                          where=submitted > 0)
-    if key == "calls_per_success":
-        calls = _column(runs, "attempts_total")
-        return np.divide(calls, succeeded, out=np.full(len(runs), np.nan), where=succeeded > 0)
     return _column(runs, key)
 
 
@@ -178,11 +172,19 @@ def verdict(c) -> list[str]:
             f"{rate[a].text()} calls/s ({a})" for a in order) + " (no capacity to compare)"
             + ".")
     share = arm_stats(c, "succeeded_fraction")
-    cost = arm_stats(c, "calls_per_success")
-    sentences.append("What it cost: " + "; ".join(
-        f"{a} {share[a].text(_percent)} of jobs succeeded at {cost[a].text()} downstream "
-        "calls per succeeded job" for a in sorted(share, key=lambda a: -np.nan_to_num(
-            share[a].mean))) + ".")
+    cost = arm_stats(c, "amplification")
+    goodput = arm_stats(c, "goodput")
+    after = "after the outage" if sc.downstream.outages else "over the run"
+
+    def paid(a: str) -> str:
+        text = (f"{a} {share[a].text(_percent)} of jobs succeeded at "
+                f"{cost[a].text(missing='no')} downstream calls per succeeded job")
+        if not np.isnan(goodput[a].mean):
+            text += f", goodput {goodput[a].text()}× the offered rate {after}"
+        return text
+
+    order = sorted(share, key=lambda a: -np.nan_to_num(share[a].mean))
+    sentences.append("What it cost: " + "; ".join(paid(a) for a in order) + ".")
     if len(c.arms) > 1:
         best = ties(share, "higher")
         if reps > 1:
