@@ -64,7 +64,8 @@ def derived(runs: pd.DataFrame, key: str) -> np.ndarray:
 def stat(values: np.ndarray) -> Stat:
     finite = values[~np.isnan(values)]
     mean = float(finite.mean()) if finite.size == len(values) and finite.size else np.nan
-    return Stat(mean, ci95(values) if len(values) > 1 else np.nan, len(values))
+    spread = ci95(finite) if finite.size == len(values) > 1 else np.nan
+    return Stat(mean, spread, len(values))
 
 
 def states(c) -> dict[str, list[str]]:
