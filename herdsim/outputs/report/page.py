@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from herdsim.analysis import metastability
 from herdsim.analysis.kpis import REGISTRY, STATE_MEANING
 from herdsim.config.durations import format_duration
+from herdsim.config.scenario import load_scenario
 from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import (
     NOT_RECOVERED,
@@ -237,6 +237,9 @@ def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = No
     for axis in manifest["axes"]:
         if axis.get("unit") == "s":
             shown[axis["path"]] = [format_duration(float(v)) for v in shown[axis["path"]]]
+        else:
+            shown[axis["path"]] = [f"{v:g}" if isinstance(v, float) else str(v)
+                                   for v in shown[axis["path"]]]
     reps = manifest.get("replications", 1)
     note = ("One replication per cell: rerun with --replications 3 or more to see how often "
             "a cell's class holds." if reps < 2 else
@@ -253,8 +256,10 @@ def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = No
         "<h2>Glossary</h2>", glossary(["state", "recovery_time", "collapses_after_outage"]),
     ]
     scenario = manifest.get("scenario")
+    name = "sweep"
     if isinstance(scenario, dict):
-        body.append("<h2>Base scenario</h2><pre>"
-                    + html.escape(yaml.safe_dump(scenario, sort_keys=False)) + "</pre>")
-    name = scenario.get("name", "sweep") if isinstance(scenario, dict) else "sweep"
+        base = load_scenario(scenario)
+        name = base.name
+        body.append(scenario_section(base).replace("Scenario as written",
+                                                   "Base scenario as written"))
     return _page(f"herdsim sweep report: {name}", body)
