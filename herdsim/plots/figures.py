@@ -10,6 +10,8 @@ from its bundled file; labels sit in titles and legends, never over the data.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -337,6 +339,10 @@ def kpis(c: Comparison) -> Figure:
             for i, (yi, value) in enumerate(zip(y, values, strict=True)):
                 spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
                 text = format_kpi(value, missing=missing)
+                if key.startswith("latency") and np.isfinite(value) and bool(
+                        ranked.get("latency_censored", pd.Series(False, index=ranked.index))
+                        .fillna(False).iloc[i]):
+                    text = "≥ " + text  # pending jobs reach it: a lower bound
                 ax.text((value + spread if np.isfinite(value) else 0) + span * 0.03, yi,
                         text + ("%" if key == "succeeded_pct" and np.isfinite(value) else ""),
                         va="center", fontsize=13,
@@ -348,10 +354,12 @@ def kpis(c: Comparison) -> Figure:
             ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(4))
             if key == "succeeded_pct":
                 ax.set_xticks([0, 50, 100])
+            if not finite.size:
+                ax.set_xticks([])  # nothing to measure: no scale
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
             ax.set_title(title)
-            ax.set_xlabel(unit.format(window=window))
+            ax.set_xlabel(textwrap.fill(unit.format(window=window), 24), fontsize=12)
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
         axes[0].set_ylim(n - 0.5, -0.5)
