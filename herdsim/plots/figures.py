@@ -366,8 +366,10 @@ def kpis(c: Comparison) -> Figure:
         if c.replications > 1:
             what = (f"key numbers per arm, best first; bars: mean of {c.replications} "
                     "replications ± 95% CI")
-        else:
+        elif n > 1:
             what = "key numbers per arm (one run each: not a ranking)"
+        else:
+            what = "key numbers of the run"
         fig.suptitle(describe.heading(c, what), fontsize=14, fontweight="normal")
     return fig
 
