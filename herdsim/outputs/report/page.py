@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import REGISTRY, STATE_MEANING
+from herdsim.analysis.kpis import REGISTRY, STATE_MEANING, missing_text
 from herdsim.config.durations import format_duration
 from herdsim.config.scenario import load_scenario
 from herdsim.outputs.report import interactive
@@ -132,6 +132,8 @@ def _kpi_table(c) -> tuple[str, list[str]]:
                                                         nan=np.inf)))
     best = ties(share, "higher") if reps > 1 else []
     head = ["arm", "state"] + [h for _, h, _, _ in columns]
+    context = {"outages": len(c.scenario.downstream.outages),
+               "model": c.scenario.downstream.model}
     rows = []
     for arm in order:
         cells = [f'<td class="text">{html.escape(arm.label)}'
@@ -140,7 +142,7 @@ def _kpi_table(c) -> tuple[str, list[str]]:
                  f'<td class="text">{html.escape(state_text(st[arm.label]))}</td>']
         for key, _, _, fmt in columns:
             s = stats[key][arm.label]
-            missing = NOT_RECOVERED if key == "recovery_time" else "n/a"
+            missing = missing_text(key, context)
             if fmt == "percent":
                 text = s.text(lambda v: f"{v:.1%}", missing)
             else:
@@ -192,6 +194,13 @@ def scenario_section(sc) -> str:
             f"every field).</p>{note}<pre>{html.escape(text)}</pre>")
 
 
+def _seeds(seed: int, reps: int, arms: int) -> str:
+    if reps == 1:
+        return f"seed {seed}" + (", common to all arms" if arms > 1 else "")
+    common = ", common to all arms" if arms > 1 else ""
+    return f"replications per arm: {reps} (seeds {seed}…{seed + reps - 1}{common})"
+
+
 def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES) -> str:
     """The report of *comparison* as one HTML string with figures *kinds* (those saved in
     *directory* reused)."""
@@ -207,8 +216,8 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
                "ranking. Rerun with <code>--replications 5</code> for intervals and ties.")
     body = [
         f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
-        f"<p class='note'>{html.escape(arms)}; replications per arm: {reps} (seeds {sc.seed}"
-        f"…{sc.seed + reps - 1}, common to all arms). {html.escape(describe.facts(sc, n == 1))}."
+        f"<p class='note'>{html.escape(arms)}; {_seeds(sc.seed, reps, n)}. "
+        f"{html.escape(describe.facts(sc, n == 1))}."
         f" Generated {datetime.now():%Y-%m-%d %H:%M} by herdsim {version('herdsim')}.</p>",
         "<h2>Verdict</h2>",
         '<p class="verdict">' + " ".join(html.escape(s) for s in verdict(c)) + "</p>",
