@@ -79,13 +79,19 @@ def blip(make_scenario):
 def report(blip, tmp_path_factory):
     c = herdsim.compare(blip, ["fixed", "full_jitter"], replications=2, processes=1,
                         progress=False)
-    out = herdsim.save(c, tmp_path_factory.mktemp("r") / "out", formats=["svg"], report=True)
+    out = herdsim.save(c, tmp_path_factory.mktemp("r") / "out", formats=["png"], report=True)
     return c, out / "report.html"
 
 
 @pytest.fixture(scope="module")
 def single(blip):
     return herdsim.compare(blip, ["fixed", "full_jitter"], processes=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def single_page(single) -> str:
+    """The report of one replication per arm, without figures (drawn elsewhere)."""
+    return render(single, kinds=())
 
 
 def test_report_is_self_contained(report):
@@ -118,10 +124,10 @@ def test_two_replications_show_intervals_and_the_verdict(report):
     assert "Verdict" in text and "of jobs succeeded" in text
 
 
-def test_one_replication_shows_no_intervals_and_says_so(single):
+def test_one_replication_shows_no_intervals_and_says_so(single, single_page):
     """With one run per arm there is no ± anywhere, the order is not called a ranking, and
     the reader is told how to get intervals."""
-    text = render(single)
+    text = single_page
     parser = parse(text)
     assert not any("±" in cell for cell in parser.cells)
     assert "--replications" in text and "not a ranking" in text
@@ -135,9 +141,9 @@ def test_ties_are_intervals_that_overlap_the_best():
     assert ties(single, "lower") == ["a"]  # no interval: only an exact tie is one
 
 
-def test_recovery_vocabulary_is_one(single):
+def test_recovery_vocabulary_is_one(single, single_page):
     """An arm without a recovery time reads 'not recovered within the run', never 'never'."""
-    text = render(single)
+    text = single_page
     cells = parse(text).cells
     assert "never" not in " ".join(cells)
     for arm in single.arms:
@@ -146,9 +152,9 @@ def test_recovery_vocabulary_is_one(single):
             assert NOT_RECOVERED in text
 
 
-def test_glossary_comes_from_the_registry(single):
+def test_glossary_comes_from_the_registry(single, single_page):
     """Every KPI shown in the table is explained with the registry's meaning."""
-    text = render(single)
+    text = single_page
     glossary = text[text.index("<h2>Glossary</h2>"):]
     shown = [k for k in (kpi.key for kpi in REGISTRY) if f"<code>{k}</code>" in glossary]
     assert "recovery_time" in shown and "peak_to_capacity" in shown
@@ -157,9 +163,9 @@ def test_glossary_comes_from_the_registry(single):
             assert html.escape(kpi.meaning) in glossary
 
 
-def test_scenario_is_shown_as_written_with_units(single):
+def test_scenario_is_shown_as_written_with_units(single, single_page):
     """Only non-default fields, durations as the file writes them."""
-    text = render(single)
+    text = single_page
     section = text[text.index("Scenario as written"):]
     assert "duration: 3s" in section and "start: 1s" in section and "duration: 500ms" in section
     assert "breaker:" not in section  # all defaults
