@@ -1,28 +1,43 @@
-"""report.html: one self-contained file with the scenario, the KPI table and the figures."""
+"""report.html: one self-contained file a reviewer can act on: a verdict computed from the
+KPIs, intervals and ties only over replications, the scenario as written, a glossary from
+the KPI registry, an inline interactive timeline, and sweep directories."""
 
 from __future__ import annotations
 
 import base64
+import html
 import io
+import json
+import re
 from html.parser import HTMLParser
 
+import numpy as np
 import pytest
+import yaml
 from PIL import Image
 from typer.testing import CliRunner
 
 import herdsim
+from herdsim.analysis.kpis import REGISTRY
 from herdsim.cli import app
+from herdsim.config import bundled
+from herdsim.outputs.report import interactive, render
+from herdsim.outputs.report.verdict import NOT_RECOVERED, Stat, ties
+from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
+from herdsim.plots.landing import RESOLUTION
 
 
 class Collector(HTMLParser):
-    """Every attribute that can pull a resource in, every image and table cell."""
+    """Every attribute that can pull a resource in, every image, script and table cell."""
 
     def __init__(self):
         super().__init__()
         self.links: list[str] = []
         self.images: list[str] = []
         self.cells: list[str] = []
+        self.scripts: list[dict] = []
+        self.metas: list[dict] = []
         self.tags: set[str] = set()
         self._in_cell = False
 
@@ -33,6 +48,10 @@ class Collector(HTMLParser):
                 self.links.append(value or "")
         if tag == "img":
             self.images.append(dict(attrs)["src"])
+        if tag == "script":
+            self.scripts.append(dict(attrs))
+        if tag == "meta":
+            self.metas.append(dict(attrs))
         self._in_cell = tag in ("td", "th")
 
     def handle_endtag(self, tag):
@@ -43,25 +62,49 @@ class Collector(HTMLParser):
             self.cells.append(data.strip())
 
 
+def parse(text: str) -> Collector:
+    parser = Collector()
+    parser.feed(text)
+    return parser
+
+
 @pytest.fixture(scope="module")
-def report(make_scenario, tmp_path_factory):
-    sc = herdsim.load_scenario(make_scenario(
+def blip(make_scenario):
+    return herdsim.load_scenario(make_scenario(
         name="blip", duration="3s", workload={"rate": 100},
         downstream={"outages": [{"start": "1s", "duration": "500ms"}]}))
-    c = herdsim.compare(sc, ["fixed", "full_jitter"], replications=2, processes=1,
+
+
+@pytest.fixture(scope="module")
+def report(blip, tmp_path_factory):
+    c = herdsim.compare(blip, ["fixed", "full_jitter"], replications=2, processes=1,
                         progress=False)
-    out = herdsim.save(c, tmp_path_factory.mktemp("r") / "out", formats=["svg"], report=True)
+    out = herdsim.save(c, tmp_path_factory.mktemp("r") / "out", formats=["png"], report=True)
     return c, out / "report.html"
 
 
+@pytest.fixture(scope="module")
+def single(blip):
+    return herdsim.compare(blip, ["fixed", "full_jitter"], processes=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def single_page(single) -> str:
+    """The report of one replication per arm, without figures (drawn elsewhere)."""
+    return render(single, kinds=())
+
+
 def test_report_is_self_contained(report):
-    """No src/href points outside the file: images are data: URIs, links are anchors."""
+    """No src/href points outside the file; scripts are inline; a CSP forbids requests."""
     _, path = report
-    parser = Collector()
-    parser.feed(path.read_text(encoding="utf-8"))
+    parser = parse(path.read_text(encoding="utf-8"))
     assert parser.links, "the report embeds its figures"
     assert all(link.startswith(("data:", "#")) for link in parser.links), parser.links
-    assert not {"script", "link", "iframe"} & parser.tags
+    assert not {"link", "iframe", "object", "embed"} & parser.tags
+    assert parser.scripts and all("src" not in s for s in parser.scripts)
+    (csp,) = [m["content"] for m in parser.metas
+              if m.get("http-equiv") == "Content-Security-Policy"]
+    assert "default-src 'none'" in csp
     assert len(parser.images) == len(FIGURES)
     for src in parser.images:
         header, _, data = src.partition(",")
@@ -70,15 +113,91 @@ def test_report_is_self_contained(report):
             image.verify()
 
 
-def test_report_holds_scenario_and_kpi_table(report):
+def test_two_replications_show_intervals_and_the_verdict(report):
     c, path = report
     text = path.read_text(encoding="utf-8")
-    parser = Collector()
-    parser.feed(text)
-    assert "name: blip" in text  # the scenario YAML
+    parser = parse(text)
     for label in ("fixed", "full_jitter"):
         assert label in parser.cells
-    assert any("±" in cell for cell in parser.cells)  # 2 replications: intervals shown
+    assert any("±" in cell for cell in parser.cells)
+    assert "2 replications per arm" in text and "--replications" not in text
+    assert "Verdict" in text and "of jobs succeeded" in text
+
+
+def test_one_replication_shows_no_intervals_and_says_so(single, single_page):
+    """With one run per arm there is no ± anywhere, the order is not called a ranking, and
+    the reader is told how to get intervals."""
+    text = single_page
+    parser = parse(text)
+    assert not any("±" in cell for cell in parser.cells)
+    assert "--replications" in text and "not a ranking" in text
+
+
+def test_ties_are_intervals_that_overlap_the_best():
+    stats = {"a": Stat(10.0, 1.0, 3), "b": Stat(11.5, 1.0, 3), "c": Stat(20.0, 1.0, 3)}
+    assert ties(stats, "lower") == ["a", "b"]  # [9, 11] meets [10.5, 12.5]
+    assert ties(stats, "higher") == ["c"]
+    single = {"a": Stat(10.0, np.nan, 1), "b": Stat(10.2, np.nan, 1)}
+    assert ties(single, "lower") == ["a"]  # no interval: only an exact tie is one
+
+
+def test_recovery_vocabulary_is_one(single, single_page):
+    """An arm without a recovery time reads 'not recovered within the run', never 'never'."""
+    text = single_page
+    cells = parse(text).cells
+    assert "never" not in " ".join(cells)
+    for arm in single.arms:
+        run = single.runs[single.runs["arm"] == arm.label].iloc[0]
+        if np.isnan(float(run["recovery_time"])):
+            assert NOT_RECOVERED in text
+
+
+def test_glossary_comes_from_the_registry(single, single_page):
+    """Every KPI shown in the table is explained with the registry's meaning."""
+    text = single_page
+    glossary = text[text.index("<h2>Glossary</h2>"):]
+    shown = [k for k in (kpi.key for kpi in REGISTRY) if f"<code>{k}</code>" in glossary]
+    assert "recovery_time" in shown and "peak_to_capacity" in shown
+    for kpi in REGISTRY:
+        if kpi.key in shown:
+            assert html.escape(kpi.meaning) in glossary
+
+
+def test_scenario_is_shown_as_written_with_units(single, single_page):
+    """Only non-default fields, durations as the file writes them."""
+    text = single_page
+    section = text[text.index("Scenario as written"):]
+    assert "duration: 3s" in section and "start: 1s" in section and "duration: 500ms" in section
+    assert "breaker:" not in section  # all defaults
+    assert "rate: 100  # jobs per second" in section
+
+
+@pytest.mark.parametrize("name", bundled.names())
+def test_the_scenario_as_written_loads_back_the_same(name):
+    """Dropping defaults and adding units loses nothing: the text shown reloads to the
+    same validated scenario (the description is shown apart)."""
+    sc = herdsim.load_scenario(bundled.path(name))
+    shown = yaml.safe_load(describe.written_yaml(sc))
+    assert herdsim.load_scenario({**shown, "description": sc.description}) == sc
+
+
+def test_interactive_data_hold_every_retry_at_10_ms_near_spikes(single):
+    """The page's data: per bin, landings per second; near spikes, 10 ms bins. Both count
+    exactly the retries that land there (a retry lands at sleep time + sleep)."""
+    data = interactive.payload(single)
+    width = single.scenario.bin
+    for arm, payload in zip(single.arms, data["arms"], strict=True):
+        sleeps = single.sleeps[single.sleeps["arm"] == arm.label]
+        lands = (sleeps["time"] + sleeps["sleep"]).to_numpy()
+        inside = lands[lands < single.scenario.duration]
+        assert sum(payload["landBins"]) * width == pytest.approx(len(inside), abs=1e-6)
+        for start, rates in payload["fine"]:
+            end = start + len(rates) * RESOLUTION
+            between = ((inside >= start - 1e-9) & (inside < end - 1e-9)).sum()
+            assert sum(rates) * RESOLUTION == pytest.approx(between, abs=1e-6)
+    assert data["arms"][0]["fine"], "the fixed arm's synchronised landing is a spike"
+    script = interactive.section(single).split('type="application/json">')[1]
+    assert "</script" not in script.split("</script>")[0]
 
 
 def test_report_command_on_a_run_directory(tmp_path, make_scenario):
@@ -88,7 +207,27 @@ def test_report_command_on_a_run_directory(tmp_path, make_scenario):
     for _ in range(2):
         result = CliRunner().invoke(app, ["report", str(out)])
         assert result.exit_code == 0, result.output
-    parser = Collector()
-    parser.feed((out / "report.html").read_text(encoding="utf-8"))
-    assert len(parser.images) == len(FIGURES)
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert len(parse(text).images) == len(FIGURES)
+    assert "No outage in this scenario" in text
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_report_command_on_a_sweep_directory(tmp_path, make_scenario):
+    """A sweep directory gets its map and its table of cells."""
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(make_scenario(
+        duration="3s", downstream={"outages": [{"start": "1s", "duration": "200ms"}]})))
+    out = tmp_path / "sweep"
+    result = CliRunner().invoke(app, [
+        "sweep", str(path), "--grid", "workload.rate=20,60", "--strategies",
+        "fixed,full_jitter", "--out", str(out), "--processes", "1"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "report.html").read_text(encoding="utf-8")
+    parser = parse(text)
+    assert len(parser.images) == 1 and parser.images[0].startswith("data:image/png")
+    for strategy in ("fixed", "full_jitter"):
+        assert re.search(rf"{strategy} recovers in \d+ of 2 cells", text)
+    assert "workload.rate" in parser.cells

@@ -21,29 +21,44 @@ from herdsim.cli.app import (
     console,
     err_console,
     parse_formats,
+    parse_list,
 )
+from herdsim.errors import UsageError
 from herdsim.outputs import openmetrics, prometheus_server, sweep_dir
 from herdsim.outputs.compare_dir import load_outputs, redraw
-from herdsim.outputs.report import write_report
+from herdsim.outputs.report import write_report, write_sweep_report
+from herdsim.plots.figures import FIGURES
+
+KindsOpt = Annotated[str, typer.Option(
+    "--kinds", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
 
 
 @app.command()
-def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg") -> None:
+def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
+         kinds: KindsOpt = ",".join(FIGURES)) -> None:
     """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
     formats = parse_formats(fmt)
+    chosen = parse_list("--kinds", kinds)
+    wrong = [k for k in chosen if k not in FIGURES]
+    if wrong:
+        raise UsageError(f"--kinds {','.join(wrong)}: choose among {', '.join(FIGURES)}")
     with console.status("drawing…"):
         if (directory / sweep_dir.MANIFEST).exists():
             written = sweep_dir.save_map(directory, formats)
         else:
-            written = redraw(directory, formats)
+            written = redraw(directory, formats, chosen)
     console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
 
 
 @app.command()
 def report(directory: OutputDirArg) -> None:
-    """Write a self-contained report.html (scenario, KPI table, figures) into DIR."""
+    """Write a self-contained report.html (verdict, KPIs, timeline, figures) into DIR: a run,
+    compare or sweep directory."""
     with console.status("writing the report…"):
-        path = write_report(directory, load_outputs(directory))
+        if (directory / sweep_dir.MANIFEST).exists():
+            path = write_sweep_report(directory)
+        else:
+            path = write_report(directory, load_outputs(directory))
     console.print(f"report: [bold]{path}[/]")
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
+    FormatOpt,
     JsonOpt,
     OutOpt,
     PrometheusOpt,
@@ -25,6 +26,7 @@ from herdsim.cli.app import (
     gate,
     load,
     output_dir,
+    parse_formats,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
@@ -40,16 +42,17 @@ from herdsim.results.result import run as run_once
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-        fail_if: FailIfOpt = None) -> None:
+        fail_if: FailIfOpt = None, fmt: FormatOpt = "png") -> None:
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
     conditions = gate_rules.parse(fail_if)
+    formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
     with SimProgress(f"simulating {sc.name}", enabled=not (quiet or json_)) as progress:
         result = run_once(sc, progress=progress)
-    save_run(result, target)
+    save_run(result, target, formats)
     if json_:
         emit_json(result.summary)
     elif not quiet:

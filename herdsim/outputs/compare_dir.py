@@ -11,13 +11,13 @@ A comparison directory (``herdsim compare --out DIR``):
 - ``sleeps.csv``: ``arm``, ``replication``, then every retry sleep (time, job, attempt, sleep);
 - ``scenario.yaml``: the base scenario; ``arms.json``: each arm's label, strategy and
   settings, and the number of replications;
-- ``timeline``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
+- ``timeline``, ``landing``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
   ``report.html`` when asked for.
 
 A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.csv``,
 ``jobs.parquet``, ``summary.json``, ``scenario.yaml``, ``peak_rate.csv`` (without
-``arm``/``replication``) and ``timeline.png``. :func:`load_outputs` reads either kind
-into a :class:`~herdsim.results.comparison.Comparison`.
+``arm``/``replication``) and the ``timeline`` and ``landing`` figures.
+:func:`load_outputs` reads either kind into a :class:`~herdsim.results.comparison.Comparison`.
 """
 
 from __future__ import annotations
@@ -56,19 +56,24 @@ def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str]
     return written
 
 
-def redraw(directory: str | Path, formats: Sequence[str]) -> list[Path]:
-    """Redraw every figure of a run or comparison *directory* from its saved outputs;
+def redraw(directory: str | Path, formats: Sequence[str],
+           kinds: Sequence[str] = FIGURES) -> list[Path]:
+    """Redraw figures *kinds* of a run or comparison *directory* from its saved outputs;
     each file is replaced whole (drawn aside, then renamed over the old one)."""
     directory = Path(directory)
     comparison = load_outputs(directory)
     with tempfile.TemporaryDirectory(prefix=".redraw-", dir=directory) as aside:
-        drawn = save_figures(comparison, Path(aside), formats)
+        drawn = save_figures(comparison, Path(aside), formats, kinds)
         return [path.replace(directory / path.name) for path in drawn]
 
 
-def save_run(result: Result, out: str | Path) -> Path:
+RUN_FIGURES = ("timeline", "landing")
+
+
+def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",)) -> Path:
     """Write a single run into the new directory *out*, which appears only once everything
-    is written: its frames, summary and scenario, ``peak_rate.csv`` and ``timeline.png``."""
+    is written: its frames, summary and scenario, ``peak_rate.csv`` and the ``timeline``
+    and ``landing`` figures in each of *formats*."""
     with staged_dir(out) as staging:
         staging.mkdir()
         result.timeseries.to_csv(staging / "timeseries.csv", index=False)
@@ -77,7 +82,7 @@ def save_run(result: Result, out: str | Path) -> Path:
         (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
         (staging / "scenario.yaml").write_text(result.scenario.to_yaml())
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
-        save_figures(Comparison.from_result(result), staging, ["png"], ["timeline"])
+        save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
     return Path(out)
 
 
@@ -163,9 +168,10 @@ def _load_run(directory: Path) -> Comparison:
                       tag(_read_csv(directory / "sleeps.csv")), peaks)
 
 
-def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] = ("png", "svg"),
+def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,
          report: bool = False) -> Path:
-    """Write a run or a comparison into the new directory *out* (see the module doc)."""
+    """Write a run or a comparison into the new directory *out* (see the module doc);
+    figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says."""
     if isinstance(what, Result):
-        return save_run(what, out)
-    return save_comparison(what, out, formats, report)
+        return save_run(what, out, formats or ("png",))
+    return save_comparison(what, out, formats or ("png", "svg"), report)

@@ -1,130 +1,46 @@
-"""Figures of a comparison (or of one run): ``timeline``, ``sleeps`` and ``kpis``.
+"""Figures of a comparison (or of one run): ``timeline``, ``landing``, ``sleeps``, ``kpis``.
 
 Built on matplotlib's object API (no pyplot state, no GUI backend): each function returns
 a :class:`~matplotlib.figure.Figure` that Jupyter displays and ``savefig`` writes as PNG,
-SVG or PDF. Colours come from the Okabe-Ito and Tol palettes (safe for colour-blind readers) and
-are fixed per strategy name; arms of one strategy differ by line style.
+SVG or PDF, 16:9 unless many arms need more height. Colours come from the Okabe-Ito and Tol
+palettes (safe for colour-blind readers) and are fixed per strategy name; arms of one
+strategy differ by line style. Titles say what the scenario contains and what was changed
+from its bundled file; labels sit in titles and legends, never over the data.
 """
 
 from __future__ import annotations
 
-import io
-import zlib
-from typing import Any, Protocol
+import textwrap
 
 import matplotlib as mpl
-import matplotlib.figure
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from herdsim.analysis.kpis import FIGURE, format_kpi
-from herdsim.analysis.promql import rate as promql_rate
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
-from herdsim.config.scenario import Scenario
+from herdsim.plots import describe
+from herdsim.plots.landing import landing
+from herdsim.plots.style import (
+    CAPACITY_STYLE,
+    STRATEGY_COLORS,
+    STYLE,
+    WIDE,
+    Arm,
+    Comparison,
+    Figure,
+    arm_styles,
+    one,
+    shade_outages,
+    strategy_color,
+    wide_size,
+)
 
-STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
-    "fixed": "#CC79A7",  # reddish purple
-    "exponential": "#D55E00",  # vermillion
-    "full_jitter": "#0072B2",  # blue
-    "equal_jitter": "#009E73",  # bluish green
-    "decorrelated_jitter": "#56B4E9",  # sky blue
-    "decorrelated_jitter_v2": "#E69F00",  # orange
-    "proportional_jitter": "#882255",  # wine (Tol)
-}
-OTHER_COLORS = ("#332288", "#999933", "#44AA99", "#AA4499", "#000000")  # Tol's muted, black
-LINE_STYLES = ("-", "--", ":", "-.")
-CAPACITY_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
-OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
-RETRY_RATE_WINDOW = "10s"
 THEORY_CDF = "theory (strategy cdf)"
-STYLE = {
-    "font.size": 14,
-    "axes.titlesize": 15,
-    "axes.titlelocation": "left",
-    "axes.labelsize": 14,
-    "xtick.labelsize": 13,
-    "ytick.labelsize": 13,
-    "legend.fontsize": 13,
-    "figure.titlesize": 19,
-    "figure.titleweight": "bold",
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-}
-class Arm(Protocol):
-    """What a figure needs of an arm (:class:`herdsim.results.comparison.Arm`)."""
-
-    label: str
-    strategy: str
-    settings: dict[str, Any]
-    scenario: Scenario
-
-
-class Comparison(Protocol):
-    """What a figure needs of a comparison (:class:`herdsim.results.comparison.Comparison`)."""
-
-    scenario: Scenario
-    arms: list[Any]
-    replications: int
-    timeseries: pd.DataFrame
-    sleeps: pd.DataFrame
-    peaks: pd.DataFrame | None
-
-    @property
-    def varied(self) -> str: ...
-
-    def ranked(self) -> pd.DataFrame: ...
-
-    def missing(self, key: str) -> str: ...
-
-
-class Figure(matplotlib.figure.Figure):
-    """A matplotlib Figure that Jupyter displays even when pyplot was never imported."""
-
-    def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png")
-        return buffer.getvalue()
-
-
-def strategy_color(strategy: str) -> str:
-    """The fixed colour of a strategy: built-ins by name, others by a hash of the name."""
-    name = strategy.rpartition(":")[2] if strategy not in STRATEGY_COLORS else strategy
-    if name in STRATEGY_COLORS:
-        return STRATEGY_COLORS[name]
-    return OTHER_COLORS[zlib.crc32(strategy.encode()) % len(OTHER_COLORS)]
-
-
-def arm_styles(arms: list[Arm]) -> dict[str, dict]:
-    """``label -> {color, linestyle}``: the strategy's colour, a style per varied setting."""
-    seen: dict[str, int] = {}
-    styles = {}
-    for arm in arms:
-        k = seen[arm.strategy] = seen.get(arm.strategy, -1) + 1
-        styles[arm.label] = {"color": strategy_color(arm.strategy),
-                             "linestyle": LINE_STYLES[k % len(LINE_STYLES)]}
-    return styles
-
-
-def _title(c: Comparison, what: str, replication: int | None = None) -> str:
-    shown = replication is not None and c.replications > 1
-    reps = f" (replication {replication}; {c.replications} per arm)" if shown else ""
-    n = len(c.arms)
-    arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
-    return f"Scenario “{c.scenario.name}”: {what}\n{arms}{reps}"
-
-
-def _one(frame: pd.DataFrame, label: str, replication: int = 0) -> pd.DataFrame:
-    return frame[(frame["arm"] == label) & (frame["replication"] == replication)]
-
-
-def _shade_outages(ax, windows: list[tuple[float, float]]) -> None:
-    for start, end in windows:
-        ax.axvspan(start, end, **OUTAGE_STYLE)
+__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned", "call_rate",
+           "draw", "expected_counts", "simulated_counts", "sleep_prev", "strategy_color"]
 
 
 def _intervals(time: np.ndarray, mask: np.ndarray, width: float) -> list[tuple[float, float]]:
@@ -142,97 +58,154 @@ def call_rate(c: Comparison, arm: Arm, replication: int = 0) -> tuple[np.ndarray
     """
     sc = arm.scenario
     if c.peaks is not None:
-        peaks = _one(c.peaks, arm.label, replication)
+        peaks = one(c.peaks, arm.label, replication)
         what = (f"busiest {format_duration(sc.peak_window)} in each "
                 f"{format_duration(sc.bin)} bin")
         return peaks["time"].to_numpy(), peaks["peak_rate"].to_numpy(), what
-    ts = _one(c.timeseries, arm.label, replication)
+    ts = one(c.timeseries, arm.label, replication)
     what = f"average over each {format_duration(sc.bin)} bin"
     return ts["time"].to_numpy(), ts["attempts"].to_numpy() / sc.bin, what
 
 
-def retry_rate(ts: pd.DataFrame, bin_width: float) -> pd.Series:
-    """Retries per second as ``rate(worker_job_execution_total{status="retry"}[10s])``
-    shows them, with the counter scraped at every bin end."""
-    counter = pd.Series(np.r_[0.0, ts["retry"].cumsum().to_numpy()],
-                        index=np.r_[0.0, ts["time"].to_numpy() + bin_width])
-    return promql_rate(counter, RETRY_RATE_WINDOW)
+def active_until(c: Comparison, replication: int = 0) -> float:
+    """Where the x axis ends: shortly after the last bin with any call, success or backlog
+    in any arm (a 600 s run with 10 s of activity shows 10 s), never before an outage ends."""
+    ts = c.timeseries[c.timeseries["replication"] == replication]
+    busy = ts[["attempts", "success"]].sum(axis=1) > 0
+    if "queue_depth" in ts:
+        busy |= ts["queue_depth"] > 0
+    last = float(ts.loc[busy, "time"].max()) + c.scenario.bin if busy.any() else 0.0
+    last = max([last, *(end for _, end in c.scenario.outage_windows)])
+    return min(c.scenario.duration, last + max(0.04 * last, 2 * c.scenario.bin))
+
+
+def _panels(c: Comparison, replication: int) -> dict[str, bool]:
+    """Which of the optional panels have something to show."""
+    ts = c.timeseries[c.timeseries["replication"] == replication]
+    closed = c.scenario.workers.count is not None
+    breaker = "breaker_open" in ts and bool(ts["breaker_open"].gt(0).any())
+    return {
+        "retries": bool(ts["retry"].gt(0).any()),
+        "backlog": closed and "queue_depth" in ts and bool(ts["queue_depth"].gt(0).any()),
+        "state": bool(ts["downstream_up"].le(0).any()) or breaker,
+        "breaker": breaker,
+    }
+
+
+def _succeeded(c: Comparison, label: str, replication: int) -> str:
+    runs = c.runs[(c.runs["arm"] == label) & (c.runs["replication"] == replication)]
+    if runs.empty or not runs["jobs_submitted"].iloc[0]:
+        return ""
+    row = runs.iloc[0]
+    share = row.get("succeeded_fraction", row["jobs_succeeded"] / row["jobs_submitted"])
+    return f" ({share:.0%} of jobs succeeded)"
 
 
 def timeline(c: Comparison, replication: int = 0) -> Figure:
-    """Calls/s per arm (one row each, shared scale), retries/s, backlog, downstream state."""
+    """Calls/s per arm (one row each), successes/s, and only the panels with something to
+    show: retries/s, backlog (closed loop), downstream down and breaker open."""
     arms, styles, base = c.arms, arm_styles(c.arms), c.scenario
     n = len(arms)
-    breaker = "breaker_open" in c.timeseries and bool(c.timeseries["breaker_open"].gt(0).any())
-    heights = [1.35] * n + [2.6, 2.6, 0.5 * n + 0.4]
+    show = _panels(c, replication)
+    extra = ["success"] + [k for k in ("retries", "backlog", "state") if show[k]]
+    heights = [1.0] * n + [{"state": 0.35 * n + 0.5}.get(k, 1.9) for k in extra]
+    right = active_until(c, replication)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(16, sum(heights) + 1.6), layout="constrained")
+        fig = Figure(figsize=wide_size(n, 1.0), layout="constrained")
         grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
         top = fig.add_subplot(grid[0])
-        rows = [top] + [fig.add_subplot(grid[i], sharex=top, sharey=top) for i in range(1, n)]
-        ax_retry, ax_queue, ax_state = (fig.add_subplot(grid[i], sharex=top)
-                                        for i in range(n, n + 3))
-        what, highest = "", 0.0
-        for i, (ax, arm) in enumerate(zip(rows, arms, strict=True)):
-            style = styles[arm.label]
-            time, calls, what = call_rate(c, arm, replication)
-            # the occ model's single row has no capacity in calls/s
-            occ = arm.scenario.downstream.model == "occ"
-            capacity = None if occ else arm.scenario.downstream.capacity_rate()
-            _shade_outages(ax, arm.scenario.outage_windows)
-            ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
-            ax.step(time, calls, where="post", color=style["color"], lw=1.3)
-            box = {"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5}
-            ax.text(0.006, 0.9, arm.label, transform=ax.transAxes, ha="left", va="top",
-                    color=style["color"], weight="bold", fontsize=15, bbox=box)
-            peak = calls.max(initial=0.0)
-            if capacity is None:
-                peak_text, loud = f"peak {peak:,.0f} calls/s", False
-            else:
-                ax.axhline(capacity, **CAPACITY_STYLE)
-                peak_text, loud = f"peak {peak / capacity:.1f}× capacity", peak >= 2 * capacity
-            ax.text(0.994, 0.9, peak_text, transform=ax.transAxes, ha="right", va="top",
-                    weight="bold" if loud else "normal", fontsize=15, bbox=box)
-            ax.set_ylabel("calls/s")
-            ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+        rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
+        panels = {k: fig.add_subplot(grid[n + i], sharex=top) for i, k in enumerate(extra)}
+        busiest = max(float(call_rate(c, a, replication)[1].max(initial=0)) for a in arms)
+        what = ""
+        for ax, arm in zip(rows, arms, strict=True):
+            _calls_row(ax, c, arm, styles[arm.label], replication, busiest)
+            what = call_rate(c, arm, replication)[2]
+        capacity = describe.capacity(base, busiest)
+        cap_text = ("" if capacity is None else
+                    f"; dashed: capacity {capacity:,.0f} calls/s")
+        grey = "; grey: outage" if base.outage_windows else ""
+        explain = (f"Rows: downstream calls per second ({what}), each on its own scale"
+                   f"{cap_text}{grey}")
+        for ax in [*rows, *panels.values()]:
+            shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
-            highest = max(highest, peak, capacity or 0.0)
-            if i == 0:
-                capacity_text = ("" if capacity is None else
-                                 f"; dashed: capacity ({capacity:,.0f} calls/s)")
-                ax.set_title(f"Downstream calls per second ({what}){capacity_text}; "
-                             "grey: outage")
-        top.set_ylim(0, highest * 1.1)  # shared by every arm's row
         for arm in arms:
-            ts = _one(c.timeseries, arm.label, replication)
-            line = {**styles[arm.label], "lw": 2.2, "label": arm.label}
-            rate = retry_rate(ts, arm.scenario.bin)
-            ax_retry.plot(rate.index, rate.to_numpy(), **line)
-            ax_queue.plot(ts["time"], ts["queue_depth"], **line)
-        for ax in (ax_retry, ax_queue, ax_state):
-            _shade_outages(ax, base.outage_windows)
-        ax_retry.set_title("Retries per second, as "
-                           'rate(worker_job_execution_total{status="retry"}[10s]) shows them')
-        ax_retry.set_ylabel("retries/s")
-        ax_queue.set_title("Main-queue backlog (jobs waiting for a worker)")
-        ax_queue.set_ylabel("jobs")
-        for ax in (ax_retry, ax_queue):
-            ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.set_ylim(0, max(1.0, ax.get_ylim()[1]))  # an all-zero series: no "50m jobs"
-            ax.tick_params(labelbottom=False)
-        ax_queue.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))  # whole jobs
-        ax_retry.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False,
-                        handlelength=2.6)
-        _state_panel(ax_state, c, styles, replication, breaker)
-        question = ("which arm hammers the downstream after the outage?" if n > 1
-                    else "what the retries do to the downstream")
-        fig.suptitle(_title(c, question, replication))
+            ts = one(c.timeseries, arm.label, replication)
+            line = {**styles[arm.label], "lw": 2.0}
+            width = arm.scenario.bin
+            panels["success"].plot(ts["time"] + width / 2, ts["success"] / width,
+                                   label=arm.label + _succeeded(c, arm.label, replication),
+                                   **line)
+            if "retries" in panels:
+                panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
+            if "backlog" in panels:
+                panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
+        ax = panels["success"]
+        offered = ""
+        if base.downstream.model != "occ":
+            ax.axhline(base.workload.rate, color="0.3", linestyle=":", lw=1.6)
+            offered = f"; dotted: offered {base.workload.rate:,.4g} jobs/s"
+        ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
+                     f"{offered}", fontsize=13)
+        ax.set_ylabel("jobs/s")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, handlelength=2.4,
+                  fontsize=12)
+        if "retries" in panels:
+            panels["retries"].set_title("Retry sleeps started per second "
+                                        f"(per {format_duration(base.bin)} bin)", fontsize=13)
+            panels["retries"].set_ylabel("retries/s")
+        if "backlog" in panels:
+            panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
+                                        fontsize=13)
+            panels["backlog"].set_ylabel("jobs")
+            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+        for key in ("success", "retries", "backlog"):
+            if key in panels:
+                panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
+                panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))
+        if "state" in panels:
+            _state_panel(panels["state"], c, styles, replication, show["breaker"])
+        bottom = list(panels.values())[-1]
+        bottom.tick_params(labelbottom=True)
+        bottom.set_xlabel("time (s)")
+        top.set_xlim(0, right)
+        if base.outage_windows:
+            question = ("which arm hammers the downstream after the outage?" if n > 1
+                        else "what the retries do after the outage")
+        else:
+            question = "which arm loads the downstream most?" if n > 1 else "calls and successes"
+        fig.suptitle(describe.heading(c, question, replication, explain), fontsize=14,
+                     fontweight="normal")
     return fig
+
+
+def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int,
+               busiest: float) -> None:
+    """One arm's calls/s: its own y scale up to its peak (and the capacity line)."""
+    time, calls, _ = call_rate(c, arm, replication)
+    capacity = describe.capacity(arm.scenario, busiest)
+    ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
+    ax.step(time, calls, where="post", color=style["color"], lw=1.2)
+    peak = calls.max(initial=0.0)
+    if capacity is None:
+        peak_text = f"peak {peak:,.0f} calls/s"
+    else:
+        ax.axhline(capacity, **CAPACITY_STYLE)
+        peak_text = f"peak {peak:,.0f} calls/s = {peak / capacity:.1f}× capacity"
+    ax.set_title(arm.label, loc="left", color=style["color"], weight="bold", fontsize=14,
+                 pad=3)
+    ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
+                 weight="bold" if capacity and peak >= 2 * capacity else "normal")
+    ax.set_ylim(0, 1.12 * max(peak, capacity or 0.0, 1.0))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=3))
+    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    ax.set_ylabel("calls/s", fontsize=12)
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
     for i, arm in enumerate(c.arms):
-        ts = _one(c.timeseries, arm.label, replication)
+        ts = one(c.timeseries, arm.label, replication)
         time, width = ts["time"].to_numpy(), arm.scenario.bin
         color = styles[arm.label]["color"]
         down = _intervals(time, ts["downstream_up"].to_numpy() <= 0, width)
@@ -241,12 +214,11 @@ def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: boo
             opened = _intervals(time, ts["breaker_open"].to_numpy() > 0, width)
             ax.broken_barh(opened, (i - 0.4, 0.8), facecolors="none", edgecolors=color,
                            hatch="//", lw=0.8)
-    ax.set_yticks(range(len(c.arms)), [arm.label for arm in c.arms])
+    ax.set_yticks(range(len(c.arms)), [arm.label for arm in c.arms], fontsize=11)
     ax.set_ylim(len(c.arms) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("time (s)")
     ax.set_title("Downstream down (filled bars)"
-                 + ("; circuit breaker open (hatched)" if breaker else ""))
+                 + ("; circuit breaker open (hatched)" if breaker else ""), fontsize=13)
 
 
 def _sleep_edges(sleeps: pd.Series, bins: int = 50) -> np.ndarray:
@@ -263,7 +235,8 @@ def sleeps(c: Comparison) -> Figure:
     cols = min(len(arms), 4)
     nrows = -(-len(arms) // cols)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(4.6 * cols + 1, 3.6 * nrows + 1.4), layout="constrained")
+        height = WIDE[1] if nrows <= 2 else 4.2 * nrows  # 16:9 up to 8 arms
+        fig = Figure(figsize=(WIDE[0], height), layout="constrained")
         axes = fig.subplots(nrows, cols, squeeze=False).ravel()
         for ax in axes[len(arms):]:
             ax.set_visible(False)
@@ -293,7 +266,8 @@ def sleeps(c: Comparison) -> Figure:
                    Line2D([], [], color="black", lw=2, label="theory (expected count)")]
         fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
         pooled = " (all replications)" if c.replications > 1 else ""
-        fig.suptitle(_title(c, f"how retry sleeps are spread{pooled}"))
+        fig.suptitle(describe.heading(c, f"how retry sleeps are spread{pooled}"),
+                     fontsize=14, fontweight="normal")
     return fig
 
 
@@ -309,53 +283,103 @@ def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndar
     return simulated_counts(strategy, ordered, edges), "theory by Monte Carlo (no cdf)"
 
 
+SUCCEEDED = ("Succeeded", "% of jobs submitted")
+
+
+def _kpi_panels(c: Comparison, ranked: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """The KPI panels with something to show: succeeded always; recovery only after an
+    outage; peak over capacity only when a capacity binds; dead-lettered when any was."""
+    busiest = float(np.nan_to_num(ranked.get("peak_attempt_rate", pd.Series([0.0])).max()))
+    panels = {"succeeded_pct": SUCCEEDED}
+    for key, value in FIGURE.items():
+        if key == "recovery_time" and not c.scenario.downstream.outages:
+            continue
+        if key == "peak_to_capacity" and describe.capacity(c.scenario, busiest) is None:
+            continue
+        if key == "jobs_dead_lettered" and not ranked[key].fillna(0).gt(0).any():
+            continue
+        panels[key] = value
+    return panels
+
+
+def _succeeded_pct(ranked: pd.DataFrame) -> pd.DataFrame:
+    if "succeeded_fraction" in ranked:
+        return ranked.assign(succeeded_pct=100 * ranked["succeeded_fraction"],
+                             succeeded_pct_ci95=100 * ranked.get("succeeded_fraction_ci95",
+                                                                 np.nan))
+    share = ranked["jobs_succeeded"] / ranked["jobs_submitted"].where(
+        ranked["jobs_submitted"] > 0)
+    return ranked.assign(succeeded_pct=100 * share)
+
+
 def kpis(c: Comparison) -> Figure:
-    """The key numbers per arm, best arm on top, with 95% CIs when replicated."""
-    ranked = c.ranked()
+    """The key numbers per arm (best first when replicated), with 95% CIs when replicated;
+    only the panels with something to show, the share of jobs succeeded always."""
+    ranked = _succeeded_pct(c.ranked())
     styles = arm_styles(c.arms)
     n = len(ranked)
     window = format_duration(c.scenario.peak_window)
+    panels = _kpi_panels(c, ranked)
+    outage = bool(c.scenario.downstream.outages)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(18, 0.6 * n + 2.6), layout="constrained")
-        axes = fig.subplots(1, len(FIGURE), sharey=True)
+        fig = Figure(figsize=wide_size(n, 0.6), layout="constrained")
+        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
         y = np.arange(n)
-        for ax, (key, (title, unit)) in zip(axes, FIGURE.items(), strict=True):
+        for ax, (key, (title, unit)) in zip(axes, panels.items(), strict=True):
             values = ranked[key].to_numpy(dtype=float)
             ci = ranked.get(f"{key}_ci95")
-            err = None if ci is None or ci.isna().all() else ci.to_numpy(dtype=float)
+            err = None if ci is None or pd.isna(ci).all() else ci.to_numpy(dtype=float)
             colors = [styles[label]["color"] for label in ranked["arm"]]
             ax.barh(y, np.nan_to_num(values), xerr=err, color=colors, alpha=0.8,
                     error_kw={"ecolor": "0.2", "capsize": 4})
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
-            for yi, value in zip(y, values, strict=True):
-                ax.text((value if np.isfinite(value) else 0) + span * 0.02, yi,
-                        format_kpi(value, missing=c.missing(key)),
+            missing = ("not recovered\nwithin the run" if key == "recovery_time" and outage
+                       else c.missing(key))
+            for i, (yi, value) in enumerate(zip(y, values, strict=True)):
+                spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
+                text = format_kpi(value, missing=missing)
+                if key.startswith("latency") and np.isfinite(value) and bool(
+                        ranked.get("latency_censored", pd.Series(False, index=ranked.index))
+                        .fillna(False).iloc[i]):
+                    text = "≥ " + text  # pending jobs reach it: a lower bound
+                ax.text((value + spread if np.isfinite(value) else 0) + span * 0.03, yi,
+                        text + ("%" if key == "succeeded_pct" and np.isfinite(value) else ""),
                         va="center", fontsize=13,
                         weight="bold" if not np.isfinite(value) else "normal")
             if key == "peak_to_capacity":
                 ax.axvline(1.0, **CAPACITY_STYLE)
-            ax.set_xlim(0, span * 1.35)
+            right = span + (0 if err is None else float(np.nanmax(err, initial=0)))
+            ax.set_xlim(0, right * 1.45)
             ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(4))
+            if key == "succeeded_pct":
+                ax.set_xticks([0, 50, 100])
+            if not finite.size:
+                ax.set_xticks([])  # nothing to measure: no scale
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
             ax.set_title(title)
-            ax.set_xlabel(unit.format(window=window))
+            ax.set_xlabel(textwrap.fill(unit.format(window=window), 24), fontsize=12)
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
         axes[0].set_ylim(n - 0.5, -0.5)
-        reps = (f"; bars: mean of {c.replications} replications ± 95% CI"
-                if c.replications > 1 else "")
-        fig.suptitle(_title(c, f"key numbers per arm, best first{reps}"))
+        if c.replications > 1:
+            what = (f"key numbers per arm, best first; bars: mean of {c.replications} "
+                    "replications ± 95% CI")
+        elif n > 1:
+            what = "key numbers per arm (one run each: not a ranking)"
+        else:
+            what = "key numbers of the run"
+        fig.suptitle(describe.heading(c, what), fontsize=14, fontweight="normal")
     return fig
 
 
-PLOTS = {"timeline": timeline, "sleeps": sleeps, "kpis": kpis}
+PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
 FIGURES = tuple(PLOTS)
 
 
 def draw(c: Comparison, kind: str) -> Figure:
-    """The figure *kind* (``timeline``, ``sleeps`` or ``kpis``) of comparison *c*."""
+    """The figure *kind* (``timeline``, ``landing``, ``sleeps`` or ``kpis``) of *c*."""
     if kind not in PLOTS:
         raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(PLOTS)}")
     return PLOTS[kind](c)

@@ -89,13 +89,9 @@ def _panel(ax, table: pd.DataFrame, x_axis: dict, y_axis: dict | None) -> None:
 
 
 def _label(row: pd.Series) -> str:
-    """The recovery time; ``never`` when metastable, ``not yet`` when still draining."""
-    if row["class"] == "metastable":
-        text = "never"
-    elif np.isnan(row["recovery_time"]):
-        text = "not yet"
-    else:
-        text = f"{row['recovery_time']:.3g} s"
+    """The recovery time, or ``not recovered`` (within the run) when it has none."""
+    recovery = row["recovery_time"]
+    text = "not\nrecovered" if np.isnan(recovery) else f"{recovery:.3g} s"
     return text if row["agree"] == row["runs"] else f"{text}\n{row['agree']}/{row['runs']}"
 
 
@@ -103,7 +99,7 @@ def _legend() -> list[Patch]:
     text = {
         "recovered": "recovered",
         "degraded": "degraded (slow, or still draining)",
-        "metastable": "metastable (never recovers)",
+        "metastable": "metastable (not recovered within the run)",
     }
     return [Patch(facecolor=COLORS[c], hatch=HATCH[c], edgecolor="0.3", label=text[c])
             for c in CLASSES]

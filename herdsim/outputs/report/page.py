@@ -1,0 +1,274 @@
+"""One self-contained ``report.html`` for a run, comparison or sweep directory.
+
+The verdict, the KPI table, the interactive timeline, the figures (PNG, base64-embedded),
+a glossary from the KPI registry and the scenario as written, in one file that loads
+nothing (a Content-Security-Policy forbids every request) and prints cleanly.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from datetime import datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from herdsim.analysis import metastability
+from herdsim.analysis.kpis import REGISTRY, STATE_MEANING, missing_text
+from herdsim.config.durations import format_duration
+from herdsim.config.scenario import load_scenario
+from herdsim.outputs.report import interactive
+from herdsim.outputs.report.verdict import (
+    NOT_RECOVERED,
+    arm_stats,
+    state_text,
+    states,
+    ties,
+    verdict,
+)
+from herdsim.plots import describe
+from herdsim.plots.figures import FIGURES
+from herdsim.plots.metastability_map import plot_map
+
+CAPTIONS = {
+    "timeline": "Downstream calls, successes, retries, backlog and downstream state over time",
+    "landing": "When the retries land, per 10 ms, aligned at the outage's end",
+    "sleeps": "Retry sleeps drawn, against the strategy's theoretical distribution",
+    "kpis": "Key numbers per arm",
+    "map": "Metastability map: the class of every cell of the sweep",
+}
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+       "img-src data:")
+CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+table { border-collapse: collapse; font-size: 0.95em; margin: 0.5em 0 1em; }
+th, td { padding: 0.3em 0.7em; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.text { text-align: left; }
+img, canvas { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f6f6f6; padding: 1em; overflow-x: auto; }
+.verdict { background: #f3f7fb; border-left: 4px solid #0072B2; padding: 0.6em 1em; }
+.note { color: #555; font-size: 0.92em; }
+dl.glossary dt { font-weight: 600; margin-top: 0.4em; }
+dl.glossary dd { margin-left: 1.5em; }
+button { font: inherit; }
+@media print {
+  body { max-width: none; margin: 0; font-size: 10.5pt; }
+  .controls, #hs-readout, #explore .note { display: none; }
+  figure, table, .verdict, canvas { break-inside: avoid; }
+  h2 { break-after: avoid; }
+  section.figure { break-before: page; }
+  pre { white-space: pre-wrap; }
+}
+"""
+COLUMNS = (  # key, heading, better, format
+    ("state", "state", None, None),
+    ("succeeded_fraction", "succeeded", "higher", "percent"),
+    ("goodput", "goodput", "higher", None),
+    ("recovery_time", "recovery (s)", "lower", None),
+    ("peak_to_capacity", "peak / capacity", "lower", None),
+    ("peak_to_baseline", "peak / baseline", "lower", None),
+    ("amplification", "calls per succeeded job", "lower", None),
+    ("jobs_dead_lettered", "dead-lettered", "lower", None),
+    ("jobs_pending", "pending at the end", "lower", None),
+    ("collapses_after_outage", "crashes after the outage", "lower", None),
+    ("latency_p99", "latency p99 (s)", "lower", None),
+)
+DERIVED = {  # shown but not in the registry
+    "state": ("state", "recovered | degraded | metastable, by the sweep's classifier "
+              "(docs/scaling.md)"),
+}
+
+
+def _png(directory: Path | None, figure_of, kind: str) -> bytes:
+    """The figure's PNG: the one saved in *directory*, else drawn now."""
+    saved = directory / f"{kind}.png" if directory is not None else None
+    if saved is not None and saved.is_file():
+        return saved.read_bytes()
+    buffer = io.BytesIO()
+    figure_of(kind).savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _figure(kind: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<section class="figure"><h2>{html.escape(CAPTIONS[kind])}</h2>\n'
+            f'<img alt="{kind}" src="data:image/png;base64,{data}"></section>')
+
+
+def _page(title: str, body: list[str]) -> str:
+    return "\n".join([
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>", *body, "</body></html>"])
+
+
+def _kpi_table(c) -> tuple[str, list[str]]:
+    """The per-arm table (arms in the order of the verdict's ranking keys) and its keys."""
+    reps = c.replications
+    st = states(c)
+    columns, stats = [], {}
+    for key, heading, better, fmt in COLUMNS:
+        if key == "state":
+            continue
+        values = arm_stats(c, key)
+        if all(np.isnan(s.mean) for s in values.values()) and key not in c.runs:
+            continue
+        if key in ("peak_to_capacity",) and describe.capacity(c.scenario) is None:
+            continue
+        columns.append((key, heading, better, fmt))
+        stats[key] = values
+    share = stats["succeeded_fraction"]
+    order = sorted(c.arms, key=lambda a: (-np.nan_to_num(share[a.label].mean),
+                                          np.nan_to_num(stats["recovery_time"][a.label].mean,
+                                                        nan=np.inf)))
+    best = ties(share, "higher") if reps > 1 else []
+    head = ["arm", "state"] + [h for _, h, _, _ in columns]
+    context = {"outages": len(c.scenario.downstream.outages),
+               "model": c.scenario.downstream.model}
+    rows = []
+    for arm in order:
+        cells = [f'<td class="text">{html.escape(arm.label)}'
+                 + (" (tied best on succeeded)" if arm.label in best and len(best) > 1 else "")
+                 + "</td>",
+                 f'<td class="text">{html.escape(state_text(st[arm.label]))}</td>']
+        for key, _, _, fmt in columns:
+            s = stats[key][arm.label]
+            missing = missing_text(key, context)
+            if fmt == "percent":
+                text = s.text(lambda v: f"{v:.1%}", missing)
+            else:
+                text = s.text(missing=missing)
+            if key == "latency_p99" and _censored(c, arm.label):
+                text = "≥ " + text
+            cells.append(f"<td>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    return table, ["state"] + [k for k, _, _, _ in columns]
+
+
+def _censored(c, label: str) -> bool:
+    """Whether a pending job's age reaches the arm's reported latency (a lower bound)."""
+    runs = c.runs[c.runs["arm"] == label]
+    return "latency_censored" in runs and bool(
+        runs["latency_censored"].fillna(False).astype(bool).any())
+
+
+def glossary(keys: list[str]) -> str:
+    """Each shown KPI's label, unit and meaning, from the KPI registry."""
+    registry = {kpi.key: kpi for kpi in REGISTRY}
+    items = []
+    for key in keys:
+        if key in registry:
+            kpi = registry[key]
+            label, unit, meaning = kpi.label, kpi.unit, kpi.meaning
+            if key == "state":
+                meaning += "; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items())
+        elif key in DERIVED:
+            (label, meaning), unit = DERIVED[key], ""
+        else:
+            continue
+        unit_text = f" ({unit})" if unit else ""
+        items.append(f"<dt>{html.escape(label)}{html.escape(unit_text)} "
+                     f"<code>{html.escape(key)}</code></dt><dd>{html.escape(meaning)}</dd>")
+    return '<dl class="glossary">' + "".join(items) + "</dl>"
+
+
+def scenario_section(sc) -> str:
+    """The scenario as written: only non-default fields, durations with units."""
+    text = describe.written_yaml(sc)
+    changed = describe.overrides(sc)
+    note = ("<p>Changed from the bundled file of this name: "
+            + html.escape(", ".join(changed)) + ".</p>") if changed else ""
+    return ("<h2>Scenario as written</h2><p class='note'>Only the fields that differ from "
+            "the schema's defaults; durations with their units (docs/scenarios.md has "
+            f"every field).</p>{note}<pre>{html.escape(text)}</pre>")
+
+
+def _seeds(seed: int, reps: int, arms: int) -> str:
+    if reps == 1:
+        return f"seed {seed}" + (", common to all arms" if arms > 1 else "")
+    common = ", common to all arms" if arms > 1 else ""
+    return f"replications per arm: {reps} (seeds {seed}…{seed + reps - 1}{common})"
+
+
+def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES) -> str:
+    """The report of *comparison* as one HTML string with figures *kinds* (those saved in
+    *directory* reused)."""
+    c, sc = comparison, comparison.scenario
+    n, reps = len(c.arms), c.replications
+    arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
+    table, keys = _kpi_table(c)
+    if reps > 1:
+        how = (f"Mean ± 95% Student-t interval over {reps} replications per arm; arms whose "
+               "intervals overlap are ties, not a ranking.")
+    else:
+        how = ("One replication per arm: single values, no intervals, and the order is not a "
+               "ranking. Rerun with <code>--replications 5</code> for intervals and ties.")
+    body = [
+        f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
+        f"<p class='note'>{html.escape(arms)}; {_seeds(sc.seed, reps, n)}. "
+        f"{html.escape(describe.facts(sc, n == 1))}."
+        f" Generated {datetime.now():%Y-%m-%d %H:%M} by herdsim {version('herdsim')}.</p>",
+        "<h2>Verdict</h2>",
+        '<p class="verdict">' + " ".join(html.escape(s) for s in verdict(c)) + "</p>",
+        "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
+        interactive.section(c),
+        *(_figure(kind, _png(directory, c.plot, kind)) for kind in kinds),
+        "<h2>Glossary</h2>", glossary(keys),
+        scenario_section(sc),
+    ]
+    return _page(f"herdsim report: {sc.name}", body)
+
+
+def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = None) -> str:
+    """The report of a finished sweep: its map, the class counts and every cell."""
+    axes = [a["path"] for a in manifest["axes"]]
+    cells = metastability.cells(runs, axes)
+    counts = pd.crosstab(cells["strategy"], cells["class"]).reindex(
+        index=manifest["strategies"], columns=list(metastability.CLASSES), fill_value=0)
+    lines = []
+    total = len(cells) // max(1, len(manifest["strategies"]))
+    for strategy, row in counts.iterrows():
+        lines.append(f"{strategy} recovers in {row['recovered']} of {total} cells, is "
+                     f"degraded in {row['degraded']} and metastable in {row['metastable']}")
+    shown = cells.assign(recovery_time=[
+        NOT_RECOVERED if pd.isna(v) else f"{v:.3g}" for v in cells["recovery_time"]])
+    for axis in manifest["axes"]:
+        if axis.get("unit") == "s":
+            shown[axis["path"]] = [format_duration(float(v)) for v in shown[axis["path"]]]
+        else:
+            shown[axis["path"]] = [f"{v:g}" if isinstance(v, float) else str(v)
+                                   for v in shown[axis["path"]]]
+    reps = manifest.get("replications", 1)
+    note = ("One replication per cell: rerun with --replications 3 or more to see how often "
+            "a cell's class holds." if reps < 2 else
+            f"{reps} replications per cell; a cell takes the class of most of its runs "
+            "(agree/runs), ties going to the worse class.")
+    body = [
+        "<h2>Verdict</h2>",
+        '<p class="verdict">' + html.escape("; ".join(lines)) + ".</p>",
+        f"<p class='note'>{html.escape(note)} The recovery time shown is the median over "
+        "the cell's runs that recovered.</p>",
+        _figure("map", _png(directory, lambda _: plot_map(runs, manifest), "map")),
+        "<h2>Cells per class</h2>", counts.to_html(border=0),
+        "<h2>Every cell</h2>", shown.to_html(border=0, index=False),
+        "<h2>Glossary</h2>", glossary(["state", "recovery_time", "collapses_after_outage"]),
+    ]
+    scenario = manifest.get("scenario")
+    name = "sweep"
+    if isinstance(scenario, dict):
+        base = load_scenario(scenario)
+        name = base.name
+        body.append(scenario_section(base).replace("Scenario as written",
+                                                   "Base scenario as written"))
+    return _page(f"herdsim sweep report: {name}", body)

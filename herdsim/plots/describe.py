@@ -1,0 +1,244 @@
+"""A scenario in words: a one-line summary of what it contains, the fields overridden
+from the bundled file of the same name, and its non-default fields with units."""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator
+
+from herdsim.config import bundled
+from herdsim.config.durations import format_duration, parse_duration
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import ScenarioError
+
+UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
+
+
+def _is_duration_metadata(metadata: Any) -> bool:
+    return any(isinstance(m, BeforeValidator) and m.func is parse_duration for m in metadata)
+
+
+def _is_duration(annotation: Any) -> bool:
+    """Whether a field's type is (an optional) duration of the scenario schema."""
+    if _is_duration_metadata(getattr(annotation, "__metadata__", ())):
+        return True
+    return any(_is_duration(arg) for arg in typing.get_args(annotation))
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _section(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _with_units(model: type[BaseModel], data: dict) -> dict:
+    """*data* (a dump of *model*) with durations as ``250ms`` and sections recursed."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            out[key] = value
+            continue
+        section = _section(field.annotation)
+        if isinstance(value, dict) and section is not None:
+            out[key] = _with_units(section, value)
+        elif isinstance(value, list) and section is not None:
+            out[key] = [_with_units(section, v) if isinstance(v, dict) else v for v in value]
+        elif (_is_duration(field.annotation) or _is_duration_metadata(field.metadata)) \
+                and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = format_duration(float(value))
+        else:
+            out[key] = value
+    return out
+
+
+def as_written(sc: Scenario) -> dict:
+    """The scenario's fields that differ from the schema's defaults, durations with units
+    (``queue`` only when it is not the scenario's name)."""
+    data = sc.model_dump(mode="json", exclude_defaults=True)
+    if data.get("queue") == sc.name:
+        data.pop("queue")
+    return _with_units(Scenario, data)
+
+
+def field_docs(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str, str]:
+    """``dotted.path -> description`` of every schema field that has one (list items'
+    fields without their index: ``downstream.outages.error_rate``)."""
+    docs = {}
+    for key, field in model.model_fields.items():
+        path = f"{prefix}{key}"
+        if field.description:
+            docs[path] = field.description
+        section = _section(field.annotation)
+        if section is not None:
+            docs.update(field_docs(section, f"{path}."))
+    return docs
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+        items = ((str(i), v) for i, v in enumerate(data))
+    else:
+        return {prefix[:-1]: data}
+    flat: dict[str, Any] = {}
+    for key, value in items:
+        flat.update(_flat(value, f"{prefix}{key}."))
+    return flat
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> list[str]:
+    """``path=value`` for each field of *sc* that differs from the bundled scenario of
+    the same name (what ``--set`` changed); empty when there is no such bundled file."""
+    path = bundled.path(sc.name)
+    if path is None:
+        return []
+    try:
+        original = load_scenario(path)
+    except ScenarioError:
+        return []
+    if original.name != sc.name:
+        return []
+    now = _flat(_with_units(Scenario, sc.to_dict()))
+    before = _flat(_with_units(Scenario, original.to_dict()))
+    return [f"{key}={_text(value)}" for key, value in now.items()
+            if before.get(key, object()) != value and key not in ignore
+            and not key.startswith(ignore)]
+
+
+def capacity(sc: Scenario, busiest: float | None = None) -> float | None:
+    """The downstream's capacity in calls/s, or None when it binds nothing: the occ model,
+    or a capacity :data:`UNBOUNDED` times above the *busiest* call rate seen."""
+    if sc.downstream.model == "occ":
+        return None
+    rate = sc.downstream.capacity_rate()
+    if busiest is not None and rate > UNBOUNDED * max(busiest, 1e-9):
+        return None
+    return rate
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
+
+
+def facts(sc: Scenario, strategy: bool = True) -> str:
+    """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget."""
+    w, d, r = sc.workers, sc.downstream, sc.retry
+    if d.model == "occ":
+        parts = [f"{w.count:,} clients start together, updating one row under optimistic "
+                 "concurrency"]
+    else:
+        parts = [f"{w.count:,} workers" if w.count is not None
+                 else "open loop (a caller per job)"]
+        calls_per_job = 1 + (sc.retry.max_retries if sc.retry.max_retries is not None else 10)
+        if d.capacity_rate() > UNBOUNDED * sc.workload.rate * calls_per_job:
+            where = "a downstream that never saturates"
+        else:
+            load = sc.workload.rate / d.capacity_rate()
+            where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
+        parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
+        if sc.workload.backlog:
+            parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")
+        if sc.workload.poison_fraction:
+            parts.append(f"{sc.workload.poison_fraction:.0%} poison jobs")
+    for o in d.outages:
+        what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
+                "error": f"{o.error_rate:.0%} errors"}[o.mode]
+        parts.append(f"{what} {format_duration(o.duration)} at {format_duration(o.start)}")
+    if not d.outages and d.model != "occ":
+        parts.append("no outage")
+    if d.overload.collapse is not None:
+        parts.append("crashes when overloaded")
+    retry = f"{r.strategy} " if strategy else ""
+    limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
+    parts.append(f"retry {retry}base {format_duration(r.base)} cap {format_duration(r.cap)}, "
+                 f"{limit}")
+    if d.model != "occ":
+        parts.append("DLQ on" if sc.dlq.enabled else "DLQ off (failed jobs go back to the queue)")
+    if sc.breaker.enabled:
+        parts.append(f"breaker per {sc.breaker.scope}")
+    if sc.budget is not None:
+        parts.append(f"retry budget {sc.budget.kind}")
+    return "; ".join(parts)
+
+
+def _wrap(parts: list[str], sep: str, width: int = 140) -> list[str]:
+    """*parts* joined by *sep* into lines of at most about *width* characters."""
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(sep) + len(part) > width:
+            lines[-1] += sep.rstrip()
+            lines.append(part)
+        else:
+            lines[-1] += (sep if lines[-1] else "") + part
+    return lines
+
+
+def heading(c: Any, what: str, replication: int | None = None, explain: str = "") -> str:
+    """A figure's title: the scenario and *what* the figure shows, the arms, what the
+    scenario contains, what was overridden, and *explain* (how to read it)."""
+    sc = c.scenario
+    n = len(c.arms)
+    reps = (f" (replication {replication}; {c.replications} per arm)"
+            if replication is not None and c.replications > 1 else "")
+    arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
+    lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
+             *_wrap(facts(sc, strategy=n == 1).split("; "), "; ")]
+    changed = overrides(sc)
+    if changed:
+        lines += _wrap(["changed from the bundled file:", *changed], " ")
+    if explain:
+        lines.append(explain)
+    return "\n".join(lines)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def written_yaml(sc: Scenario) -> str:
+    """:func:`as_written` as YAML, each field with its schema description as a comment
+    (the description itself, shown elsewhere, left out)."""
+    data = as_written(sc)
+    data.pop("description", None)
+    docs = field_docs()
+    lines: list[str] = []
+
+    def emit(node: Any, path: str, indent: str, first: str = "") -> None:
+        for i, (key, value) in enumerate(node.items()):
+            lead = first if i == 0 and first else indent
+            dotted = f"{path}{key}"
+            note = docs.get(re.sub(r"\.\d+\.", ".", dotted))
+            comment = f"  # {note}" if note else ""
+            if isinstance(value, dict) and value:
+                lines.append(f"{lead}{key}:{comment}")
+                emit(value, f"{dotted}.", indent + "  ")
+            elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                lines.append(f"{lead}{key}:{comment}")
+                for j, item in enumerate(value):
+                    emit(item, f"{dotted}.{j}.", indent + "    ", indent + "  - ")
+            else:
+                lines.append(f"{lead}{key}: {_scalar(value)}{comment}")
+
+    emit(data, "", "")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""What every figure shares: the palette, the rc style, 16:9 sizes, the Figure class and the
+Protocols a figure reads its data through."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from typing import Any, Protocol
+
+import matplotlib.figure
+import pandas as pd
+
+from herdsim.config.scenario import Scenario
+
+STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
+    "fixed": "#CC79A7",  # reddish purple
+    "exponential": "#D55E00",  # vermillion
+    "full_jitter": "#0072B2",  # blue
+    "equal_jitter": "#009E73",  # bluish green
+    "decorrelated_jitter": "#56B4E9",  # sky blue
+    "decorrelated_jitter_v2": "#E69F00",  # orange
+    "proportional_jitter": "#882255",  # wine (Tol)
+}
+OTHER_COLORS = ("#332288", "#999933", "#44AA99", "#AA4499", "#000000")  # Tol's muted, black
+LINE_STYLES = ("-", "--", ":", "-.")
+CAPACITY_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
+OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
+WIDE = (16.0, 9.0)  # inches: a 16:9 slide
+STYLE = {
+    "font.size": 14,
+    "axes.titlesize": 15,
+    "axes.titlelocation": "left",
+    "axes.labelsize": 14,
+    "xtick.labelsize": 13,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 13,
+    "figure.titlesize": 18,
+    "figure.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+
+
+class Arm(Protocol):
+    """What a figure needs of an arm (:class:`herdsim.results.comparison.Arm`)."""
+
+    label: str
+    strategy: str
+    settings: dict[str, Any]
+    scenario: Scenario
+
+
+class Comparison(Protocol):
+    """What a figure needs of a comparison (:class:`herdsim.results.comparison.Comparison`)."""
+
+    scenario: Scenario
+    arms: list[Any]
+    replications: int
+    runs: pd.DataFrame
+    timeseries: pd.DataFrame
+    sleeps: pd.DataFrame
+    peaks: pd.DataFrame | None
+
+    @property
+    def varied(self) -> str: ...
+
+    def ranked(self) -> pd.DataFrame: ...
+
+    def missing(self, key: str) -> str: ...
+
+
+class Figure(matplotlib.figure.Figure):
+    """A matplotlib Figure that Jupyter displays even when pyplot was never imported."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
+SLIDE_ARMS = 5  # up to this many arms a figure stays 16:9; more arms make it taller
+
+
+def wide_size(arms: int, per_arm: float = 1.2) -> tuple[float, float]:
+    """16:9 for up to :data:`SLIDE_ARMS` arms; beyond, *per_arm* inches more per arm."""
+    extra = max(0, arms - SLIDE_ARMS) * per_arm
+    return WIDE[0], WIDE[1] + extra
+
+
+def strategy_color(strategy: str) -> str:
+    """The fixed colour of a strategy: built-ins by name, others by a hash of the name."""
+    name = strategy.rpartition(":")[2] if strategy not in STRATEGY_COLORS else strategy
+    if name in STRATEGY_COLORS:
+        return STRATEGY_COLORS[name]
+    return OTHER_COLORS[zlib.crc32(strategy.encode()) % len(OTHER_COLORS)]
+
+
+def arm_styles(arms: list[Arm]) -> dict[str, dict]:
+    """``label -> {color, linestyle}``: the strategy's colour, a style per varied setting."""
+    seen: dict[str, int] = {}
+    styles = {}
+    for arm in arms:
+        k = seen[arm.strategy] = seen.get(arm.strategy, -1) + 1
+        styles[arm.label] = {"color": strategy_color(arm.strategy),
+                             "linestyle": LINE_STYLES[k % len(LINE_STYLES)]}
+    return styles
+
+
+def one(frame: pd.DataFrame, label: str, replication: int = 0) -> pd.DataFrame:
+    """The rows of *frame* for one arm and replication."""
+    return frame[(frame["arm"] == label) & (frame["replication"] == replication)]
+
+
+def shade_outages(ax, windows: list[tuple[float, float]], shift: float = 0.0) -> None:
+    """Grey spans over the outages (moved by *shift* seconds)."""
+    for start, end in windows:
+        ax.axvspan(start - shift, end - shift, **OUTAGE_STYLE)
