@@ -163,9 +163,10 @@ def original_retries(originals: Path, runs: int, rates, sink: Path | None = None
     return pd.DataFrame(rows)
 
 
-def herdsim_runs(experiment: str, runs: int, grid, processes: int | None) -> pd.DataFrame:
-    """herdsim's runs of the arms the original has."""
-    arms = ORIGINAL_ARMS[experiment]
+def herdsim_runs(experiment: str, runs: int, grid, processes: int | None,
+                 arms: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """herdsim's runs of *arms* (default: the arms the original has)."""
+    arms = arms or ORIGINAL_ARMS[experiment]
     if experiment == "collapse":
         return rp.collapse(runs=runs, rates=grid, arms=arms, processes=processes).runs
     return rp.retries(runs=runs, error_rates=grid, arms=arms, processes=processes).runs
@@ -214,6 +215,7 @@ def main() -> int:
     parser.add_argument("--check", type=int, default=2,
                         help="collapse: seeds per arm and rate rerun with the original loop")
     parser.add_argument("--processes", type=int, default=None, help="herdsim's processes")
+    parser.add_argument("--arms", nargs="*", help="herdsim's arms (default: the original's)")
     parser.add_argument("--csv", type=Path, help="append the per-run rows to this CSV "
                                                  "(the originals' as each point ends)")
     args = parser.parse_args()
@@ -231,7 +233,8 @@ def main() -> int:
     grid = args.grid or (rp.COLLAPSE_RATES if args.experiment == "collapse"
                          else RETRY_ORIGINAL_RATES)
     if args.side == "herdsim":
-        frame = herdsim_runs(args.experiment, args.runs, grid, args.processes)
+        frame = herdsim_runs(args.experiment, args.runs, grid, args.processes,
+                             tuple(args.arms) if args.arms else None)
     elif args.originals is None:
         parser.error("--side original needs --originals DIR")
     elif args.experiment == "collapse":

@@ -161,6 +161,8 @@ def test_collapse_follows_the_timeout_bounds():
     alive = rp.collapse(runs=1, rates=(20,), arms=("no backoff",), processes=1)
     assert alive.table["recovered"].tolist() == [1]
     assert set(alive.series["arm"]) == {"no backoff"}
+    (title, shown), = alive.printed()
+    assert title == "collapse" and shown["recovered"].iloc[0].startswith("1/1 [")
     dead = rp.collapse(runs=1, rates=(70,), arms=("no spike",), processes=1,
                        overrides={"duration": "50s"}).table.iloc[0]
     assert dead["recovered"] == 0 and dead["goodput"] < 0.05 * 70
