@@ -20,7 +20,7 @@ def reproduce_command(
         help="aws-2015, collapse or retries (see docs/validation.md).", show_default=False)],
     runs: Annotated[int | None, typer.Option(
         "--runs", min=1, help="Runs per point (default: the published number, 100 for "
-                              "aws-2015; 10 for collapse, 5 for retries).", show_default=False)
+                              "aws-2015; 20 for collapse, 5 for retries).", show_default=False)
     ] = None,
     out: OutOpt = None,
     processes: Annotated[int | None, typer.Option(
@@ -31,7 +31,7 @@ def reproduce_command(
     """Rerun a published experiment: print its table, write CSV and figure to --out.
 
     --set changes the experiment's scenario (scenarios/NAME.yaml), e.g.
-    --set downstream.overload.latency_model=at_start."""
+    --set downstream.overload.latency_model=continuous."""
     if experiment not in EXPERIMENTS:
         raise UsageError(f"reproduce {experiment!r}: no such experiment; choose among "
                          + ", ".join(EXPERIMENTS))
