@@ -38,7 +38,10 @@ def digests(scenario: Path, path: str | None) -> dict[str, str]:
     if path:
         env["PYTHONPATH"] = path
     out = subprocess.run([sys.executable, "-c", CHILD, str(scenario)], env=env,
-                         capture_output=True, text=True, check=True, cwd="/")
+                         capture_output=True, text=True, cwd="/")
+    if out.returncode != 0:  # e.g. an older herdsim that does not know a newer field
+        last = (out.stderr.strip().splitlines() or ["?"])[-1]
+        return {"error": last[:120]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
