@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from herdsim.cli.app import (
+    ForceOpt,
     FormatOpt,
     OutOpt,
     PrometheusOpt,
@@ -21,6 +22,7 @@ from herdsim.cli.app import (
     parse_formats,
     parse_list,
     parse_vary,
+    safe,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import ranked_table
@@ -41,18 +43,19 @@ def compare(
     processes: Annotated[int | None, typer.Option(
         "--processes", min=1, help="Parallel processes (default: all cores).",
         show_default=False)] = None,
-    prometheus: PrometheusOpt = False,
+    prometheus: PrometheusOpt = False, force: ForceOpt = False,
 ) -> None:
     """Run a scenario under several strategies (and settings) with common random numbers."""
     sc = load(scenario, set_)
     names = parse_list("--strategies", strategies_)
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes)
+    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
+                              force=force)
     with console.status("writing outputs and figures…"):
         save_comparison(comparison, target, formats, report=report)
     console.print(ranked_table(comparison))
-    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
+    console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
     if prometheus:
         report_export(openmetrics.export(target))
 

@@ -20,6 +20,7 @@ from herdsim.cli.app import (
     console,
     err_console,
     parse_formats,
+    safe,
 )
 from herdsim.outputs import openmetrics, prometheus_server, sweep_dir
 from herdsim.outputs.compare_dir import load_outputs, redraw
@@ -35,7 +36,7 @@ def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg") -> None:
             written = sweep_dir.save_map(directory, formats)
         else:
             written = redraw(directory, formats)
-    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+    console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
 
 
 @app.command()
@@ -43,7 +44,7 @@ def report(directory: OutputDirArg) -> None:
     """Write a self-contained report.html (scenario, KPI table, figures) into DIR."""
     with console.status("writing the report…"):
         path = write_report(directory, load_outputs(directory))
-    console.print(f"report: [bold]{path}[/]")
+    console.print(f"report: [bold]{safe(path)}[/]")
 
 
 export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True)
@@ -54,9 +55,9 @@ def report_export(exported: openmetrics.Export) -> None:
     span = f"{datetime.fromtimestamp(exported.start):%Y-%m-%d %H:%M:%S} to " \
            f"{datetime.fromtimestamp(exported.end):%H:%M:%S}"
     console.print(f"wrote {exported.samples:,} samples of {exported.series} series "
-                  f"({span}) to [bold]{exported.path}[/]")
+                  f"({span}) to [bold]{safe(exported.path)}[/]")
     console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
-                  f"{exported.path} DATA_DIR", highlight=False, soft_wrap=True)
+                  f"{safe(exported.path)} DATA_DIR", highlight=False, soft_wrap=True)
 
 
 @export_app.command("prometheus")
@@ -89,7 +90,7 @@ def prometheus_command(
         with prometheus_server.serve(directory, port, at, interval, replication) as running:
             begin, end = (datetime.fromtimestamp(running.export.start),
                           datetime.fromtimestamp(running.export.end))
-            console.print(f"Prometheus over {directory}: [bold]{running.url}[/] "
+            console.print(f"Prometheus over {safe(directory)}: [bold]{running.url}[/] "
                           f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
             console.print(f"the seed's query: {running.graph_url()}", highlight=False,
                           soft_wrap=True)

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from herdsim.cli.app import (
+    ForceOpt,
     OutOpt,
     PrometheusOpt,
     ScenarioArg,
@@ -18,6 +19,7 @@ from herdsim.cli.app import (
     console,
     load,
     output_dir,
+    safe,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import summary_table
@@ -31,25 +33,31 @@ from herdsim.results.result import run as run_once
 
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
-        prometheus: PrometheusOpt = False) -> None:
+        prometheus: PrometheusOpt = False, force: ForceOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out."""
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
-    with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
-        result = run_once(sc)
+    with console.status(f"simulating {safe(sc.name)} ({sc.duration:g} s of traffic)…"):
+        result = run_once(sc, force=force)
     with console.status("writing outputs and timeline.png…"):
         save_run(result, target)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
-    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
+    console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
     if prometheus:
         report_export(openmetrics.export(target))
 
 
 @app.command()
-def validate(scenario: ScenarioArg, set_: SetOpt = None) -> None:
+def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annotated[
+        bool, typer.Option("--import-strategy", help="Import a retry.strategy given as "
+                           "module:Class to check it too (this runs its code).")] = False,
+             ) -> None:
     """Check a scenario file and print it fully resolved (defaults filled in)."""
-    sc = load(scenario, set_)
-    console.print(f"[green]ok[/]: {scenario} is a valid scenario")
+    sc = load(scenario, set_, trust_code=import_strategy)
+    console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
+    if strategies.is_import_path(sc.retry.strategy) and not import_strategy:
+        console.print(f"note: retry.strategy {safe(sc.retry.strategy)} is code and was not "
+                      "imported; --import-strategy imports and checks it")
     console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)
 
 
@@ -83,7 +91,7 @@ def list_scenarios(
                                     "choose another folder")
         for name in bundled.names():
             shutil.copyfile(bundled.directory() / f"{name}.yaml", copy_to / f"{name}.yaml")
-        console.print(f"copied {len(bundled.names())} scenarios to [bold]{copy_to}[/]")
+        console.print(f"copied {len(bundled.names())} scenarios to [bold]{safe(copy_to)}[/]")
         return
     table = Table(show_header=True, header_style="bold")
     table.add_column("scenario")

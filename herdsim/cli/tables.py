@@ -6,12 +6,13 @@ from rich import box
 from rich.table import Table
 
 from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, RUN_TABLE, format_value
+from herdsim.cli.app import safe
 from herdsim.results.comparison import Comparison
 
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary: one row per KPI of the registry's run table."""
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = Table(title=safe(title), show_header=True, header_style="bold")
     table.add_column("KPI")
     table.add_column("value", justify="right")
     table.add_column("unit")
@@ -32,8 +33,9 @@ def ranked_table(comparison: Comparison) -> Table:
     """The comparison's arms, best first, with the registry's comparison columns."""
     reps = comparison.replications
     caption = "ranked by recovery time (never last), then peak / capacity"
-    table = Table(title=f"{comparison.scenario.name}: {len(comparison.arms)} arms varying "
-                        f"{comparison.varied}, {reps} replication{'s' * (reps > 1)} each",
+    table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "
+                        f"varying {safe(comparison.varied)}, "
+                        f"{reps} replication{'s' * (reps > 1)} each",
                   caption=caption + ("; ± = 95% confidence interval" if reps > 1 else ""),
                   header_style="bold", box=box.SIMPLE_HEAD)
     frame = comparison.table().drop(columns=[COMPARE_TABLE[key] for key in
@@ -43,7 +45,7 @@ def ranked_table(comparison: Comparison) -> Table:
     for column in frame.columns[1:]:
         table.add_column(column.replace(" ", "\n"), justify="right")
     for rank, row in frame.iterrows():
-        cells = ["[red]never[/]" if value == "never" else value.replace(" ±", "\n±")
+        cells = ["[red]never[/]" if value == "never" else safe(value).replace(" ±", "\n±")
                  for value in row]
         table.add_row(str(rank), *cells)
     return table

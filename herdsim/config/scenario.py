@@ -325,6 +325,10 @@ class Scenario(Section):
         if self.queue is None:
             self.queue = self.name
 
+        if self.bin < 1e-3:
+            raise _FieldError("bin", f"bin ({format_duration(self.bin)}) is below 1ms: figures "
+                                     "and the Prometheus export sample at millisecond "
+                                     "resolution")
         if self.bin > self.duration:
             raise _FieldError("bin", f"bin ({format_duration(self.bin)}) is longer than "
                                      f"duration ({format_duration(self.duration)})")

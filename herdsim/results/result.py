@@ -9,6 +9,7 @@ import pandas as pd
 
 from herdsim.analysis.summary import summarize
 from herdsim.config.scenario import Scenario
+from herdsim.model import estimate
 from herdsim.model.finished import Finished
 from herdsim.model.simulation import simulate
 
@@ -49,6 +50,11 @@ class Result:
         return f"<b>herdsim run: {self.scenario.name}</b>{table}"
 
 
-def run(scenario: Scenario) -> Result:
-    """Run *scenario* once and return its :class:`Result`."""
+def run(scenario: Scenario, force: bool = False) -> Result:
+    """Run *scenario* once and return its :class:`Result`.
+
+    A run this machine cannot hold is refused before simulating
+    (:class:`~herdsim.errors.CapacityError`, see :mod:`herdsim.model.estimate`) unless
+    *force*."""
+    estimate.check([scenario], force=force)
     return Result.from_finished(simulate(scenario))
