@@ -65,3 +65,7 @@ class StrategyError(HerdsimError):
 
 class CapacityError(HerdsimError):
     """A run this machine cannot hold (the estimate is in the message); ``force`` runs it."""
+
+
+class FigureError(OutputDirError):
+    """The data of a run was written, but a figure of it could not be drawn."""

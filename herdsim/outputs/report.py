@@ -13,7 +13,7 @@ from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 
-from herdsim.outputs.atomic import write_file
+from herdsim.outputs.atomic import sealed, write_file
 from herdsim.plots.figures import FIGURES
 from herdsim.results.comparison import Comparison
 
@@ -34,10 +34,10 @@ pre { background: #f6f6f6; padding: 1em; overflow-x: auto; }
 
 
 def _png(directory: Path | None, comparison: Comparison, kind: str) -> bytes:
-    """The figure's PNG: the one saved in *directory*, else drawn now."""
-    saved = directory / f"{kind}.png" if directory is not None else None
-    if saved is not None and saved.is_file():
-        return saved.read_bytes()
+    """The figure's PNG: the one saved in *directory* when it is still the one written with
+    the data (see :func:`~herdsim.outputs.atomic.sealed`), else drawn now."""
+    if directory is not None and sealed(directory, f"{kind}.png"):
+        return (directory / f"{kind}.png").read_bytes()
     buffer = io.BytesIO()
     comparison.plot(kind).savefig(buffer, format="png")
     return buffer.getvalue()
