@@ -85,7 +85,8 @@ def prometheus_command(
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
     at = None if start is None else openmetrics.parse_start(start)
     console.print("exporting, backfilling and starting Prometheus…")
-    signal.signal(signal.SIGTERM, _terminate)  # a kill cleans up like Ctrl-C
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal cleans up
+        signal.signal(signum, _terminate)           # like Ctrl-C (HUP must not just reload)
     try:
         with prometheus_server.serve(directory, port, at, interval, replication) as running:
             begin, end = (datetime.fromtimestamp(running.export.start),
