@@ -54,7 +54,9 @@ def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[
     if missing:
         raise OutputDirError(f"{path}: missing column(s) {', '.join(missing)}")
     for column in numeric:
-        if not pd.api.types.is_numeric_dtype(frame[column]):
+        if len(frame) == 0:
+            frame[column] = frame[column].astype(float)
+        elif not pd.api.types.is_numeric_dtype(frame[column]):
             bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna()
                                 & frame[column].notna()]
             raise OutputDirError(f"{path}: column {column} holds non-numbers "
