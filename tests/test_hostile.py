@@ -27,7 +27,7 @@ from herdsim.cli import app
 from herdsim.config.scenario import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
 from herdsim.model.estimate import available_memory, estimate
-from herdsim.outputs import sweep_dir
+from herdsim.outputs import atomic, sweep_dir
 
 TINY = {"name": "h", "seed": 1, "duration": "1s", "workload": {"rate": 10},
         "workers": {"count": 2}, "downstream": {"concurrency": 2,
@@ -264,12 +264,11 @@ def test_output_dir_problems_are_caught_before_simulating(tmp_path):
 def test_two_runs_into_one_out_keep_both(tmp_path):
     result = herdsim.run(load_scenario(TINY))
     out = tmp_path / "same"
-    from herdsim.outputs import atomic
-    with pytest.raises(herdsim.errors.OutputExistsError, match=r"outputs are in .*same\.1"):
-        with atomic.staged_dir(out) as staging:
-            staging.mkdir()
-            (staging / "a").write_text("1")
-            herdsim.save(result, out)  # another run lands first
+    with pytest.raises(herdsim.errors.OutputExistsError, match=r"outputs are in .*same\.1"), \
+            atomic.staged_dir(out) as staging:
+        staging.mkdir()
+        (staging / "a").write_text("1")
+        herdsim.save(result, out)  # another run lands first
     assert (out / "summary.json").is_file() and (tmp_path / "same.1" / "a").is_file()
 
 
