@@ -291,3 +291,13 @@ def test_an_empty_sweep_task_file_is_redone(tmp_path):
     (tasks / "c0000-s0-r0.json").write_text("")
     (tasks / "c0001-s0-r0.json").write_text(json.dumps({"task": "c0001-s0-r0", "x": 1}))
     assert sweep_dir.finished(tmp_path) == {"c0001-s0-r0"}
+
+
+def test_durations_that_would_not_advance_the_clock_or_never_finish_are_refused():
+    """A 5e-324 s poll interval once hung forever: the clock cannot advance by it."""
+    with pytest.raises(ScenarioError, match="workers.poll_interval: .*below 1us"):
+        load_scenario(_set(TINY, "workers.poll_interval", 5e-324))
+    sc = load_scenario(_set(TINY, "workers.poll_interval", "1us") | {"duration": "1e8s"})
+    assert estimate(sc).events > 1e14  # the poller alone ticks duration / poll_interval
+    with pytest.raises(CapacityError, match="simulated events"):
+        herdsim.run(sc)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -27,8 +28,19 @@ from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import strategies
 
-PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
-NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+RESOLUTION = 1e-6  # 1us: a shorter non-zero duration would not advance the clock
+
+
+def _resolvable(seconds: float) -> float:
+    if 0 < seconds < RESOLUTION:
+        raise ValueError(f"{seconds:g} s is below 1us, herdsim's time resolution")
+    return seconds
+
+
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0),
+                             AfterValidator(_resolvable)]
+NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0),
+                                AfterValidator(_resolvable)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 

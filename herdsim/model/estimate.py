@@ -25,6 +25,8 @@ BYTES_PER_RETRY = 80  # four sleep arrays + the sleeps frame
 BYTES_PER_BIN = 600  # ~20 counter/gauge columns, as arrays and in the frame
 BYTES_PER_WORKER = 3_000  # one SimPy process
 UNBOUNDED_RETRIES = 20  # calls per job assumed when max_retries is null
+MAX_EVENTS = 5e9  # simulated events beyond which a run would take many hours
+EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,12 @@ class Estimate:
     calls: float
     rows: float
     bytes: float
+    events: float
 
     def describe(self) -> str:
-        return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls and "
-                f"{self.rows:,.0f} time-series rows, ~{_size(self.bytes)} of memory")
+        return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls, "
+                f"{self.rows:,.0f} time-series rows and {self.events:,.0f} simulated events, "
+                f"~{_size(self.bytes)} of memory")
 
 
 def estimate(scenario: Scenario) -> Estimate:
@@ -56,7 +60,9 @@ def estimate(scenario: Scenario) -> Estimate:
     per = BYTES_PER_OPEN_LOOP_JOB if scenario.workers.count is None else BYTES_PER_JOB
     memory = (jobs * per + calls * BYTES_PER_CALL + (calls - jobs) * BYTES_PER_RETRY
               + rows * BYTES_PER_BIN + (scenario.workers.count or 0) * BYTES_PER_WORKER)
-    return Estimate(jobs, calls, rows, memory)
+    ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
+    events = calls * EVENTS_PER_CALL + ticks + rows
+    return Estimate(jobs, calls, rows, memory, events)
 
 
 def available_memory() -> float:
@@ -76,12 +82,20 @@ def available_memory() -> float:
 
 def check(scenarios: Iterable[Scenario], at_once: int = 1, force: bool = False) -> None:
     """Raise :class:`CapacityError` when the largest of *scenarios*, *at_once* of them
-    running together, needs more memory than this machine has available."""
+    running together, needs more memory than this machine has available, or more than
+    :data:`MAX_EVENTS` simulated events (hours of work)."""
     if force:
         return
-    largest = max((estimate(s) for s in scenarios), key=lambda e: e.bytes, default=None)
-    if largest is None:
+    guesses = [estimate(s) for s in scenarios]
+    if not guesses:
         return
+    longest = max(guesses, key=lambda e: e.events)
+    if longest.events > MAX_EVENTS:
+        raise CapacityError(
+            f"this run needs {longest.describe()}: many hours of simulation. Shorten "
+            "duration, lower workload.rate or lengthen workers.poll_interval; or pass "
+            "--force (force=True) to run it anyway")
+    largest = max(guesses, key=lambda e: e.bytes)
     free = available_memory()
     if largest.bytes * max(1, at_once) > free:
         together = f" x {at_once} at once" if at_once > 1 else ""

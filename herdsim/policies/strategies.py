@@ -250,6 +250,8 @@ class Checked:
         self.stateful = bool(getattr(inner, "stateful", False))
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(attribute)
         return getattr(self.inner, attribute)
 
     def sleep(self, attempt: int, prev: Any, rng: np.random.Generator) -> Any:
