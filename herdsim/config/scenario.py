@@ -28,7 +28,7 @@ from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import strategies
 
-RESOLUTION = 1e-6  # 1us: a shorter non-zero duration would not advance the clock
+RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
 
 
 def _resolvable(seconds: float) -> float:
@@ -37,10 +37,9 @@ def _resolvable(seconds: float) -> float:
     return seconds
 
 
-PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0),
-                             AfterValidator(_resolvable)]
-NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0),
-                                AfterValidator(_resolvable)]
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+Period = Annotated[PositiveDuration, AfterValidator(_resolvable)]  # a step repeated all run
+NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
@@ -111,7 +110,7 @@ class Workload(Section):
 class Workers(Section):
     count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
-    poll_interval: PositiveDuration = 1.0
+    poll_interval: Period = 1.0
 
 
 class Service(Section):
@@ -194,7 +193,7 @@ class Downstream(Section):
 
 class Retry(Section):
     strategy: str = "exponential"
-    base: PositiveDuration = 0.1
+    base: Period = 0.1
     cap: PositiveDuration = 30.0
     max_retries: int | None = Field(5, ge=0)
     poison_retryable: bool = True
