@@ -56,3 +56,16 @@ class ExecutorError(HerdsimError):
 
 class PrometheusError(HerdsimError):
     """Prometheus or promtool cannot be found, started or reached."""
+
+
+class StrategyError(HerdsimError):
+    """A user's strategy failed: it raised, or returned a sleep that is not a finite
+    number >= 0. The message names the strategy, the attempt and the value."""
+
+
+class CapacityError(HerdsimError):
+    """A run this machine cannot hold (the estimate is in the message); ``force`` runs it."""
+
+
+class FigureError(OutputDirError):
+    """The data of a run was written, but a figure of it could not be drawn."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -17,7 +19,7 @@ from typer.core import TyperGroup
 
 from herdsim.config import bundled
 from herdsim.config.scenario import Scenario, load_scenario
-from herdsim.errors import HerdsimError, OutputExistsError, UsageError
+from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
 
 
 class Boundary(TyperGroup):
@@ -29,7 +31,7 @@ class Boundary(TyperGroup):
             return super().invoke(ctx)
         except HerdsimError as exc:
             for line in str(exc).splitlines() or [type(exc).__name__]:
-                err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False,
+                err_console.print(f"[bold red]error:[/] {safe(line)}", highlight=False,
                                   soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
@@ -69,9 +71,19 @@ OutOpt = Annotated[
     Path | None, typer.Option("--out", metavar="DIR",
                               help="Output directory (default runs/<name>-<time>).")
 ]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Run even when the estimate says this machine cannot hold the run.")]
 PrometheusOpt = Annotated[
     bool, typer.Option("--prometheus", help="Also write metrics.om (see 'export prometheus').")
 ]
+
+
+def safe(text: object) -> str:
+    """*text* ready for a rich console: markup escaped, control characters (ANSI escapes,
+    NUL, bidi overrides …) shown as ``\\x1b`` rather than sent to the terminal."""
+    shown = "".join(ch if ch.isprintable() or ch in "\t\n" else f"\\x{ord(ch):02x}"
+                    for ch in str(text))
+    return escape(shown)
 
 
 def parse_sets(sets: list[str] | None) -> dict[str, str]:
@@ -85,20 +97,37 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     return overrides
 
 
-def load(path: Path, sets: list[str] | None) -> Scenario:
+def load(path: Path, sets: list[str] | None, trust_code: bool = True) -> Scenario:
+    """The scenario at *path* (or bundled under that name) with ``--set`` applied;
+    ``trust_code=False`` leaves a ``module:Class`` strategy unimported."""
     try:
         overrides = parse_sets(sets)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    return load_scenario(bundled.resolve(path), overrides)
+    return load_scenario(bundled.resolve(path), overrides, trust_code)
+
+
+def slug(name: str) -> str:
+    """*name* as one safe path component: word characters, ``.`` and ``-``, 80 at most."""
+    return re.sub(r"[^\w.-]+", "-", name).strip("-.")[:80] or "run"
 
 
 def output_dir(out: Path | None, name: str) -> Path:
-    """The run's output directory: *out*, or ``runs/<name>-<timestamp>``; must not exist."""
+    """The output directory: *out*, or ``runs/<slug of name>-<timestamp>`` (always under
+    ``runs/``). Checked before any simulation: it must not exist (not even as a dangling
+    symlink) and its nearest existing parent must be a writable directory."""
     if out is None:
-        out = Path("runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
-    if out.exists():
-        raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
+        out = Path("runs") / f"{slug(name)}-{datetime.now():%Y%m%d-%H%M%S}"
+    if os.path.lexists(out):
+        what = "is a dangling symlink" if not out.exists() else "already exists"
+        raise OutputExistsError(f"{out}: {what}; choose another --out or remove it")
+    parent = out.absolute().parent
+    while not os.path.lexists(parent):
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputDirError(f"{out}: cannot be created: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputDirError(f"{out}: cannot be created: {parent} is not writable")
     return out
 
 

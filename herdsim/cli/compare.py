@@ -9,6 +9,7 @@ import typer
 from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
+    ForceOpt,
     FormatOpt,
     JsonOpt,
     OutOpt,
@@ -28,6 +29,7 @@ from herdsim.cli.app import (
     parse_formats,
     parse_list,
     parse_vary,
+    safe,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import ranked_table
@@ -49,7 +51,7 @@ def compare(
         "--processes", min=1, help="Parallel processes (default: all cores).",
         show_default=False)] = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-    fail_if: FailIfOpt = None,
+    fail_if: FailIfOpt = None, force: ForceOpt = False,
 ) -> None:
     """Run a scenario under several strategies (and settings) with common random numbers.
 
@@ -60,14 +62,14 @@ def compare(
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
     comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
-                              progress=not (quiet or json_))
+                              progress=not (quiet or json_), force=force)
     save_comparison(comparison, target, formats, report=report)
     if json_:
         emit_json(comparison.to_json())
     elif not quiet:
         console.print(ranked_table(comparison, console.width))
     if not quiet:
-        (err_console if json_ else console).print(f"outputs: [bold]{target}[/]",
+        (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
                                                   soft_wrap=True)
     if prometheus:
         exported = openmetrics.export(target)

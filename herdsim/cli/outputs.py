@@ -22,6 +22,7 @@ from herdsim.cli.app import (
     err_console,
     parse_formats,
     parse_list,
+    safe,
 )
 from herdsim.errors import UsageError
 from herdsim.outputs import openmetrics, prometheus_server, sweep_dir
@@ -47,7 +48,7 @@ def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
             written = sweep_dir.save_map(directory, formats)
         else:
             written = redraw(directory, formats, chosen)
-    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+    console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
 
 
 @app.command()
@@ -59,7 +60,7 @@ def report(directory: OutputDirArg) -> None:
             path = write_sweep_report(directory)
         else:
             path = write_report(directory, load_outputs(directory))
-    console.print(f"report: [bold]{path}[/]")
+    console.print(f"report: [bold]{safe(path)}[/]")
 
 
 export_app = typer.Typer(help="Export a run's outputs for other tools.", no_args_is_help=True,
@@ -71,9 +72,9 @@ def report_export(exported: openmetrics.Export) -> None:
     span = f"{datetime.fromtimestamp(exported.start):%Y-%m-%d %H:%M:%S} to " \
            f"{datetime.fromtimestamp(exported.end):%H:%M:%S}"
     console.print(f"wrote {exported.samples:,} samples of {exported.series} series "
-                  f"({span}) to [bold]{exported.path}[/]")
+                  f"({span}) to [bold]{safe(exported.path)}[/]")
     console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
-                  f"{exported.path} DATA_DIR", highlight=False, soft_wrap=True)
+                  f"{safe(exported.path)} DATA_DIR", highlight=False, soft_wrap=True)
 
 
 @export_app.command("prometheus")
@@ -101,12 +102,13 @@ def prometheus_command(
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
     at = None if start is None else openmetrics.parse_start(start)
     console.print("exporting, backfilling and starting Prometheus…")
-    signal.signal(signal.SIGTERM, _terminate)  # a kill cleans up like Ctrl-C
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal cleans up
+        signal.signal(signum, _terminate)           # like Ctrl-C (HUP must not just reload)
     try:
         with prometheus_server.serve(directory, port, at, interval, replication) as running:
             begin, end = (datetime.fromtimestamp(running.export.start),
                           datetime.fromtimestamp(running.export.end))
-            console.print(f"Prometheus over {directory}: [bold]{running.url}[/] "
+            console.print(f"Prometheus over {safe(directory)}: [bold]{running.url}[/] "
                           f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
             console.print(f"the seed's query, per arm: {running.graph_url()}", highlight=False,
                           soft_wrap=True)

@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 
 from herdsim.analysis.kpis import format_value
-from herdsim.cli.app import OutOpt, SetOpt, app, console, output_dir, parse_sets
+from herdsim.cli.app import OutOpt, SetOpt, app, console, output_dir, parse_sets, safe
 from herdsim.errors import UsageError
 from herdsim.experiments.reproduce import EXPERIMENTS, reproduce
 
@@ -48,6 +48,6 @@ def reproduce_command(
             cells = [value.item() if hasattr(value, "item") else value for value in row]
             table.add_row(*(format_value(v) for v in cells))
         console.print(table)
-    console.print(f"outputs: [bold]{target}[/]", soft_wrap=True)
+    console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
 
 

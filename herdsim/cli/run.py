@@ -12,6 +12,7 @@ from rich.table import Table
 from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
+    ForceOpt,
     FormatOpt,
     JsonOpt,
     OutOpt,
@@ -27,6 +28,7 @@ from herdsim.cli.app import (
     load,
     output_dir,
     parse_formats,
+    safe,
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
@@ -42,7 +44,7 @@ from herdsim.results.result import run as run_once
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-        fail_if: FailIfOpt = None, fmt: FormatOpt = "png") -> None:
+        fail_if: FailIfOpt = None, fmt: FormatOpt = "png", force: ForceOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
@@ -50,15 +52,15 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
-    with SimProgress(f"simulating {sc.name}", enabled=not (quiet or json_)) as progress:
-        result = run_once(sc, progress=progress)
+    with SimProgress(f"simulating {safe(sc.name)}", enabled=not (quiet or json_)) as progress:
+        result = run_once(sc, progress=progress, force=force)
     save_run(result, target, formats)
     if json_:
         emit_json(result.summary)
     elif not quiet:
         console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
     if not quiet:
-        (err_console if json_ else console).print(f"outputs: [bold]{target}[/]",
+        (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
                                                   soft_wrap=True)
     if prometheus:
         exported = openmetrics.export(target)
@@ -68,10 +70,16 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 
 
 @app.command()
-def validate(scenario: ScenarioArg, set_: SetOpt = None) -> None:
+def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annotated[
+        bool, typer.Option("--import-strategy", help="Import a retry.strategy given as "
+                           "module:Class to check it too (this runs its code).")] = False,
+             ) -> None:
     """Check a scenario file and print it fully resolved (defaults filled in)."""
-    sc = load(scenario, set_)
-    console.print(f"[green]ok[/]: {scenario} is a valid scenario")
+    sc = load(scenario, set_, trust_code=import_strategy)
+    console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
+    if strategies.is_import_path(sc.retry.strategy) and not import_strategy:
+        console.print(f"note: retry.strategy {safe(sc.retry.strategy)} is code and was not "
+                      "imported; --import-strategy imports and checks it")
     console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)
 
 
@@ -105,7 +113,7 @@ def list_scenarios(
                                     "choose another folder")
         for name in bundled.names():
             shutil.copyfile(bundled.directory() / f"{name}.yaml", copy_to / f"{name}.yaml")
-        console.print(f"copied {len(bundled.names())} scenarios to [bold]{copy_to}[/]")
+        console.print(f"copied {len(bundled.names())} scenarios to [bold]{safe(copy_to)}[/]")
         return
     table = Table(show_header=True, header_style="bold")
     table.add_column("scenario")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from herdsim.cli.app import ScenarioArg, SetOpt, app, console, err_console, parse_sets
+from herdsim.cli.app import ScenarioArg, SetOpt, app, console, err_console, parse_sets, safe
 from herdsim.config import bundled
 from herdsim.experiments import sweep
 from herdsim.outputs import sweep_dir
@@ -45,15 +45,15 @@ def sweep_command(
     plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_))
     target = out or plan.default_out()
     sweep_dir.check(target, plan.manifest())
-    console.print(f"sweep {plan.name}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
+    console.print(f"sweep {safe(plan.name)}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
                   f"{len(plan.strategies)} strategies, {replications} replications), "
-                  f"{len(sweep_dir.finished(target))} already done -> [bold]{target}[/]")
+                  f"{len(sweep_dir.finished(target))} already done -> [bold]{safe(target)}[/]")
     try:
         sweep.run_sweep(plan, target, processes, scheduler)
     except KeyboardInterrupt:
         saved = len(sweep_dir.finished(target))
         err_console.print(f"interrupted: {saved} of {plan.n_tasks} tasks are saved in "
-                          f"{target}; rerun the same command to continue" if saved else
+                          f"{safe(target)}; rerun the same command to continue" if saved else
                           "interrupted: nothing was written")
         raise typer.Exit(130) from None
     counts = sweep_dir.class_counts(target)
@@ -61,11 +61,11 @@ def sweep_command(
     for column in ("strategy", *counts.columns):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for strategy, row in counts.iterrows():
-        table.add_row(str(strategy), *(str(n) for n in row))
+        table.add_row(safe(strategy), *(str(n) for n in row))
     console.print(table)
     written = [target / name for name in sweep_dir.TABLES]
     if draw_map:
         written += sweep_dir.save_map(target)
-    console.print("wrote " + ", ".join(str(path) for path in written), soft_wrap=True)
+    console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
 
 

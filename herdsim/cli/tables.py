@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
+from herdsim.cli.app import safe
 from herdsim.results.comparison import RANK_RULE, Comparison
 
 WIDE_ONLY = ("DLQ", "pending", "crashes after")  # summary.csv has them; a terminal has no room
@@ -15,7 +16,7 @@ STATE_STYLE = {"recovered": "green", "degraded": "yellow", "metastable": "bold r
 
 def summary_table(summary: dict, title: str) -> Table:
     """The run summary: one row per KPI of the registry's run table (state first)."""
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = Table(title=safe(title), show_header=True, header_style="bold")
     table.add_column("KPI")
     table.add_column("value", justify="right")
     table.add_column("unit")
@@ -68,15 +69,16 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
         notes.append("≥ = a lower bound (pending jobs at their age)")
     if dropped:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
-    table = Table(title=f"{comparison.scenario.name}: {len(comparison.arms)} arms varying "
-                        f"{comparison.varied}, {reps} replication{'s' * (reps > 1)} each",
+    table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "
+                        f"varying {safe(comparison.varied)}, "
+                        f"{reps} replication{'s' * (reps > 1)} each",
                   caption="; ".join(notes), header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("arm", overflow="fold", min_width=11)
     for column in frame.columns[1:]:  # never "…": a hidden digit would mislead
         table.add_column(column.replace(" ", "\n"), justify="right", no_wrap=True)
     for rank, row in frame.iterrows():
-        cells = [row["arm"]]
+        cells = [safe(row["arm"])]
         for column, value in row.items():
             if column == "arm":
                 continue

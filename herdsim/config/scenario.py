@@ -12,19 +12,33 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
 from herdsim.config.durations import format_duration, parse_duration
-from herdsim.errors import ScenarioError
+from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import strategies
 
+RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
+
+
+def _resolvable(seconds: float) -> float:
+    if 0 < seconds < RESOLUTION:
+        raise ValueError(f"{seconds:g} s is below 1us, herdsim's time resolution")
+    return seconds
+
+
 PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+Period = Annotated[PositiveDuration, AfterValidator(_resolvable)]  # a step repeated all run
 NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
@@ -42,8 +56,50 @@ def _retry_after(value: object) -> object:
 RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after)]
 
 
+LIMIT = 1e9  # no number that sizes a run (seconds, rates, counts) may exceed this
+MAX_NAME = 100  # characters of a scenario name (it names output directories)
+MAX_NODES = 100_000  # YAML nodes of one scenario, aliases expanded (a "billion laughs" guard)
+_UNBOUNDED = frozenset({"seed"})
+
+
+def _admits_bool(annotation: Any) -> bool:
+    """True when *annotation* (``bool``, ``bool | None``, ``Any`` …) accepts a boolean."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_admits_bool(arg) for arg in getattr(annotation, "__args__", ()))
+
+
+def _printable(text: str, what: str) -> str:
+    """*text* unless it holds control characters (ANSI escapes, newlines, NUL …)."""
+    bad = next((ch for ch in text if not ch.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{what} holds the control character {bad!r}")
+    return text
+
+
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    """Base of every section: unknown fields, NaN/inf, booleans given for numbers and
+    numbers beyond :data:`LIMIT` are refused in one place, for every field."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if not _admits_bool(annotation) and annotation is not str:
+                raise ValueError("expected a number, not a boolean")
+        return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and info.field_name not in _UNBOUNDED and abs(value) > LIMIT:
+            raise ValueError(f"{value:g} is beyond {LIMIT:g}, the largest number herdsim "
+                             "accepts for a duration, rate or count")
+        return value
 
 
 class Spike(Section):
@@ -69,7 +125,7 @@ class Workers(Section):
     clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
                                                          "over this many clients")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
-    poll_interval: PositiveDuration = 1.0
+    poll_interval: Period = 1.0
     attempt_overhead: NonNegativeDuration = Field(
         0.0, description="what one attempt costs the client before the call leaves")
 
@@ -77,7 +133,7 @@ class Workers(Section):
 class Service(Section):
     distribution: Literal["constant", "exponential", "lognormal"] = "exponential"
     mean: PositiveDuration = 0.1
-    sigma: float = Field(0.5, gt=0, description="lognormal shape (std-dev of log)")
+    sigma: float = Field(0.5, gt=0, le=10, description="lognormal shape (std-dev of log)")
 
 
 class Outage(Section):
@@ -160,31 +216,39 @@ class Downstream(Section):
 
 class Retry(Section):
     strategy: str = "exponential"
-    base: PositiveDuration = 0.1
+    base: Period = 0.1
     cap: PositiveDuration = 30.0
     max_retries: int | None = Field(5, ge=0)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
     retry_after: Literal["ignore", "use", "at_least"] = Field(
         "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
+    _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
 
     @model_validator(mode="after")
-    def _strategy_exists(self) -> Retry:
+    def _strategy_exists(self, info: ValidationInfo) -> Retry:
         if self.cap < self.base:
             raise _FieldError(
                 "retry.cap",
                 f"cap ({format_duration(self.cap)}) is below base ({format_duration(self.base)})",
             )
+        if not (info.context or {}).get("trust_code", True) \
+                and strategies.is_import_path(self.strategy):
+            self._untrusted = True  # code named by a file being read: a name, not imported
+            return self
         try:
             self.build()
         except strategies.ParamsError as exc:
             raise _FieldError("retry.params", str(exc)) from None
-        except ValueError as exc:
+        except (ValueError, StrategyError) as exc:
             raise _FieldError("retry.strategy", str(exc)) from None
         return self
 
     def build(self) -> strategies.Strategy:
-        """The strategy object this section describes."""
+        """The strategy object this section describes (never one read untrusted)."""
+        if self._untrusted:
+            raise ValueError(f"strategy {self.strategy!r} was read from a file without "
+                             "importing it (a strategy named by an import path is code)")
         return strategies.build(self.strategy, self.base, self.cap, self.params)
 
 
@@ -267,7 +331,7 @@ class Budget(Section):
 class Scenario(Section):
     """A whole simulation: what arrives, who works, what they call, how they retry."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
     description: str = ""
     seed: int = Field(0, ge=0)
     duration: PositiveDuration
@@ -282,13 +346,35 @@ class Scenario(Section):
     breaker: Breaker = Breaker()
     budget: Budget | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, name: str) -> str:
+        _printable(name, "the name")
+        if "/" in name or "\\" in name or name.strip(". ") == "" or name.startswith("."):
+            raise ValueError(f"{name!r} cannot name an output directory: no '/', '\\', "
+                             "leading '.' or bare dots")
+        return name
+
+    @field_validator("queue")
+    @classmethod
+    def _label_value(cls, queue: str | None) -> str | None:
+        if queue is not None and not queue.strip():
+            raise ValueError("an empty queue label is no label to Prometheus; "
+                             "omit it to use the name")
+        return None if queue is None else _printable(queue, "the queue label")
+
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if self.queue is None:
             self.queue = self.name
 
+        if self.bin < 1e-3:
+            raise _FieldError("bin", f"bin ({format_duration(self.bin)}) is below 1ms: figures "
+                                     "and the Prometheus export sample at millisecond "
+                                     "resolution")
         if self.bin > self.duration:
-            raise ValueError("bin is longer than the run's duration")
+            raise _FieldError("bin", f"bin ({format_duration(self.bin)}) is longer than "
+                                     f"duration ({format_duration(self.duration)})")
         for i, outage in enumerate(self.downstream.outages):
             if outage.end > self.duration:
                 raise _FieldError(
@@ -395,7 +481,8 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
                 message = "required field is missing"
             elif "input" in err and not isinstance(err["input"], (dict, list)) \
                     and f"got {err['input']!r}" not in message:
-                message += f" (got {err['input']!r})"
+                shown = repr(err["input"])
+                message += f" (got {shown if len(shown) <= 80 else shown[:79] + '…'})"
         problems.append((field, message))
     return problems
 
@@ -433,14 +520,85 @@ def _section_type(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def validate(data: Any, source: str | None = None) -> Scenario:
-    """Validate plain data (as parsed from YAML) into a :class:`Scenario`."""
+def validate(data: Any, source: str | None = None, trust_code: bool = True) -> Scenario:
+    """Validate plain data (as parsed from YAML) into a :class:`Scenario`.
+
+    ``trust_code=False`` keeps a ``retry.strategy: module:Class`` as a name without
+    importing it (for readers of someone else's files).
+    """
     if not isinstance(data, dict):
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={"trust_code": trust_code})
     except ValidationError as exc:
         raise ScenarioError(_problems(exc), source) from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a mapping key must be a plain value, got {key!r}",
+                    key_node.start_mark) from None
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+def _count_nodes(data: Any, budget: int = MAX_NODES) -> None:
+    """Refuse documents whose values (aliases expanded) exceed *budget* nodes."""
+    stack, count = [data], 0
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > budget:
+            raise ScenarioError([("", f"more than {budget:,} values (aliases expanded); "
+                                      "not a scenario")])
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML *text* (duplicate keys refused); raise ``ValueError`` with a one-line
+    reason naming the line and column."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"YAML syntax error at {where}{problem}") from None
+    except RecursionError:
+        raise ValueError("YAML nested too deeply") from None
+    _count_nodes(data)
+    return data
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a scenario file; a clear ``ValueError`` for binary files, UTF-16
+    and other encodings."""
+    raw = path.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError("the file is UTF-16; save it as UTF-8")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    if "\x00" in text:
+        raise ValueError("a binary file (it holds NUL bytes), not a YAML scenario")
+    return text
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
@@ -450,7 +608,10 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
     A path that names no field of the scenario raises :class:`ScenarioError`.
     """
     for path, raw in (overrides or {}).items():
-        value = yaml.safe_load(raw) if isinstance(raw, str) else raw
+        try:
+            value = parse_yaml(raw) if isinstance(raw, str) else raw
+        except ValueError as exc:
+            raise ScenarioError([(path, f"--set value {raw!r} is not YAML: {exc}")]) from None
         if isinstance(value, str) and value == "":
             value = raw
         _set_path(data, path, value)
@@ -495,10 +656,13 @@ def _set_path(data: dict, path: str, value: Any) -> None:
 
 
 def load_scenario(
-    source: str | Path | dict, overrides: dict[str, Any] | None = None
+    source: str | Path | dict, overrides: dict[str, Any] | None = None,
+    trust_code: bool = True,
 ) -> Scenario:
     """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
 
+    A ``retry.strategy: module:Class`` is code: it is imported only with ``trust_code``
+    (the default); readers of output directories pass ``trust_code=False``.
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
     label = None
@@ -508,18 +672,17 @@ def load_scenario(
         path = Path(source)
         label = str(path)
         try:
-            text = path.read_text()
+            data = parse_yaml(read_text(path))
         except FileNotFoundError:
             raise ScenarioError([("", "no such file")], label) from None
+        except IsADirectoryError:
+            raise ScenarioError([("", "a directory, not a scenario file")], label) from None
         except OSError as exc:
             raise ScenarioError([("", f"cannot read: {exc.strerror}")], label) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ScenarioError([("", f"YAML syntax error at {where}{problem}")], label) from None
+        except ValueError as exc:
+            raise ScenarioError([("", str(exc))], label) from None
+        except ScenarioError as exc:
+            raise ScenarioError(exc.problems, label) from None
         if data is None:
             raise ScenarioError([("", "the file is empty")], label)
     if not isinstance(data, dict):
@@ -529,4 +692,4 @@ def load_scenario(
     except ScenarioError as exc:
         exc.source = label
         raise ScenarioError(exc.problems, label) from None
-    return validate(data, label)
+    return validate(data, label, trust_code)

@@ -17,7 +17,8 @@ import rich
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
-from herdsim.experiments.parallel import imap_unordered
+from herdsim.experiments.parallel import default_processes, imap_unordered
+from herdsim.model import estimate
 from herdsim.policies import strategies as strategy_registry
 from herdsim.results.comparison import (
     Arm,
@@ -72,7 +73,7 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
 def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     """Run one (arm, replication) in a worker process; return only what a comparison keeps."""
     scenario, replication = task
-    result = run(seeded(scenario, replication))
+    result = run(seeded(scenario, replication), force=True)  # compare() checked the arms
     return {
         "summary": result.summary,
         "timeseries": result.timeseries,
@@ -88,14 +89,17 @@ def _runs_in_main_only(arms: list[Arm]) -> bool:
 
 def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = None,
             vary: dict[str, Sequence[Any]] | None = None, replications: int = 1,
-            processes: int | None = None, progress: bool | None = None) -> Comparison:
+            processes: int | None = None, progress: bool | None = None,
+            force: bool = False) -> Comparison:
     """Run every arm of *scenario* ``replications`` times and line them up.
 
     *strategies* defaults to every built-in; *vary* maps dotted scenario keys to the values
     to try. Runs go to ``processes`` local processes (default: all cores); strategies
     defined in ``__main__`` (a notebook) run in this process. ``progress`` shows a rich
     progress bar (default: in a terminal, not in Jupyter, where rich needs ipywidgets).
-    A bad strategy or setting raises :class:`ScenarioError` before anything runs.
+    A bad strategy or setting raises :class:`ScenarioError` before anything runs, and arms
+    this machine cannot hold, run ``processes`` at a time, :class:`CapacityError` (unless
+    *force*).
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     if replications < 1:
@@ -104,6 +108,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if _runs_in_main_only(arms):
         processes = 1
+    at_once = min(len(tasks), processes or default_processes())
+    estimate.check([arm.scenario for arm in arms], at_once, force)
     if progress is None:
         progress = not rich.get_console().is_jupyter
     label = f"{base.name}: {len(arms)} arms x {replications}" if progress else None

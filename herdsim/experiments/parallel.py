@@ -44,6 +44,7 @@ from rich.progress import (
 from rich.text import Text
 
 from herdsim.errors import ExecutorError
+from herdsim.outputs.children import die_with_parent
 
 T = TypeVar("T")
 AHEAD = 2  # tasks submitted per worker before waiting for a result
@@ -174,21 +175,36 @@ def imap_unordered(
                 bar.advance(task)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the driver, which stops the pool cleanly."""
+def _init_worker() -> None:
+    """Pool workers leave Ctrl-C to the driver, which stops them, and die with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Stop *pool* without waiting for the tasks running in it (Ctrl-C, an error, or a
+    caller that stopped reading): cancel what is queued, terminate the workers."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with contextlib.suppress(OSError, ValueError):
+            process.terminate()
+    for process in workers:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(5)
 
 
 def _pool(func: Callable[[Any], T], args: Iterable[Any], processes: int
           ) -> Iterator[tuple[int, T]]:
     todo = enumerate(args)
-    pool = ProcessPoolExecutor(max_workers=processes, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=processes, initializer=_init_worker)
     pending: dict[Future, int] = {}
 
     def submit(count: int) -> None:
         for index, arg in itertools.islice(todo, count):
             pending[pool.submit(func, arg)] = index
 
+    complete = False
     try:
         submit(AHEAD * processes)
         while pending:
@@ -196,8 +212,12 @@ def _pool(func: Callable[[Any], T], args: Iterable[Any], processes: int
             for future in done:
                 yield pending.pop(future), future.result()
                 submit(1)
+        complete = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if complete:
+            pool.shutdown(wait=True)
+        else:
+            _stop_now(pool)
 
 
 def _dask(func: Callable[[Any], T], args: Iterable[Any], scheduler: str, processes: int

@@ -22,15 +22,16 @@ A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from herdsim.config.scenario import Scenario, load_scenario
-from herdsim.errors import OutputDirError
+from herdsim.errors import FigureError, OutputDirError, ScenarioError
+from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir
 from herdsim.outputs.report import write_report
 from herdsim.plots.figures import FIGURES
@@ -54,6 +55,21 @@ def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str]
             figure.savefig(path, format=fmt)
             written.append(path)
     return written
+
+
+@contextlib.contextmanager
+def _drawing(failures: list[str]) -> Iterator[None]:
+    """Drawing is last and may fail (a figure library's limit): note it, keep the data."""
+    try:
+        yield
+    except Exception as exc:  # the data is worth more than the picture
+        failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+def _report_failures(out: Path, failures: list[str]) -> None:
+    if failures:
+        raise FigureError(f"{out}: the data is written, but a figure could not be drawn "
+                          f"({failures[0]}); 'herdsim plot {out}' retries it")
 
 
 def redraw(directory: str | Path, formats: Sequence[str],
@@ -82,7 +98,9 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",))
         (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
         (staging / "scenario.yaml").write_text(result.scenario.to_yaml())
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
-        save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
+        with _drawing(failures := []):
+            save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
+    _report_failures(Path(out), failures)
     return Path(out)
 
 
@@ -102,16 +120,19 @@ def save_comparison(comparison: Comparison, out: str | Path,
                 for a in comparison.arms]
         meta = {"replications": comparison.replications, "arms": arms}
         (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
-        save_figures(comparison, staging, formats)
-        if report:
-            write_report(staging, comparison)
+        with _drawing(failures := []):
+            save_figures(comparison, staging, formats)
+            if report:
+                write_report(staging, comparison)
+    _report_failures(Path(out), failures)
     return Path(out)
 
 
 def load_outputs(directory: str | Path) -> Comparison:
-    """Read a comparison directory, or a run directory as a one-arm comparison.
+    """Read a comparison directory, or a run directory as a one-arm comparison, checking
+    every file against what the writer wrote (see :mod:`herdsim.outputs.reading`).
 
-    Raises :class:`OutputDirError` when *directory* is neither.
+    Raises :class:`OutputDirError` when *directory* is neither, or is damaged.
     """
     directory = Path(directory)
     if (directory / COMPARE_MARKER).is_file():
@@ -124,35 +145,49 @@ def load_outputs(directory: str | Path) -> Comparison:
                          f"{COMPARE_MARKER})")
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except FileNotFoundError:
-        raise OutputDirError(f"{path.parent}: {path.name} is missing") from None
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
+TIMESERIES_COLUMNS = ("time", "arrivals", "attempts", "success", "retry", "failed_dlq")
+SLEEP_COLUMNS = ("time", "attempt", "sleep")
 
 
-def _read_scenario(directory: Path) -> Scenario:
-    return load_scenario(directory / "scenario.yaml")
+def _summary_problem(summary: object) -> str | None:
+    if not isinstance(summary, dict) or not summary:
+        return "expected an object of KPIs"
+    wrong = [k for k, v in summary.items() if v is not None
+             and not isinstance(v, (int, float, str, bool, list, dict))]
+    return f"KPI {wrong[0]} has no usable value" if wrong else None
 
 
 def _load_comparison(directory: Path) -> Comparison:
-    meta = json.loads((directory / COMPARE_MARKER).read_text())
-    base = _read_scenario(directory)
-    arms = [Arm(a["label"], a["strategy"], a["settings"],
-                arm_scenario(base, a["strategy"], a["settings"], check_strategy=False))
-            for a in meta["arms"]]
+    meta = reading.json_file(directory, COMPARE_MARKER, reading.arms_problem)
+    base = reading.scenario(directory)
+    try:
+        arms = [Arm(a["label"], a["strategy"], a["settings"],
+                    arm_scenario(base, a["strategy"], a["settings"], check_strategy=False))
+                for a in meta["arms"]]
+    except ScenarioError as exc:
+        raise OutputDirError(f"{directory / COMPARE_MARKER}: an arm's settings do not fit "
+                             f"scenario.yaml ({str(exc).splitlines()[0]})") from None
+    keys = ("arm", "replication")
+    timeseries = reading.csv(directory, "timeseries.csv", (*TIMESERIES_COLUMNS, "replication"),
+                             ("arm",), empty_ok=False)
+    reading.rows(timeseries, base, directory / "timeseries.csv", keys)
     peaks_path = directory / "peak_rate.csv"
-    peaks = _read_csv(peaks_path) if peaks_path.is_file() else None
-    return Comparison(base, arms, meta["replications"], _read_csv(directory / "runs.csv"),
-                      _read_csv(directory / "timeseries.csv"),
-                      _read_csv(directory / "sleeps.csv"), peaks)
+    peaks = (reading.csv(directory, "peak_rate.csv", ("time", "peak_rate", "replication"),
+                         ("arm",)) if peaks_path.is_file() else None)
+    runs = reading.csv(directory, "runs.csv", ("replication",), ("arm",), empty_ok=False)
+    sleeps = reading.csv(directory, "sleeps.csv", (*SLEEP_COLUMNS, "replication"), ("arm",))
+    labels = {arm.label for arm in arms}
+    for name, frame in (("runs.csv", runs), ("timeseries.csv", timeseries)):
+        strange = set(frame["arm"].astype(str)) - labels
+        if strange or len(frame.groupby(list(keys))) != len(labels) * meta["replications"]:
+            raise OutputDirError(f"{directory / name}: its arms and replications do not match "
+                                 f"{COMPARE_MARKER}")
+    return Comparison(base, arms, meta["replications"], runs, timeseries, sleeps, peaks)
 
 
 def _load_run(directory: Path) -> Comparison:
-    scenario = _read_scenario(directory)
-    summary = json.loads((directory / RUN_MARKER).read_text())
+    scenario = reading.scenario(directory)
+    summary = reading.json_file(directory, RUN_MARKER, _summary_problem)
     strategy = scenario.retry.strategy
     arm = Arm(short_name(strategy), strategy, {}, scenario)
 
@@ -161,11 +196,14 @@ def _load_run(directory: Path) -> Comparison:
         frame.insert(0, "arm", arm.label)
         return frame
 
+    timeseries = reading.csv(directory, "timeseries.csv", TIMESERIES_COLUMNS, empty_ok=False)
+    reading.rows(timeseries, scenario, directory / "timeseries.csv")
     peaks_path = directory / "peak_rate.csv"
-    peaks = tag(_read_csv(peaks_path)) if peaks_path.is_file() else None
+    peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate")))
+             if peaks_path.is_file() else None)
     runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **summary}])
-    return Comparison(scenario, [arm], 1, runs, tag(_read_csv(directory / "timeseries.csv")),
-                      tag(_read_csv(directory / "sleeps.csv")), peaks)
+    return Comparison(scenario, [arm], 1, runs, tag(timeseries),
+                      tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS)), peaks)
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,

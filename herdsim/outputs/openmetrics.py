@@ -12,7 +12,6 @@ about a second.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -26,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from herdsim.config.durations import format_duration, parse_duration
-from herdsim.config.scenario import Scenario, load_scenario
-from herdsim.errors import OutputDirError, UsageError
+from herdsim.config.scenario import Scenario
+from herdsim.errors import OutputDirError, OutputExistsError, UsageError
+from herdsim.outputs import reading
 
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STATUSES = ("success", "retry", "failed_dlq")
@@ -147,10 +147,13 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         what = "no such directory" if not directory.is_dir() else "no timeseries.csv here"
         raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
                              "'herdsim run' or 'herdsim compare')")
-    scenario = load_scenario(directory / "scenario.yaml")
-    ts = _read_csv(directory / "timeseries.csv",
-                   ("time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)))
-    sleeps = _read_csv(directory / "sleeps.csv", ("time", "sleep"))
+    scenario = reading.scenario(directory)
+    ts = reading.csv(directory, "timeseries.csv",
+                     ("time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)),
+                     empty_ok=False)
+    reading.rows(ts, scenario, directory / "timeseries.csv",
+                 [c for c in ("arm", "replication") if c in ts.columns])
+    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"))
     if "arm" not in ts.columns:
         return RunData(scenario, {None: (ts, sleeps, scenario.downstream.concurrency)})
     if "replication" in ts.columns:
@@ -169,26 +172,11 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
     return RunData(scenario, arms)
 
 
-def _read_csv(path: Path, required: Sequence[str]) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise OutputDirError(f"{path.parent}: {path.name} is missing; is this a herdsim "
-                             "output directory?") from None
-    except pd.errors.EmptyDataError:
-        frame = pd.DataFrame(columns=list(required))
-    missing = [column for column in required if column not in frame.columns]
-    if missing:
-        raise OutputDirError(f"{path}: missing column(s) {', '.join(missing)}")
-    return frame
-
-
 def _arm_concurrency(directory: Path, scenario: Scenario) -> dict[str, int]:
     """Arms of a comparison that vary ``downstream.concurrency``: arm label -> its value."""
-    path = directory / "arms.json"
-    if not path.is_file():
+    if not (directory / "arms.json").is_file():
         return {}
-    arms = json.loads(path.read_text()).get("arms", [])
+    arms = reading.json_file(directory, "arms.json", reading.arms_problem)["arms"]
     return {arm["label"]: int(arm["settings"]["downstream.concurrency"])
             for arm in arms if "downstream.concurrency" in arm.get("settings", {})}
 
@@ -343,6 +331,8 @@ def export(directory: str | Path, out: str | Path | None = None, start: float | 
     step = None if interval is None else parse_duration(interval)
     text, samples, series = render(data, start, step, buckets)
     path = Path(out) if out is not None else Path(directory) / FILE_NAME
+    if out is not None and os.path.lexists(path):
+        raise OutputExistsError(f"{path}: already exists; choose another --out or remove it")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:

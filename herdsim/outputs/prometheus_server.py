@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -19,8 +21,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from herdsim.errors import PrometheusError
+from herdsim.outputs.children import alive, die_with_parent
 from herdsim.outputs.openmetrics import FILE_NAME, RETRY_QUERY, Export, export
 
+WORKDIR_PREFIX = "herdsim-prometheus-"
+OWNER = "owner.pid"  # in the working directory: the herdsim process that made it
 INSTALL_HINT = ("install Prometheus (it brings promtool): apt-get install prometheus, "
                 "or download it from https://prometheus.io/download/")
 
@@ -51,7 +56,10 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """True when nobody listens on 127.0.0.1:*port* (a TIME_WAIT left by a previous
+    Prometheus does not count: Prometheus itself binds with SO_REUSEADDR)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -68,7 +76,35 @@ def start_prometheus(tsdb: Path, port: int, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
          f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True,  # the terminal's HUP or Ctrl-C reach herdsim, which stops it
+        preexec_fn=_prometheus_child)
+
+
+def _prometheus_child() -> None:
+    die_with_parent(signal.SIGTERM)  # Prometheus shuts down cleanly on TERM
+
+
+LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
+
+
+def clear_stale(root: Path | None = None) -> list[Path]:
+    """Delete the working directories (TSDB, log) that a crashed or killed herdsim left
+    in *root* (the temporary directory): those whose owner process is gone."""
+    root = Path(tempfile.gettempdir()) if root is None else root
+    cleared = []
+    for workdir in root.glob(f"{WORKDIR_PREFIX}*"):
+        try:
+            owner = int((workdir / OWNER).read_text())
+        except (OSError, ValueError):
+            owner = None
+        if owner is not None and alive(owner):
+            continue
+        if owner is None and time.time() - workdir.stat().st_mtime < 60:
+            continue  # being created right now by another herdsim
+        shutil.rmtree(workdir, ignore_errors=True)
+        cleared.append(workdir)
+    return cleared
 
 
 def wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float = 30.0) -> None:
@@ -79,7 +115,7 @@ def wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float = 
             tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
             raise PrometheusError(f"prometheus exited with code {process.returncode}: {tail[0]}")
         with contextlib.suppress(urllib.error.URLError, ConnectionError), \
-                urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+                LOOPBACK.open(f"{url}/-/ready", timeout=1) as response:
             if response.status == 200:
                 return
         time.sleep(0.1)
@@ -126,7 +162,7 @@ class Server:
     def _get(self, endpoint: str, **params: str) -> list[dict]:
         address = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
         try:
-            with urllib.request.urlopen(address, timeout=30) as response:
+            with LOOPBACK.open(address, timeout=30) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:  # a bad query: Prometheus says why in JSON
             body = json.load(exc)
@@ -142,11 +178,13 @@ def serve(directory: str | Path, port: int | None = None, start: float | None = 
     until the block ends; then stop it (by its pid) and delete the TSDB."""
     for name in ("promtool", "prometheus"):
         tool(name)
+    clear_stale()
     port = port or free_port()
     if not port_is_free(port):
         raise PrometheusError(f"--port {port}: 127.0.0.1:{port} is in use; choose another --port")
-    workdir = Path(tempfile.mkdtemp(prefix="herdsim-prometheus-"))
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
     try:
+        (workdir / OWNER).write_text(str(os.getpid()))
         exported = export(directory, workdir / FILE_NAME, start, interval,
                           replication=replication)
         backfill(exported.path, workdir / "data")

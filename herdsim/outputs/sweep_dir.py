@@ -36,7 +36,7 @@ TABLES = ("sweep.parquet", "sweep.csv")
 def check(out: Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SweepError` unless *out* is free or holds the sweep of *manifest*."""
     if (out / MANIFEST).exists():
-        old = json.loads((out / MANIFEST).read_text())
+        old = _manifest(out)
         if old.get("digest") != manifest["digest"]:
             raise SweepError(
                 f"{out}: holds another sweep (its scenario, grid, strategies or replications "
@@ -64,15 +64,37 @@ def prepare(out: Path, manifest: dict[str, Any], scenario_yaml: str) -> None:
         raise
 
 
+def _manifest(out: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise SweepError(f"{out / MANIFEST}: damaged (not JSON); remove {out} to start "
+                         "over") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("digest"), str):
+        raise SweepError(f"{out / MANIFEST}: not a herdsim sweep manifest (no digest)")
+    return manifest
+
+
+def _task(path: Path) -> dict[str, Any] | None:
+    """A task file's row, or None when it is empty or damaged (the task is then rerun)."""
+    try:
+        row = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return row if isinstance(row, dict) and row.get("task") == path.stem else None
+
+
 def finished(out: str | Path) -> set[str]:
-    """The ids of the tasks whose results are in *out* (none when it does not exist)."""
-    return {path.stem for path in (Path(out) / TASKS).glob("c*.json")}
+    """The ids of the tasks whose results are in *out* (none when it does not exist); an
+    empty or damaged task file does not count, so the next run redoes that task."""
+    return {path.stem for path in (Path(out) / TASKS).glob("c*.json")
+            if _task(path) is not None}
 
 
 def combine(out: Path) -> pd.DataFrame:
     """Gather the task files of *out* into ``sweep.parquet`` and ``sweep.csv``."""
-    paths = sorted((out / TASKS).glob("c*.json"))
-    frame = pd.DataFrame([json.loads(path.read_text()) for path in paths])
+    rows = [_task(path) for path in sorted((out / TASKS).glob("c*.json"))]
+    frame = pd.DataFrame([row for row in rows if row is not None])
     write_file(out / TABLES[0], frame, lambda f, path: f.to_parquet(path, index=False))
     write_file(out / TABLES[1], frame, lambda f, path: f.to_csv(path, index=False))
     return frame
@@ -83,12 +105,21 @@ def load_sweep(out: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     out = Path(out)
     if not (out / MANIFEST).exists():
         raise SweepError(f"{out}: not a sweep directory (no {MANIFEST})")
-    manifest = json.loads((out / MANIFEST).read_text())
+    manifest = _manifest(out)
     if not (out / TABLES[0]).exists():
         done = len(finished(out))
-        raise SweepError(f"{out}: the sweep has not finished ({done} of {manifest['tasks']} "
-                         "tasks); rerun the same sweep command to complete it")
-    return pd.read_parquet(out / TABLES[0]), manifest
+        raise SweepError(f"{out}: the sweep has not finished ({done} of "
+                         f"{manifest.get('tasks', '?')} tasks); rerun the same sweep command "
+                         "to complete it")
+    try:
+        table = pd.read_parquet(out / TABLES[0])
+    except Exception as exc:  # pyarrow raises its own types for a damaged file
+        raise SweepError(f"{out / TABLES[0]}: damaged ({type(exc).__name__}); rerun the same "
+                         "sweep command to rebuild it") from None
+    if len(table) != manifest.get("tasks", len(table)):
+        raise SweepError(f"{out / TABLES[0]}: {len(table)} rows for "
+                         f"{manifest.get('tasks')} tasks; rerun the same sweep command")
+    return table, manifest
 
 
 def class_counts(sweep_dir: str | Path) -> pd.DataFrame:

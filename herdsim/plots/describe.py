@@ -111,7 +111,7 @@ def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> li
     if path is None:
         return []
     try:
-        original = load_scenario(path)
+        original = load_scenario(path, trust_code=False)
     except ScenarioError:
         return []
     if original.name != sc.name:

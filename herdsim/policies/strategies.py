@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 from importlib.metadata import entry_points
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+
+from herdsim.errors import StrategyError
 
 ENTRY_POINT_GROUP = "herdsim.strategies"
 
@@ -219,6 +222,9 @@ def resolve(name: str) -> type:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+        except Exception as exc:  # the module's own code failed while importing
+            raise ValueError(f"importing {module_name!r} raised "
+                             f"{type(exc).__name__}: {_short(exc)}") from None
         try:
             return getattr(module, attr)
         except AttributeError:
@@ -227,13 +233,76 @@ def resolve(name: str) -> type:
     raise ValueError(f"unknown strategy {name!r}; known: {known} (or module.path:Class)")
 
 
+def is_import_path(name: str) -> bool:
+    """True when *name* is ``module:Class`` (code to import), not a built-in or entry point."""
+    return ":" in name and name not in BUILT_IN
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Checked:
+    """A user's strategy behind a check of every sleep where it is drawn.
+
+    ``sleep`` must return a finite real number >= 0 (``(sleep, state)`` for a stateful
+    strategy) and must not raise; anything else is a :class:`StrategyError` naming the
+    strategy, the attempt and the value. Built-in strategies are not wrapped.
+    """
+
+    def __init__(self, name: str, inner: Any):
+        self.name = name
+        self.inner = inner
+        self.stateful = bool(getattr(inner, "stateful", False))
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(attribute)
+        return getattr(self.inner, attribute)
+
+    def sleep(self, attempt: int, prev: Any, rng: np.random.Generator) -> Any:
+        try:
+            drawn = self.inner.sleep(attempt, prev, rng)
+        except Exception as exc:
+            raise StrategyError(f"strategy {self.name!r}: sleep(attempt={attempt}) raised "
+                                f"{type(exc).__name__}: {_short(exc)}") from None
+        if self.stateful:
+            if not (isinstance(drawn, tuple) and len(drawn) == 2):
+                raise StrategyError(f"strategy {self.name!r} is stateful: sleep(attempt="
+                                    f"{attempt}) must return (sleep, state), got "
+                                    f"{_short(repr(drawn))}")
+            return self._check(attempt, drawn[0]), drawn[1]
+        return self._check(attempt, drawn)
+
+    def _check(self, attempt: int, value: Any) -> float:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+                and math.isfinite(value) and value >= 0:
+            return float(value)
+        raise StrategyError(f"strategy {self.name!r}: sleep(attempt={attempt}) returned "
+                            f"{_short(repr(value))}; a sleep must be a finite number of "
+                            "seconds >= 0")
+
+    def __repr__(self) -> str:
+        return f"Checked({self.inner!r})"
+
+
 def build(name: str, base: float, cap: float, params: dict | None = None) -> Strategy:
-    """Instantiate strategy *name*; raise ``ValueError`` on an unknown name or parameter."""
+    """Instantiate strategy *name*; raise ``ValueError`` on an unknown name or parameter.
+
+    A strategy that is not built in comes wrapped in :class:`Checked`; an exception in
+    its ``__init__`` is a :class:`StrategyError`.
+    """
     cls = resolve(name)
     try:
         strategy = cls(base, cap, **(params or {}))
     except (TypeError, ValueError) as exc:
         raise ParamsError(f"strategy {name!r} rejects its params: {exc}") from None
+    except Exception as exc:
+        raise StrategyError(f"strategy {name!r}: __init__ raised "
+                            f"{type(exc).__name__}: {_short(exc)}") from None
     if not callable(getattr(strategy, "sleep", None)):
         raise ValueError(f"strategy {name!r} has no sleep(attempt, prev, rng) method")
-    return strategy
+    if name in BUILT_IN:
+        return strategy
+    return Checked(name, strategy)  # type: ignore[return-value]

@@ -53,13 +53,10 @@ def arm_scenario(base: Scenario, strategy: str, settings: dict[str, Any],
                  check_strategy: bool = True) -> Scenario:
     """The scenario of one arm: *base* with *strategy* and *settings* applied, validated."""
     overrides = {**settings, "retry.strategy": strategy}
-    if check_strategy:
-        return load_scenario(base.to_dict(), overrides)
-    # A saved comparison may name a strategy importable only where it ran (a notebook):
-    # validate everything else and keep the name as it is.
-    scenario = load_scenario(base.to_dict(), settings)
-    retry = scenario.retry.model_copy(update={"strategy": strategy})
-    return scenario.model_copy(update={"retry": retry})
+    # A saved comparison is read without importing the code it names (a notebook's
+    # strategy may not even be importable here): with check_strategy=False an import path
+    # stays a name.
+    return load_scenario(base.to_dict(), overrides, trust_code=check_strategy)
 
 
 def peak_rate_frame(result) -> pd.DataFrame:

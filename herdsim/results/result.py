@@ -14,6 +14,7 @@ from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario
+from herdsim.model import estimate
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
 from herdsim.model.simulation import simulate
@@ -86,12 +87,16 @@ class Result:
 Progress = Callable[[float, float], None]
 
 
-def run(scenario: Scenario, progress: Progress | None = None) -> Result:
+def run(scenario: Scenario, progress: Progress | None = None, force: bool = False
+        ) -> Result:
     """Run *scenario* once and return its :class:`Result`.
 
     *progress*, if given, is called as ``progress(now_seconds, duration_seconds)`` while
     simulated time advances (by the engine's hook where the engine has one; otherwise
-    only at the start) and once at the end."""
+    only at the start) and once at the end. A run this machine cannot hold is refused
+    before simulating (:class:`~herdsim.errors.CapacityError`, see
+    :mod:`herdsim.model.estimate`) unless *force*."""
+    estimate.check([scenario], force=force)
     if progress is None:
         return Result.from_finished(simulate(scenario))
     if "progress" in inspect.signature(simulate).parameters:

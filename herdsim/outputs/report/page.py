@@ -21,6 +21,7 @@ from herdsim.analysis import metastability
 from herdsim.analysis.kpis import REGISTRY, STATE_MEANING, missing_text
 from herdsim.config.durations import format_duration
 from herdsim.config.scenario import load_scenario
+from herdsim.outputs.atomic import sealed
 from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import (
     NOT_RECOVERED,
@@ -86,10 +87,10 @@ DERIVED = {  # shown but not in the registry
 
 
 def _png(directory: Path | None, figure_of, kind: str) -> bytes:
-    """The figure's PNG: the one saved in *directory*, else drawn now."""
-    saved = directory / f"{kind}.png" if directory is not None else None
-    if saved is not None and saved.is_file():
-        return saved.read_bytes()
+    """The figure's PNG: the one saved in *directory* when it is still the one written with
+    the data (see :func:`~herdsim.outputs.atomic.sealed`), else drawn now."""
+    if directory is not None and sealed(directory, f"{kind}.png"):
+        return (directory / f"{kind}.png").read_bytes()
     buffer = io.BytesIO()
     figure_of(kind).savefig(buffer, format="png")
     return buffer.getvalue()
@@ -267,7 +268,7 @@ def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = No
     scenario = manifest.get("scenario")
     name = "sweep"
     if isinstance(scenario, dict):
-        base = load_scenario(scenario)
+        base = load_scenario(scenario, trust_code=False)
         name = base.name
         body.append(scenario_section(base).replace("Scenario as written",
                                                    "Base scenario as written"))

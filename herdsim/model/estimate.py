@@ -1,0 +1,113 @@
+"""What a run will cost, read off the scenario before simulating it.
+
+The recorder keeps a few flat arrays per job, per downstream call, per retry and per bin
+(see :mod:`herdsim.model.recorder`); the frames built at the end copy them once more. The
+coefficients below are bytes per item measured on this model's record, rounded up; the
+estimate is an upper bound for the number of calls (every job taking all its retries) and
+a rough figure for memory. :func:`check` refuses a run whose estimate exceeds the memory
+this machine has available, unless forced.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from herdsim.config.scenario import Scenario
+from herdsim.errors import CapacityError
+
+BYTES_PER_JOB = 200  # arrival, outcome, finish arrays + the jobs frame + a queued Job
+BYTES_PER_OPEN_LOOP_JOB = 2_000  # open loop: each job is a SimPy process
+BYTES_PER_CALL = 40  # attempt times and the call's transient events
+BYTES_PER_RETRY = 80  # four sleep arrays + the sleeps frame
+BYTES_PER_BIN = 600  # ~20 counter/gauge columns, as arrays and in the frame
+BYTES_PER_WORKER = 3_000  # one SimPy process
+UNBOUNDED_RETRIES = 20  # calls per job assumed when max_retries is null
+MAX_EVENTS = 5e9  # simulated events beyond which a run would take many hours
+EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Upper-bound work of one run of a scenario."""
+
+    jobs: float
+    calls: float
+    rows: float
+    bytes: float
+    events: float
+
+    def describe(self) -> str:
+        return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls, "
+                f"{self.rows:,.0f} time-series rows and {self.events:,.0f} simulated events, "
+                f"~{_size(self.bytes)} of memory")
+
+
+def estimate(scenario: Scenario) -> Estimate:
+    """The jobs, calls, time-series rows and memory one run of *scenario* may need."""
+    load = scenario.workload
+    seconds = scenario.duration
+    arriving = load.rate * seconds
+    for spike in load.spikes:
+        arriving += (spike.rate - load.rate) * min(spike.duration, seconds - spike.at)
+    jobs = load.backlog + max(arriving, 0.0)
+    retries = scenario.retry.max_retries
+    per_job = 1 + (UNBOUNDED_RETRIES if retries is None else retries)
+    calls = jobs * per_job
+    rows = math.ceil(seconds / scenario.bin)
+    per = BYTES_PER_OPEN_LOOP_JOB if scenario.workers.count is None else BYTES_PER_JOB
+    memory = (jobs * per + calls * BYTES_PER_CALL + (calls - jobs) * BYTES_PER_RETRY
+              + rows * BYTES_PER_BIN + (scenario.workers.count or 0) * BYTES_PER_WORKER)
+    ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
+    events = calls * EVENTS_PER_CALL + ticks + rows
+    return Estimate(jobs, calls, rows, memory, events)
+
+
+def available_memory() -> float:
+    """Bytes of memory available to new work on this machine (MemAvailable on Linux)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def check(scenarios: Iterable[Scenario], at_once: int = 1, force: bool = False) -> None:
+    """Raise :class:`CapacityError` when the largest of *scenarios*, *at_once* of them
+    running together, needs more memory than this machine has available, or more than
+    :data:`MAX_EVENTS` simulated events (hours of work)."""
+    if force:
+        return
+    guesses = [estimate(s) for s in scenarios]
+    if not guesses:
+        return
+    longest = max(guesses, key=lambda e: e.events)
+    if longest.events > MAX_EVENTS:
+        raise CapacityError(
+            f"this run needs {longest.describe()}: many hours of simulation. Shorten "
+            "duration, lower workload.rate or lengthen workers.poll_interval; or pass "
+            "--force (force=True) to run it anyway")
+    largest = max(guesses, key=lambda e: e.bytes)
+    free = available_memory()
+    if largest.bytes * max(1, at_once) > free:
+        together = f" x {at_once} at once" if at_once > 1 else ""
+        raise CapacityError(
+            f"this run needs {largest.describe()}{together}; this machine has "
+            f"{_size(free)} available. Shorten duration, lower workload.rate or widen bin; "
+            "or pass --force (force=True) to run it anyway")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:g}"

@@ -1,0 +1,182 @@
+"""Signals: a killed, interrupted or hung-up herdsim leaves no process, socket or TSDB.
+
+Each test starts the real ``herdsim`` script, waits until it owns children (pool workers,
+or Prometheus listening on its port), sends one signal, then counts what is left:
+the children's pids still alive, the sockets listening on the port, the working
+directories in the temporary folder. The Prometheus tests need Debian's ``prometheus``
+package (``.ci/run`` installs it); in CI they fail rather than skip without it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from herdsim.outputs import prometheus_server
+
+SLOW = {"name": "slow", "seed": 1, "duration": "60s", "workload": {"rate": 1500},
+        "workers": {"count": 200}, "downstream": {"concurrency": 50,
+                                                   "service": {"mean": "20ms"}}}
+TINY = {"name": "served", "seed": 1, "duration": "2s", "workload": {"rate": 20},
+        "workers": {"count": 2}, "downstream": {"concurrency": 2}}
+
+
+def start(tmp: Path, *args: str) -> psutil.Popen:
+    exe = shutil.which("herdsim")
+    assert exe, "the herdsim console script is not installed (pip install -e .)"
+    return psutil.Popen([exe, *args], cwd=tmp, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def left_alive(pids: list[psutil.Process], grace: float = 5.0) -> list[int]:
+    """The pids still running after up to *grace* seconds (a zombie is dead: it only
+    waits for a reaper, which a container's pid 1 may not be)."""
+    def running() -> list[int]:
+        alive = []
+        for p in pids:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p.pid)
+            except psutil.NoSuchProcess:
+                pass
+        return alive
+
+    deadline = time.monotonic() + grace
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return running()
+
+
+@pytest.fixture
+def slow_scenario(tmp_path: Path) -> Path:
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump(SLOW))
+    return tmp_path / "slow.yaml"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_a_killed_driver_leaves_no_pool_worker(tmp_path, slow_scenario, command, signum):
+    args = (["compare", str(slow_scenario), "--strategies", "fixed,full_jitter"]
+            if command == "compare" else
+            ["sweep", str(slow_scenario), "--grid", "workers.count=100,200"])
+    driver = start(tmp_path, *args, "--processes", "2", "--out", "out")
+    wait_for(lambda: len(children(driver)) >= 2, what="two pool workers")
+    workers = children(driver)
+    driver.send_signal(signum)
+    driver.wait(10)
+    assert left_alive(workers) == []
+
+
+def test_ctrl_c_in_compare_stops_the_running_arms_at_once(tmp_path, slow_scenario):
+    driver = start(tmp_path, "compare", str(slow_scenario), "--strategies",
+                   "fixed,full_jitter", "--processes", "2", "--out", "out")
+    wait_for(lambda: len(children(driver)) >= 2, what="two pool workers")
+    time.sleep(0.5)  # the arms are running now
+    workers = children(driver)
+    began = time.monotonic()
+    driver.send_signal(signal.SIGINT)
+    assert driver.wait(10) == 130
+    assert time.monotonic() - began < 5  # not the 20-40 s the arms would still take
+    assert left_alive(workers) == []
+    assert not (tmp_path / "out").exists()
+
+
+def require_prometheus() -> None:
+    if shutil.which("prometheus") and shutil.which("promtool"):
+        return
+    message = f"prometheus not installed: {prometheus_server.INSTALL_HINT}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def listening(port: int) -> list[int]:
+    return [c.pid for c in psutil.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
+
+
+def workdirs() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob(f"{prometheus_server.WORKDIR_PREFIX}*"))
+
+
+def serve(tmp: Path, run_dir: Path, port: int) -> psutil.Popen:
+    server = start(tmp, "prometheus", str(run_dir), "--port", str(port))
+    wait_for(lambda: listening(port) or server.poll() is not None, 60, "prometheus")
+    assert server.poll() is None, server.stderr.read()
+    return server
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    require_prometheus()
+    import herdsim
+
+    return herdsim.save(herdsim.run(herdsim.load_scenario(TINY)), tmp_path / "run")
+
+
+def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_dir):
+    port = prometheus_server.free_port()
+    before = workdirs()
+    server = serve(tmp_path, run_dir, port)
+    prometheus = children(server)
+    # a finished HTTP exchange leaves a TIME_WAIT socket on the port
+    prometheus_server.LOOPBACK.open(f"http://127.0.0.1:{port}/-/ready", timeout=5).read()
+    server.send_signal(signal.SIGHUP)  # to Prometheus, HUP would mean "reload"
+    assert server.wait(20) == 0
+    assert left_alive(prometheus) == [] and listening(port) == []
+    assert workdirs() - before == set()
+    again = serve(tmp_path, run_dir, port)  # the same port, right away
+    again.send_signal(signal.SIGTERM)
+    assert again.wait(20) == 0 and listening(port) == []
+
+
+def test_sigkill_leaves_no_prometheus_and_the_next_start_clears_its_tsdb(tmp_path, run_dir):
+    port = prometheus_server.free_port()
+    before = workdirs()
+    server = serve(tmp_path, run_dir, port)
+    prometheus = children(server)
+    server.send_signal(signal.SIGKILL)
+    server.wait(10)
+    assert left_alive(prometheus) == [] and listening(port) == []
+    stale = workdirs() - before
+    assert len(stale) == 1  # the TSDB a killed herdsim could not delete
+    cleared = prometheus_server.clear_stale()
+    assert stale <= set(cleared) and not (workdirs() - before)
+
+
+def test_children_die_with_a_parent_killed_before_they_were_told(tmp_path):
+    """The parent-death signal is armed even if the parent dies first (a race)."""
+    code = ("import os, time; from herdsim.outputs.children import die_with_parent\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n    die_with_parent(); time.sleep(60); os._exit(0)\n"
+            "print(pid, flush=True); time.sleep(60)\n")
+    parent = psutil.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = psutil.Process(int(parent.stdout.readline()))
+    time.sleep(0.3)
+    parent.kill()
+    parent.wait(10)
+    assert left_alive([child]) == []
