@@ -14,7 +14,7 @@ from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
-from herdsim.model.streams import Draws, generators
+from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import BreakerGate, BreakerStats, job_runner, worker
 from herdsim.model.workload import Job, arrivals
 from herdsim.policies import budget as budgets
@@ -23,11 +23,11 @@ from herdsim.policies.breaker import CircuitBreaker
 
 def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
     if cfg.distribution == "constant":
-        return Draws(lambda n: np.full(n, cfg.mean))
+        return draws(lambda n: np.full(n, cfg.mean))
     if cfg.distribution == "exponential":
-        return Draws(lambda n: rng.exponential(cfg.mean, n))
+        return draws(lambda n: rng.exponential(cfg.mean, n))
     mu = math.log(cfg.mean) - cfg.sigma**2 / 2  # so that the mean is cfg.mean
-    return Draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+    return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
 
 
 class Simulation:
@@ -37,8 +37,8 @@ class Simulation:
         self.scenario = scenario
         self.env = env = simpy.Environment()
         rngs = generators(scenario.seed)
-        self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
-        self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
+        self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
+        self._poison_draw = draws(lambda n: rngs["poison"].random(n))
         self.strategy = scenario.retry.build()
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
@@ -49,7 +49,7 @@ class Simulation:
         self.downstream = Downstream(
             env, scenario.downstream,
             _service_draws(scenario.downstream.service, rngs["service"]),
-            Draws(lambda n: rngs["outages"].random(n)),
+            draws(lambda n: rngs["outages"].random(n)),
             self.recorder,
             _service_draws(scenario.downstream.network_delay, rngs["network"])
             if scenario.downstream.network_delay else None,
@@ -60,8 +60,8 @@ class Simulation:
         self._queue_limit = scenario.workload.queue_limit
         self._base = scenario.retry.base
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
-        self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
-        self._breaker_draw = Draws(lambda n: rngs["breaker"].random(n))
+        self._budget_draw = draws(lambda n: rngs["budget"].random(n))
+        self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
         self._budgets: dict = {}
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
