@@ -6,17 +6,17 @@ import math
 import time
 
 import numpy as np
-import simpy
 
 from herdsim.config.scenario import Scenario, Service
 from herdsim.model import occ
 from herdsim.model.downstream import Downstream
+from herdsim.model.environment import Environment
 from herdsim.model.finished import Finished
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import BreakerGate, BreakerStats, job_runner, worker
-from herdsim.model.workload import Job, arrivals
+from herdsim.model.workload import Arrivals, Job
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
 
@@ -35,7 +35,7 @@ class Simulation:
 
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
-        self.env = env = simpy.Environment()
+        self.env = env = Environment()
         rngs = generators(scenario.seed)
         self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
@@ -68,7 +68,9 @@ class Simulation:
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
-        env.process(arrivals(self))
+        self.arrivals = Arrivals(
+            env, scenario.workload, self.unit_exponential, self.new_job,
+            None if self.open_loop else self.queue, self._start_caller)
         env.process(self._sample_gauges())
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
@@ -94,20 +96,21 @@ class Simulation:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
         return budget
 
-    def submit(self) -> None:
-        """A new job arrives on the main queue (or is refused when the queue is full)."""
+    def new_job(self) -> Job | None:
+        """A new job arrives (None when the main queue is full and refuses it)."""
         now = self.env._now
         if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
             self.recorder.refused.append(now)
-            return
+            return None
         poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
         job = Job(len(self.recorder.arrivals), poison, self._base)
         self._arrivals(now)
         self._poison(poison)
-        if self.open_loop:
-            self.env.process(self.run_job(job, self._pool_gate))
-        else:
-            self.queue.put(job)
+        return job
+
+    def _start_caller(self, job: Job) -> None:
+        """Open loop: every job is its own caller process."""
+        self.env.process(self.run_job(job, self._pool_gate))
 
     def _sample_gauges(self):
         env, ds, gauges = self.env, self.downstream, self.recorder.gauges
@@ -132,7 +135,7 @@ class Simulation:
 
     def run(self) -> Finished:
         started = time.perf_counter()
-        self.env.run(until=self.scenario.duration)
+        self.env.run_until(self.scenario.duration)
         wall = time.perf_counter() - started
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
