@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -35,8 +36,15 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     """Run one scenario, print its summary, and write its outputs to --out."""
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
-    with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…"):
-        result = run_once(sc)
+    with console.status(f"simulating {sc.name} ({sc.duration:g} s of traffic)…") as status:
+        started = time.monotonic()
+
+        def progress(now: float, duration: float) -> None:
+            left = (time.monotonic() - started) * (duration - now) / now if now else 0.0
+            status.update(f"simulating {sc.name}: {now:,.0f} of {duration:,g} s simulated, "
+                          f"about {left:,.0f} s left")
+
+        result = run_once(sc, progress=progress)
     with console.status("writing outputs and timeline.png…"):
         save_run(result, target)
     console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,11 +31,22 @@ def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
     return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
 
 
-class Simulation:
-    """One run of one scenario: the SimPy environment and everything living in it."""
+Progress = Callable[[float, float], None]
+"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
+PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 
-    def __init__(self, scenario: Scenario):
+
+class Simulation:
+    """One run of one scenario: the SimPy environment and everything living in it.
+
+    *progress*, if given, is called ``PROGRESS_STEPS`` times at evenly spaced simulated
+    times, the last with ``now == duration`` when the run ends. Its timers touch no model
+    state, so a run reports the same numbers with it or without it.
+    """
+
+    def __init__(self, scenario: Scenario, progress: Progress | None = None):
         self.scenario = scenario
+        self.progress = progress
         self.env = env = Environment()
         rngs = generators(scenario.seed)
         self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
@@ -72,6 +84,8 @@ class Simulation:
             env, scenario.workload, self.unit_exponential, self.new_job,
             None if self.open_loop else self.queue, self._start_caller)
         env.process(self._sample_gauges())
+        if progress is not None:
+            self._arm_progress(1)
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
             env.process(worker(self, gate))
@@ -129,6 +143,17 @@ class Simulation:
             up(1.0 if ds.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
 
+    def _arm_progress(self, k: int) -> None:
+        """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""
+        if k < PROGRESS_STEPS:
+            at = self.scenario.duration * k / PROGRESS_STEPS
+            timer = self.env.timeout(at - self.env._now)
+            timer.callbacks.append(lambda _timer: self._report_progress(k))
+
+    def _report_progress(self, k: int) -> None:
+        self.progress(self.env._now, self.scenario.duration)
+        self._arm_progress(k + 1)
+
     def pending_jobs(self) -> list[Job]:
         """Jobs still in the system: queued, parked for a retry, or held by a worker."""
         return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
@@ -137,6 +162,8 @@ class Simulation:
         started = time.perf_counter()
         self.env.run_until(self.scenario.duration)
         wall = time.perf_counter() - started
+        if self.progress is not None:
+            self.progress(self.scenario.duration, self.scenario.duration)
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
@@ -144,8 +171,12 @@ class Simulation:
                         sum(g.breaker.trips for g in gates), open_time)
 
 
-def simulate(scenario: Scenario) -> Finished:
-    """Run *scenario* once through the model its downstream names."""
+def simulate(scenario: Scenario, progress: Progress | None = None) -> Finished:
+    """Run *scenario* once through the model its downstream names, reporting *progress*
+    (see :class:`Simulation`; the ``occ`` model reports only its end)."""
     if scenario.downstream.model == "occ":
-        return occ.simulate(scenario)
-    return Simulation(scenario).run()
+        finished = occ.simulate(scenario)
+        if progress is not None:
+            progress(scenario.duration, scenario.duration)
+        return finished
+    return Simulation(scenario, progress).run()

@@ -10,7 +10,7 @@ import pandas as pd
 from herdsim.analysis.summary import summarize
 from herdsim.config.scenario import Scenario
 from herdsim.model.finished import Finished
-from herdsim.model.simulation import simulate
+from herdsim.model.simulation import Progress, simulate
 
 
 @dataclass
@@ -49,6 +49,10 @@ class Result:
         return f"<b>herdsim run: {self.scenario.name}</b>{table}"
 
 
-def run(scenario: Scenario) -> Result:
-    """Run *scenario* once and return its :class:`Result`."""
-    return Result.from_finished(simulate(scenario))
+def run(scenario: Scenario, progress: Progress | None = None) -> Result:
+    """Run *scenario* once and return its :class:`Result`.
+
+    *progress*, if given, is called as ``progress(now, duration)`` (simulated seconds
+    done, of the run's total) about 200 times during the run and once at its end.
+    """
+    return Result.from_finished(simulate(scenario, progress))
