@@ -17,7 +17,7 @@ from herdsim.model.kernel import Environment
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
-from herdsim.model.worker import Frozen, job_runner, worker
+from herdsim.model.worker import Frozen, job_runner, plain, plain_worker, worker
 from herdsim.model.workload import Arrivals, Job
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -95,6 +95,10 @@ class Simulation:
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)
+        if plain(scenario):  # the worker loop is chosen once, from what is configured
+            for _ in range(scenario.workers.count):
+                env.process(plain_worker(self))
+            return
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
             env.process(worker(self, gate))
