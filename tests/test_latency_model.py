@@ -21,7 +21,7 @@ from herdsim.config.scenario import Downstream as DownstreamConfig
 from herdsim.model.downstream import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
-from herdsim.model.streams import Draws
+from herdsim.model.streams import Draws, draws
 from herdsim.results.result import Result
 
 # mean 1 s, latency_per_call 1 s: r(n) = 1 / (1 + n), so a lone call takes 2 s.
@@ -30,7 +30,7 @@ BASE = {"service": {"distribution": "constant", "mean": "1s"},
 
 
 def constant(value: float) -> Draws:
-    return Draws(lambda n: np.full(n, value))
+    return draws(lambda n: np.full(n, value))
 
 
 def play(starts: dict[str, float], until: float, **fields) -> tuple[dict, Recorder]:

@@ -25,7 +25,7 @@ from herdsim.model.downstream import DOWN, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.kernel import Environment
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
-from herdsim.model.streams import Draws
+from herdsim.model.streams import Draws, draws
 from herdsim.policies import budget as budgets
 from herdsim.policies.rate_limit import TokenBucket
 from herdsim.policies.strategies import Strategy
@@ -38,7 +38,7 @@ LEGS = {"service": {"distribution": "constant", "mean": SERVICE},
 
 
 def constant(value: float) -> Draws:
-    return Draws(lambda n: np.full(n, value))
+    return draws(lambda n: np.full(n, value))
 
 
 def play(starts: dict[str, float], until: float = 20.0, **fields):

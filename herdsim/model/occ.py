@@ -31,7 +31,7 @@ import numpy as np
 from herdsim.config.scenario import Scenario
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED, Recorder
-from herdsim.model.streams import Draws, generators
+from herdsim.model.streams import draws, generators
 from herdsim.model.workload import Job
 
 _READ, _WRITE = 0, 1  # a read or a write reaching the row
@@ -60,7 +60,7 @@ def contend(scenario: Scenario, recorder: Recorder) -> Contention:
     retry = scenario.retry
     rngs = generators(scenario.seed)
     network = rngs["network"]
-    hop = Draws(lambda n: np.abs(network.normal(cfg.hop_mean, cfg.hop_sd, n)))
+    hop = draws(lambda n: np.abs(network.normal(cfg.hop_mean, cfg.hop_sd, n)))
     strategy = retry.build()
     draw, stateful, rng = strategy.sleep, strategy.stateful, rngs["strategy"]
     first, max_retries, until = cfg.first_attempt, retry.max_retries, scenario.duration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -15,31 +16,42 @@ from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
-from herdsim.model.streams import Draws, generators
-from herdsim.model.worker import Frozen, job_runner, worker
-from herdsim.model.workload import Job, arrivals
+from herdsim.model.streams import Draws, draws, generators
+from herdsim.model.worker import Frozen, job_runner, plain, plain_worker, worker
+from herdsim.model.workload import Arrivals, Job
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
 
 
 def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
     if cfg.distribution == "constant":
-        return Draws(lambda n: np.full(n, cfg.mean))
+        return draws(lambda n: np.full(n, cfg.mean))
     if cfg.distribution == "exponential":
-        return Draws(lambda n: rng.exponential(cfg.mean, n))
+        return draws(lambda n: rng.exponential(cfg.mean, n))
     mu = math.log(cfg.mean) - cfg.sigma**2 / 2  # so that the mean is cfg.mean
-    return Draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+    return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+
+
+Progress = Callable[[float, float], None]
+"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
+PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 
 
 class Simulation:
-    """One run of one scenario: the SimPy environment and everything living in it."""
+    """One run of one scenario: the SimPy environment and everything living in it.
 
-    def __init__(self, scenario: Scenario):
+    *progress*, if given, is called ``PROGRESS_STEPS`` times at evenly spaced simulated
+    times, the last with ``now == duration`` when the run ends. Its timers touch no model
+    state, so a run reports the same numbers with it or without it.
+    """
+
+    def __init__(self, scenario: Scenario, progress: Progress | None = None):
         self.scenario = scenario
+        self.progress = progress
         self.env = env = Environment()
         rngs = generators(scenario.seed)
-        self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
-        self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
+        self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
+        self._poison_draw = draws(lambda n: rngs["poison"].random(n))
         self.strategy = scenario.retry.build()
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
@@ -50,7 +62,7 @@ class Simulation:
         self.downstream = Downstream(
             env, scenario.downstream,
             _service_draws(scenario.downstream.service, rngs["service"]),
-            Draws(lambda n: rngs["outages"].random(n)),
+            draws(lambda n: rngs["outages"].random(n)),
             self.recorder,
             _service_draws(scenario.downstream.network_delay, rngs["network"])
             if scenario.downstream.network_delay else None,
@@ -63,22 +75,30 @@ class Simulation:
         self._queue_limit = scenario.workload.queue_limit
         self._base = scenario.retry.base
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
-        self._budget_draw = Draws(lambda n: rngs["budget"].random(n))
-        self._breaker_draw = Draws(lambda n: rngs["breaker"].random(n))
+        self._budget_draw = draws(lambda n: rngs["budget"].random(n))
+        self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
         self._budgets: dict = {}
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
         n_clients = scenario.workers.clients
-        self.clients = (Draws(lambda n: rngs["clients"].integers(0, n_clients, n))
+        self.clients = (draws(lambda n: rngs["clients"].integers(0, n_clients, n))
                         if n_clients else None)
         self.client_gates = ([self._new_gate() for _ in range(n_clients)]
                              if n_clients and scenario.breaker.enabled
                              and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
-        env.process(arrivals(self))
+        self.arrivals = Arrivals(
+            env, scenario.workload, self.unit_exponential, self.new_job,
+            None if self.open_loop else self.queue, self._start_caller)
         env.process(self._sample_gauges())
+        if progress is not None:
+            self._arm_progress(1)
+        if plain(scenario):  # the worker loop is chosen once, from what is configured
+            for _ in range(scenario.workers.count):
+                env.process(plain_worker(self))
+            return
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
             env.process(worker(self, gate))
@@ -103,20 +123,21 @@ class Simulation:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
         return budget
 
-    def submit(self) -> None:
-        """A new job arrives on the main queue (or is refused when the queue is full)."""
+    def new_job(self) -> Job | None:
+        """A new job arrives (None when the main queue is full and refuses it)."""
         now = self.env._now
         if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
             self.recorder.refused.append(now)
-            return
+            return None
         poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
         job = Job(len(self.recorder.arrivals), poison, self._base)
         self._arrivals(now)
         self._poison(poison)
-        if self.open_loop:
-            self.env.process(self.run_job(job, self._pool_gate))
-        else:
-            self.queue.put(job)
+        return job
+
+    def _start_caller(self, job: Job) -> None:
+        """Open loop: every job is its own caller process."""
+        self.env.process(self.run_job(job, self._pool_gate))
 
     def _sample_gauges(self):
         env, ds, gauges = self.env, self.downstream, self.recorder.gauges
@@ -135,6 +156,17 @@ class Simulation:
             up(1.0 if ds.health.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
 
+    def _arm_progress(self, k: int) -> None:
+        """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""
+        if k < PROGRESS_STEPS:
+            at = self.scenario.duration * k / PROGRESS_STEPS
+            timer = self.env.timeout(at - self.env._now)
+            timer.callbacks.append(lambda _timer: self._report_progress(k))
+
+    def _report_progress(self, k: int) -> None:
+        self.progress(self.env._now, self.scenario.duration)
+        self._arm_progress(k + 1)
+
     def pending_jobs(self) -> list[Job]:
         """Jobs still in the system: queued, parked for a retry, or held by a worker."""
         return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
@@ -142,10 +174,12 @@ class Simulation:
     def run(self) -> Finished:
         started = time.perf_counter()
         try:
-            self.env.run(until=self.scenario.duration)
+            self.env.run_until(self.scenario.duration)
         except Frozen as frozen:
             raise frozen.error() from None
         wall = time.perf_counter() - started
+        if self.progress is not None:
+            self.progress(self.scenario.duration, self.scenario.duration)
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
@@ -153,8 +187,12 @@ class Simulation:
                         sum(g.breaker.trips for g in gates), open_time)
 
 
-def simulate(scenario: Scenario) -> Finished:
-    """Run *scenario* once through the model its downstream names."""
+def simulate(scenario: Scenario, progress: Progress | None = None) -> Finished:
+    """Run *scenario* once through the model its downstream names, reporting *progress*
+    (see :class:`Simulation`; the ``occ`` model reports only its end)."""
     if scenario.downstream.model == "occ":
-        return occ.simulate(scenario)
-    return Simulation(scenario).run()
+        finished = occ.simulate(scenario)
+        if progress is not None:
+            progress(scenario.duration, scenario.duration)
+        return finished
+    return Simulation(scenario, progress).run()

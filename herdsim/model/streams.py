@@ -8,6 +8,7 @@ purpose gets its own child of ``SeedSequence(seed)``. New purposes go at the end
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -23,21 +24,16 @@ def generators(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(child) for name, child in pairs}
 
 
-class Draws:
-    """Scalar draws from a vectorised sampler, produced a block at a time.
+Draws = Callable[[], float]
+"""A scalar draw: ``draw()`` returns the next number of a stream."""
 
-    ``draws()`` costs a list pop instead of a numpy call: the hot path uses it for
-    service times and inter-arrival gaps.
+
+def draws(sample: Callable[[int], np.ndarray]) -> Draws:
+    """Scalar draws from a vectorised sampler, produced ``BLOCK`` at a time.
+
+    The returned callable is the C-level ``__next__`` of a chain over blocks: a draw on
+    the hot path (service times, inter-arrival gaps) costs no Python frame, and the
+    numbers come in the order ``sample`` produces them.
     """
-
-    __slots__ = ("_sample", "_buffer")
-
-    def __init__(self, sample: Callable[[int], np.ndarray]):
-        self._sample = sample
-        self._buffer: list[float] = []
-
-    def __call__(self) -> float:
-        buffer = self._buffer
-        if not buffer:
-            buffer = self._buffer = self._sample(BLOCK)[::-1].tolist()
-        return buffer.pop()
+    blocks = map(lambda _: sample(BLOCK).tolist(), repeat(None))
+    return chain.from_iterable(blocks).__next__

@@ -191,3 +191,93 @@ def worker(sim, gate: BreakerGate | None):
                 yield from gate.wait_jittered()
         job = items.popleft() if items else (yield get())
         yield from run_job(job, gate)
+
+
+def plain(scenario) -> bool:
+    """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
+    per-attempt overhead, no Retry-After, retries slept in the worker. Then
+    :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
+    return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
+            and not scenario.breaker.enabled and scenario.budget is None
+            and not scenario.workers.attempt_overhead
+            and scenario.retry.retry_after == "ignore")
+
+
+def plain_worker(sim):
+    """``worker`` with ``run_job`` inlined and the checks :func:`plain` rules out dropped:
+    the same steps in the same order, one generator frame per resume instead of two."""
+    env = sim.env
+    items = sim.queue.items
+    get = sim.queue.get
+    call = sim.downstream.call
+    finish = sim.downstream.finish
+    in_hand = sim.in_hand
+    rec = sim.recorder
+    finish_id = rec.finish_id.append
+    finish_time = rec.finish_time.append
+    finish_attempts = rec.finish_attempts.append
+    finish_outcome = rec.finish_outcome.append
+    record_sleep = rec.record_sleep
+    recycled = rec.recycled.append
+    retry = sim.scenario.retry
+    max_retries = retry.max_retries
+    poison_retryable = retry.poison_retryable
+    dlq = sim.scenario.dlq.enabled
+    redelivery = sim.scenario.dlq.redelivery_delay
+    base = retry.base
+    draw = sim.strategy.sleep
+    stateful = sim.strategy.stateful
+    rng = sim.strategy_rng
+    delay = sim.delayed.add
+    timeout = env.timeout
+    proc = env.active_process
+    while True:
+        job = items.popleft() if items else (yield get())
+        in_hand.add(job)
+        spun_at, spins = -1.0, 0
+        while True:
+            job.attempts += 1
+            outcome = call(proc)
+            if outcome.__class__ is not int:
+                try:
+                    outcome = finish(outcome, (yield outcome.event))
+                except Interrupt as failure:
+                    outcome = failure.cause
+            now = env.now
+            if outcome == OK and not job.poison:
+                finish_id(job.id)
+                finish_time(now)
+                finish_attempts(job.attempts)
+                finish_outcome(SUCCEEDED)
+                break
+            n = job.retries
+            if (job.poison and not poison_retryable) or (
+                max_retries is not None and n >= max_retries
+            ):
+                if dlq:
+                    finish_id(job.id)
+                    finish_time(now)
+                    finish_attempts(job.attempts)
+                    finish_outcome(DEAD_LETTERED)
+                else:
+                    recycled(now)
+                    job.retries = 0
+                    job.prev = base
+                    delay(now + redelivery, job)
+                break
+            if stateful:
+                pause, job.prev = draw(n, job.prev, rng)
+            else:
+                pause = job.prev = draw(n, job.prev, rng)
+            job.retries = n + 1
+            record_sleep(now, job.id, n, pause)
+            if now != spun_at:
+                spun_at, spins = now, 0
+            elif spins < SPIN_LIMIT:
+                spins += 1
+            else:
+                raise Frozen(now)
+            sim.sleeping += 1
+            yield timeout(pause)
+            sim.sleeping -= 1
+        in_hand.discard(job)

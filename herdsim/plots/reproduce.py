@@ -12,7 +12,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
-from herdsim.plots.figures import OTHER_COLORS, STYLE, Figure, strategy_color
+from herdsim.plots.style import OTHER_COLORS, STYLE, Figure, strategy_color
 
 ARM_COLORS = ("#D55E00", "#0072B2", "#999933", "#CC79A7", "#56B4E9", "#009E73")
 ARM_MARKERS = ("o", "^", "s", "D", "v", "P")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
@@ -17,7 +15,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.model import estimate
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
-from herdsim.model.simulation import simulate
+from herdsim.model.simulation import Progress, simulate
 
 
 @dataclass
@@ -84,25 +82,14 @@ class Result:
                 f"<th>value</th><th>unit</th></tr>{rows}</table>{note}")
 
 
-Progress = Callable[[float, float], None]
-
-
 def run(scenario: Scenario, progress: Progress | None = None, force: bool = False
         ) -> Result:
     """Run *scenario* once and return its :class:`Result`.
 
-    *progress*, if given, is called as ``progress(now_seconds, duration_seconds)`` while
-    simulated time advances (by the engine's hook where the engine has one; otherwise
-    only at the start) and once at the end. A run this machine cannot hold is refused
-    before simulating (:class:`~herdsim.errors.CapacityError`, see
-    :mod:`herdsim.model.estimate`) unless *force*."""
+    *progress*, if given, is called as ``progress(now, duration)`` (simulated seconds
+    done, of the run's total) about 200 times during the run and once at its end. A run
+    this machine cannot hold is refused before simulating
+    (:class:`~herdsim.errors.CapacityError`, see :mod:`herdsim.model.estimate`) unless
+    *force*."""
     estimate.check([scenario], force=force)
-    if progress is None:
-        return Result.from_finished(simulate(scenario))
-    if "progress" in inspect.signature(simulate).parameters:
-        finished = simulate(scenario, progress=progress)
-    else:  # an engine without the hook: say at least when it starts and ends
-        progress(0.0, scenario.duration)
-        finished = simulate(scenario)
-    progress(scenario.duration, scenario.duration)
-    return Result.from_finished(finished)
+    return Result.from_finished(simulate(scenario, progress))
