@@ -437,6 +437,8 @@ class Scenario(Section):
         poller), and something that fails fast (down, 429, a full waiting room, a crash,
         an open-loop caller's open breaker)."""
         ds, workers = self.downstream, self.workers
+        if self.retry._untrusted:  # read, not run: its code is never imported
+            return False
         if (getattr(self.retry.build(), "min_sleep", None) != 0.0
                 or self.retry.max_retries is not None or workers.attempt_overhead
                 or ds.network_delay is not None or ds.request_delay is not None
