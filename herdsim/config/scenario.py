@@ -22,7 +22,7 @@ from pydantic import (
 
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError
-from herdsim.policies import strategies
+from herdsim.policies import presets, strategies
 
 PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
@@ -136,6 +136,8 @@ class Downstream(Section):
 
 
 class Retry(Section):
+    preset: str | None = Field(None, description="a library's policy as shipped "
+                                                 "(herdsim presets); fields set here win")
     strategy: str = "exponential"
     base: PositiveDuration = 0.1
     cap: PositiveDuration = 30.0
@@ -145,6 +147,11 @@ class Retry(Section):
 
     @model_validator(mode="after")
     def _strategy_exists(self) -> Retry:
+        if self.preset is not None:
+            try:
+                presets.get(self.preset)
+            except ValueError as exc:
+                raise _FieldError("retry.preset", str(exc)) from None
         if self.cap < self.base:
             raise _FieldError(
                 "retry.cap",
@@ -369,10 +376,61 @@ def validate(data: Any, source: str | None = None) -> Scenario:
     """Validate plain data (as parsed from YAML) into a :class:`Scenario`."""
     if not isinstance(data, dict):
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
+    fill_preset(data, source)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_problems(exc), source) from None
+
+
+def _has_field(path: str) -> bool:
+    *parents, leaf = path.split(".")
+    model = _model_at(parents)
+    return model is not None and leaf in model.model_fields
+
+
+def fill_preset(data: dict, source: str | None = None) -> None:
+    """Fill the fields ``retry.preset`` sets and *data* leaves out (see
+    :mod:`herdsim.policies.presets`). Fields this herdsim does not have are skipped, except
+    ``workers.attempt_overhead`` (a zero-wait preset without it could freeze time)."""
+    retry = data.get("retry")
+    name = retry.get("preset") if isinstance(retry, dict) else None
+    if name is None:
+        return
+    try:
+        preset = presets.get(name)
+    except ValueError as exc:
+        raise ScenarioError([("retry.preset", str(exc))], source) from None
+    for path, value in preset.fields.items():
+        if not _has_field(path):
+            if path in presets.REQUIRED_WHEN_SET:
+                raise ScenarioError([("retry.preset", f"preset {name!r} retries without "
+                                      f"waiting and needs {path}, which this herdsim does "
+                                      "not have yet")], source)
+            continue
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        if leaf not in node:
+            node[leaf] = value.copy() if isinstance(value, dict) else value
+
+
+def _strip_preset_fields(data: dict, names: list[Any]) -> None:
+    """Remove the fields the presets *names* control, so a new preset fills them."""
+    for name in names:
+        if name not in presets.PRESETS:
+            continue
+        for path in presets.get(name).fields:
+            *parents, leaf = path.split(".")
+            node = data
+            for part in parents:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(leaf, None)
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
@@ -380,8 +438,17 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
 
     Values given as strings are parsed as YAML scalars (``null``, ``3``, ``true``, ``2s``).
     A path that names no field of the scenario raises :class:`ScenarioError`.
+    ``retry.preset`` goes first and replaces the fields the old and the new preset
+    control; the other overrides then win over the preset.
     """
-    for path, raw in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    if "retry.preset" in overrides:
+        raw = overrides.pop("retry.preset")
+        value = yaml.safe_load(raw) if isinstance(raw, str) else raw
+        retry = data.get("retry") if isinstance(data.get("retry"), dict) else {}
+        _strip_preset_fields(data, [retry.get("preset"), value])
+        _set_path(data, "retry.preset", value)
+    for path, raw in overrides.items():
         value = yaml.safe_load(raw) if isinstance(raw, str) else raw
         if isinstance(value, str) and value == "":
             value = raw
