@@ -383,7 +383,8 @@ def validate(data: Any, source: str | None = None) -> Scenario:
         raise ScenarioError(_problems(exc), source) from None
 
 
-def _has_field(path: str) -> bool:
+def has_field(path: str) -> bool:
+    """Whether the scenario schema has the field (or section) at dotted *path*."""
     *parents, leaf = path.split(".")
     model = _model_at(parents)
     return model is not None and leaf in model.model_fields
@@ -402,7 +403,7 @@ def fill_preset(data: dict, source: str | None = None) -> None:
     except ValueError as exc:
         raise ScenarioError([("retry.preset", str(exc))], source) from None
     for path, value in preset.fields.items():
-        if not _has_field(path):
+        if not has_field(path):
             if path in presets.REQUIRED_WHEN_SET:
                 raise ScenarioError([("retry.preset", f"preset {name!r} retries without "
                                       f"waiting and needs {path}, which this herdsim does "
