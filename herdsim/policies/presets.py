@@ -16,6 +16,7 @@ simulated time against a fail-fast downstream).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 NO_CAP = 1e9  # seconds (31 years): "the library has no cap"; listed as "none"
@@ -179,7 +180,7 @@ _PRESETS = (
         "tenacity-random-exponential", "tenacity wait_random_exponential() (Python)",
         "U(0, min(2^(k-1), max)) s, max = sys.maxsize / 2",
         "unlimited (stop_never)",
-        _fields("full_jitter", 1.0, NO_CAP, None),
+        _fields("full_jitter", 1.0, sys.maxsize / 2, None),
         ("jd/tenacity tenacity/wait.py:195-221,250-252; tenacity/_utils.py:25 @c650fb45",)),
     Preset(
         "backoff", "backoff.on_exception(backoff.expo, ...) (Python)",
