@@ -503,3 +503,16 @@ def test_a_backoff_wait_generator_is_a_strategy():
         high = min(2**attempt, 8)
         assert stats.kstest(draws, stats.uniform(0, high).cdf).pvalue > 0.001
     assert run(load_scenario(data)).summary["jobs_submitted"] > 0
+
+
+def test_stacks_scenario_is_the_outage_story_under_each_stack(scenarios_dir):
+    """scenarios/stacks.yaml is scenarios/outage.yaml without its retry policy: every arm of
+    its documented comparison is the outage story with that preset's policy."""
+    outage = load_scenario(scenarios_dir / "outage.yaml")
+    for name in ("sidekiq", "celery", "aws-standard", "envoy", "tenacity"):
+        if name == "tenacity" and not has_field("workers.attempt_overhead"):
+            continue
+        sc = load_scenario(scenarios_dir / "stacks.yaml", {"retry.preset": name})
+        assert sc.downstream == outage.downstream and sc.workload == outage.workload
+        assert sc.workers.count == outage.workers.count
+        assert sc.retry.strategy == presets.get(name).fields["retry.strategy"]
