@@ -142,7 +142,7 @@ def test_continuous_conserves_jobs_and_slots(data, latency):
     env, ds = sim.env, sim.downstream
     while env.peek() < sc.duration:
         env.step()
-        assert 0 <= ds.busy == len(ds._heap) <= sc.downstream.concurrency
+        assert 0 <= ds.busy == len(ds.service.heap) <= sc.downstream.concurrency
         assert ds.n_waiting >= 0
     s = Result.from_finished(sim.run()).summary
     pending = sim.pending_jobs()

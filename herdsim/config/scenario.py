@@ -29,6 +29,19 @@ NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
+def _retry_after(value: object) -> object:
+    """``limiter`` as it is, anything else a duration >= 0."""
+    if value == "limiter":
+        return value
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"expected a duration >= 0 or limiter, got {value!r}")
+    return seconds
+
+
+RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after)]
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -53,8 +66,12 @@ class Workload(Section):
 
 class Workers(Section):
     count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
+    clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
+                                                         "over this many clients")
     retry_mode: Literal["sleep", "requeue"] = "sleep"
     poll_interval: PositiveDuration = 1.0
+    attempt_overhead: NonNegativeDuration = Field(
+        0.0, description="what one attempt costs the client before the call leaves")
 
 
 class Service(Section):
@@ -117,8 +134,14 @@ class Downstream(Section):
     service: Service = Service()
     timeout: PositiveDuration | None = None
     network_delay: Service | None = None
+    request_delay: Service | None = Field(
+        None, description="time a call spends on the way to the server (network_delay is the "
+                          "way back)")
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
+    retry_after: RetryAfter | None = Field(
+        None, description="Retry-After sent with throttled and rejected answers: a duration, "
+                          "or limiter (until the rate limiter next has a token)")
     outages: list[Outage] = []
     overload: Overload = Overload()
     occ: Occ = Occ()
@@ -144,6 +167,8 @@ class Retry(Section):
     max_retries: int | None = Field(5, ge=0)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
+    retry_after: Literal["ignore", "use", "at_least"] = Field(
+        "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
 
     @model_validator(mode="after")
     def _strategy_exists(self) -> Retry:
@@ -181,7 +206,7 @@ class Breaker(Section):
     """A circuit breaker (Resilience4j/Polly semantics)."""
 
     enabled: bool = False
-    scope: Literal["worker", "pool"] = "worker"
+    scope: Literal["worker", "pool", "client"] = "worker"
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
     window: PositiveDuration = 30.0
@@ -204,20 +229,23 @@ _TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "succ
 class Budget(Section):
     """A retry budget or client-side throttle (see herdsim/budget.py)."""
 
-    kind: Literal["token_bucket", "adaptive", "ratio"]
-    scope: Literal["worker", "pool"] = "pool"
+    kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
+    scope: Literal["worker", "pool", "client"] = "pool"
     preset: Literal["aws", "grpc"] | None = None
     capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
     retry_cost: float | None = Field(None, ge=0)
     timeout_cost: float | None = Field(None, ge=0)
     failure_cost: float | None = Field(None, ge=0)
     success_refund: float | None = Field(None, ge=0)
+    credit_on: Literal["success", "first_try"] = Field(
+        "success", description="token_bucket: success_refund earned per success or per first try")
     refund_retry_cost: bool | None = None
     floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
     strict: bool | None = None
     window: PositiveDuration | None = None
     k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
-    ratio: float = Field(0.2, gt=0, le=1, description="ratio: retries per first try")
+    ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
+                                "(0.2); cumulative_ratio: failures per first try (0.1)")
     min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
 
     @model_validator(mode="after")
@@ -230,8 +258,12 @@ class Budget(Section):
                     "a token_bucket needs preset: aws|grpc or every one of "
                     + ", ".join(_TOKEN_FIELDS),
                 )
+        if self.credit_on != "success" and self.kind != "token_bucket":
+            raise _FieldError("budget.credit_on", "credit_on applies to kind: token_bucket")
         if self.window is None:
             self.window = 120.0 if self.kind == "adaptive" else 10.0
+        if self.ratio is None:
+            self.ratio = 0.1 if self.kind == "cumulative_ratio" else 0.2
         return self
 
     def token_params(self) -> dict:
@@ -276,6 +308,16 @@ class Scenario(Section):
                     f"downstream.outages.{i}.mode",
                     "a blackhole outage needs downstream.timeout (calls hang until it)",
                 )
+        clients = self.workers.clients is not None
+        if clients and self.workers.count is not None:
+            raise _FieldError("workers.clients",
+                              "clients group open-loop callers: set workers.count: null")
+        for section, mitigation in (("breaker", self.breaker if self.breaker.enabled else None),
+                                    ("budget", self.budget)):
+            if mitigation is not None and mitigation.scope == "client" and not clients:
+                raise _FieldError(f"{section}.scope",
+                                  "scope client needs workers.clients (open-loop callers "
+                                  "grouped into clients)")
         if self.workers.count is None:
             if self.workers.retry_mode == "requeue":
                 raise _FieldError("workers.retry_mode",
@@ -283,10 +325,21 @@ class Scenario(Section):
                                   "requeue to; use sleep")
             if self.breaker.enabled and self.breaker.scope == "worker":
                 raise _FieldError("breaker.scope",
-                                  "open-loop callers share one breaker: use scope: pool")
+                                  "open-loop callers share one breaker: use scope: pool "
+                                  "(or client, with workers.clients)")
             if self.budget is not None and self.budget.scope == "worker":
                 raise _FieldError("budget.scope",
-                                  "open-loop callers share one budget: use scope: pool")
+                                  "open-loop callers share one budget: use scope: pool "
+                                  "(or client, with workers.clients)")
+        if self.downstream.retry_after == "limiter" and self.downstream.rate_limit is None:
+            raise _FieldError("downstream.retry_after",
+                              "retry_after: limiter needs downstream.rate_limit")
+        if self._may_freeze():
+            raise _FieldError(
+                "workers.attempt_overhead",
+                f"retry.strategy {self.retry.strategy!r} may retry at once and retries are "
+                "unlimited: against a fast failure simulated time would stand still; set "
+                "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise _FieldError("workers.count", "the occ model needs a number of clients")
         previous_end = None
@@ -298,6 +351,21 @@ class Scenario(Section):
                                   "spikes overlap; give each window its own rate")
             previous_end = spike.at + spike.duration
         return self
+
+    def _may_freeze(self) -> bool:
+        """Could a job retry forever at one instant? A zero-wait strategy (``min_sleep``
+        0), unlimited retries, nothing that costs time per attempt (overhead, network, a
+        poller), and something that fails fast (down, 429, a full waiting room, a crash,
+        an open-loop caller's open breaker)."""
+        ds, workers = self.downstream, self.workers
+        if (getattr(self.retry.build(), "min_sleep", None) != 0.0
+                or self.retry.max_retries is not None or workers.attempt_overhead
+                or ds.network_delay is not None or ds.request_delay is not None
+                or (workers.count is not None and workers.retry_mode == "requeue")):
+            return False
+        return (any(o.mode == "down" for o in ds.outages) or ds.rate_limit is not None
+                or ds.queue_limit is not None or ds.overload.collapse is not None
+                or (workers.count is None and self.breaker.enabled))
 
     @property
     def outage_windows(self) -> list[tuple[float, float]]:

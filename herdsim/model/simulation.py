@@ -6,16 +6,17 @@ import math
 import time
 
 import numpy as np
-import simpy
 
 from herdsim.config.scenario import Scenario, Service
 from herdsim.model import occ
 from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
+from herdsim.model.gates import BreakerGate, BreakerStats
+from herdsim.model.kernel import Environment
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, generators
-from herdsim.model.worker import BreakerGate, BreakerStats, job_runner, worker
+from herdsim.model.worker import Frozen, job_runner, worker
 from herdsim.model.workload import Job, arrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -35,7 +36,7 @@ class Simulation:
 
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
-        self.env = env = simpy.Environment()
+        self.env = env = Environment()
         rngs = generators(scenario.seed)
         self.unit_exponential = Draws(lambda n: rngs["arrivals"].exponential(1.0, n))
         self._poison_draw = Draws(lambda n: rngs["poison"].random(n))
@@ -53,6 +54,8 @@ class Simulation:
             self.recorder,
             _service_draws(scenario.downstream.network_delay, rngs["network"])
             if scenario.downstream.network_delay else None,
+            _service_draws(scenario.downstream.request_delay, rngs["request"])
+            if scenario.downstream.request_delay else None,
         )
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison.append
@@ -66,6 +69,12 @@ class Simulation:
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
+        n_clients = scenario.workers.clients
+        self.clients = (Draws(lambda n: rngs["clients"].integers(0, n_clients, n))
+                        if n_clients else None)
+        self.client_gates = ([self._new_gate() for _ in range(n_clients)]
+                             if n_clients and scenario.breaker.enabled
+                             and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
         env.process(arrivals(self))
@@ -84,11 +93,11 @@ class Simulation:
         return gate
 
     def budget_for(self, owner) -> object | None:
-        """The retry budget of *owner* (a worker process), or the pool's, or None."""
+        """The retry budget of *owner* (a worker process or a client), the pool's, or None."""
         cfg = self.scenario.budget
         if cfg is None:
             return None
-        key = owner if cfg.scope == "worker" else None
+        key = owner if cfg.scope != "pool" else None
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
@@ -123,7 +132,7 @@ class Simulation:
             waiting(ds.n_waiting)
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
-            up(1.0 if ds.up else 0.0)
+            up(1.0 if ds.health.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
 
     def pending_jobs(self) -> list[Job]:
@@ -132,7 +141,10 @@ class Simulation:
 
     def run(self) -> Finished:
         started = time.perf_counter()
-        self.env.run(until=self.scenario.duration)
+        try:
+            self.env.run(until=self.scenario.duration)
+        except Frozen as frozen:
+            raise frozen.error() from None
         wall = time.perf_counter() - started
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
-            "network")
+            "network", "request", "clients")
 BLOCK = 4096
 
 

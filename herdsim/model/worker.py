@@ -7,75 +7,26 @@ Queue workers run ``worker``; open-loop callers (``workers.count: null``) run on
 
 from __future__ import annotations
 
-import simpy
 from simpy import Interrupt
 
-from herdsim.model.downstream import OK, TIMEOUT
+from herdsim.errors import ScenarioError
+from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.model.gates import BreakerGate
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
-from herdsim.policies.breaker import CLOSED, OPEN
+
+SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
 
-class BreakerGate:
-    """Wakes the processes waiting on a breaker whenever it changes state or its open
-    period ends, and keeps the breaker statistics (how many open, for how long)."""
+class Frozen(Exception):  # noqa: N818 (a state, raised out of the SimPy run)
+    """A job retried ``SPIN_LIMIT`` times at one instant (args: that instant)."""
 
-    def __init__(self, env: simpy.Environment, breaker, stats: BreakerStats,
-                 resume_jitter: float = 0.0, draw=None):
-        self.env = env
-        self.breaker = breaker
-        self.stats = stats
-        self.resume_jitter = resume_jitter
-        self._draw = draw
-        self._event: simpy.Event | None = None
-        self.open_since = -1.0  # when it left the closed state; -1 while closed
-        breaker.listener = self._changed
-
-    def wait(self) -> simpy.Event:
-        if self._event is None:
-            self._event = simpy.Event(self.env)
-        return self._event
-
-    def wait_jittered(self):
-        """Wait for the next change, then U(0, resume_jitter) more: waiters released
-        together by a closing breaker do not come back as one herd."""
-        yield self.wait()
-        if self.resume_jitter:
-            yield self.env.timeout(self.resume_jitter * self._draw())
-
-    def _changed(self, breaker, now: float) -> None:
-        self.stats.transition(self, breaker.state, now)
-        if breaker.state == OPEN:
-            timer = self.env.timeout(breaker.open_until - now)
-            timer.callbacks.append(self._wake)
-        self._wake()
-
-    def _wake(self, _event=None) -> None:
-        event, self._event = self._event, None
-        if event is not None:
-            event.succeed()
-
-
-class BreakerStats:
-    """How many breakers are not closed right now, and the time they spent so."""
-
-    def __init__(self) -> None:
-        self.not_closed = 0
-        self.time_open = 0.0
-
-    def transition(self, gate: BreakerGate, state: str, now: float) -> None:
-        was_closed = gate.open_since < 0
-        if state == CLOSED:
-            if not was_closed:
-                self.not_closed -= 1
-                self.time_open += now - gate.open_since
-                gate.open_since = -1.0
-        elif was_closed:
-            self.not_closed += 1
-            gate.open_since = now
-
-    def total_open(self, gates: list[BreakerGate], now: float) -> float:
-        """Breaker-seconds spent not closed, the periods still running included."""
-        return self.time_open + sum(now - g.open_since for g in gates if g.open_since >= 0)
+    def error(self) -> ScenarioError:
+        """The one-line error the user sees."""
+        return ScenarioError([("workers.attempt_overhead",
+                               f"simulated time stood still at t = {self.args[0]:g} s: a job "
+                               f"retried {SPIN_LIMIT:,} times at that instant (zero sleeps "
+                               "against fast failures); set workers.attempt_overhead, e.g. "
+                               "1ms")])
 
 
 def job_runner(sim):
@@ -110,6 +61,11 @@ def job_runner(sim):
     timeout = env.timeout
     retries_only = scenario.breaker.retries_only
     slow_threshold = scenario.breaker.slow_call_threshold
+    clients, client_gates = sim.clients, sim.client_gates
+    downstream = sim.downstream
+    hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
+    use_hint = retry.retry_after == "use"
+    overhead = scenario.workers.attempt_overhead
 
     def give_up(job, now):
         """The job fails for good: to the DLQ, or without one back to the main queue once
@@ -127,13 +83,20 @@ def job_runner(sim):
 
     def run_job(job, gate):
         proc = env.active_process
-        budget = sim.budget_for(proc)
+        if clients is None:
+            budget = sim.budget_for(proc)
+        else:  # an open-loop caller of one of the clients, drawn uniformly
+            client = clients()
+            budget = sim.budget_for(client)
+            if client_gates is not None:
+                gate = client_gates[client]
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
+        spun_at, spins = -1.0, 0  # retries of this job at one instant (the freeze guard)
         while True:
-            now = env._now
-            if gates_calls and not budget.allow_call(now):  # before a breaker probe is taken
+            now = env.now
+            if gates_calls and not budget.allow_call(now, not job.retries):  # before a probe
                 budget_refused(now)
                 give_up(job, now)
                 break
@@ -152,6 +115,9 @@ def job_runner(sim):
                 outcome = None  # an open-loop caller sees a failed call
             else:
                 job.attempts += 1
+                if overhead:  # what the attempt costs the client before the call leaves
+                    yield timeout(overhead)
+                    now = env.now
                 outcome = call(proc)
                 if outcome.__class__ is not int:
                     try:
@@ -159,7 +125,7 @@ def job_runner(sim):
                     except Interrupt as failure:
                         outcome = failure.cause
                 failed = outcome != OK or job.poison
-                started, now = now, env._now
+                started, now = now, env.now
                 if breaker is not None:
                     breaker.record(now, failed,
                                    slow_threshold is not None and now - started >= slow_threshold)
@@ -188,9 +154,19 @@ def job_runner(sim):
                 pause, job.prev = draw(n, job.prev, rng)
             else:
                 pause = job.prev = draw(n, job.prev, rng)
+            if hinted and outcome in (THROTTLED, REJECTED):
+                hint = downstream.retry_after
+                if hint is not None:
+                    pause = hint if use_hint or hint > pause else pause
             job.retries = n + 1
             record_sleep(now, job.id, n, pause)
             if sleep_mode:
+                if now != spun_at:
+                    spun_at, spins = now, 0
+                elif spins < SPIN_LIMIT:
+                    spins += 1
+                else:
+                    raise Frozen(now)
                 sim.sleeping += 1
                 yield timeout(pause)
                 sim.sleeping -= 1
@@ -211,7 +187,7 @@ def worker(sim, gate: BreakerGate | None):
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if blocked is not None:
-            while blocked(env._now):
+            while blocked(env.now):
                 yield from gate.wait_jittered()
         job = items.popleft() if items else (yield get())
         yield from run_job(job, gate)

@@ -8,12 +8,20 @@ Three mechanisms, each answering "may this job retry (or call) now?":
   call loses ``failure_cost``; a success earns ``success_refund`` (AWS also gives back
   what a successful retry cost). A retry needs the bucket to stay at or above ``floor`` ×
   capacity after paying (strictly above with ``strict``): gRPC allows retries only while
-  tokens > capacity/2.
+  tokens > capacity/2. With ``credit_on_first_try`` the bucket earns ``success_refund`` on
+  every first try instead, whatever its outcome (the original retry simulator's
+  AdaptiveRetryStrategy: +0.1 per first try, cap 5, a retry needs more than 1 token and
+  takes 1: ``retry_cost`` 1, ``floor`` 0, ``strict``).
 * ``AdaptiveThrottle`` — Google SRE client-side throttling: every call is refused
   locally with probability ``max(0, (requests - k * accepts) / (requests + 1))`` over a
   sliding window.
 * ``RatioBudget`` — Finagle-style: retries within the window may not exceed
   ``ratio`` × first tries + ``min_per_second`` × window.
+* ``CumulativeRatio`` — the cumulative-ratio retry breaker of the original retry
+  simulator (mbrooker/simulator_example ``retry_sim``, CircuitBreakerRetryStrategy): it
+  counts first tries and failed calls (retries included) since the start; a failure is
+  counted first, then retried only while failures / first tries <= ``ratio``. No
+  window, no states.
 """
 
 from __future__ import annotations
@@ -29,13 +37,13 @@ PRESETS = {
 
 
 class TokenBucketBudget:
-    """A retry quota. ``allow_retry`` withdraws; ``on_result`` earns and loses tokens."""
-
-    gates_calls = False
+    """A retry quota. ``allow_retry`` withdraws; ``on_result`` (or, crediting first tries,
+    ``allow_call``) earns, and ``on_result`` loses, tokens."""
 
     def __init__(self, capacity: float, retry_cost: float, timeout_cost: float,
                  failure_cost: float, success_refund: float, refund_retry_cost: bool,
-                 floor: float, strict: bool):
+                 floor: float, strict: bool, credit_on_first_try: bool = False):
+        self.gates_calls = credit_on_first_try  # the worker then calls allow_call
         self.capacity = capacity
         self.tokens = capacity
         self.retry_cost = retry_cost
@@ -46,7 +54,11 @@ class TokenBucketBudget:
         self.floor = floor * capacity
         self.strict = strict
 
-    def allow_call(self, now: float) -> bool:
+    def allow_call(self, now: float, first: bool = False) -> bool:
+        """A call is about to be made; a first try earns ``success_refund`` (first_try
+        crediting only: otherwise the worker does not call this)."""
+        if first:
+            self.tokens = min(self.capacity, self.tokens + self.success_refund)
         return True
 
     def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
@@ -61,7 +73,12 @@ class TokenBucketBudget:
     def on_result(self, now: float, ok: bool, paid: float) -> None:
         """A call ended; *paid* is what its retry cost (0 for a first try)."""
         if ok:
-            earned = paid if (self.refund_retry_cost and paid) else self.success_refund
+            if self.refund_retry_cost and paid:
+                earned = paid
+            elif self.gates_calls:
+                return  # first tries earn the refund, not successes
+            else:
+                earned = self.success_refund
             self.tokens = min(self.capacity, self.tokens + earned)
         elif self.failure_cost:
             self.tokens = max(0.0, self.tokens - self.failure_cost)
@@ -81,7 +98,7 @@ class AdaptiveThrottle:
         requests, accepts = self.window.advance(now)
         return max(0.0, (requests - self.k * accepts) / (requests + 1))
 
-    def allow_call(self, now: float) -> bool:
+    def allow_call(self, now: float, first: bool = False) -> bool:
         p = self.rejection_probability(now)
         allowed = p == 0.0 or self._draw() >= p
         if not allowed:
@@ -105,7 +122,7 @@ class RatioBudget:
         self.reserve = min_per_second * window
         self.window = TimeWindow(window, 2)  # (first tries, retries)
 
-    def allow_call(self, now: float) -> bool:
+    def allow_call(self, now: float, first: bool = False) -> bool:
         return True
 
     def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
@@ -120,12 +137,38 @@ class RatioBudget:
             self.window.record(now, (1, 0))
 
 
-def build(cfg, draw) -> TokenBucketBudget | AdaptiveThrottle | RatioBudget:
+class CumulativeRatio:
+    """Retries allowed while failed calls / first tries, both counted since the start,
+    is at most ``ratio``."""
+
+    gates_calls = True  # first tries are counted when they are made
+
+    def __init__(self, ratio: float):
+        self.ratio = ratio
+        self.first_tries = 0
+        self.failures = 0
+
+    def allow_call(self, now: float, first: bool = False) -> bool:
+        if first:
+            self.first_tries += 1
+        return True
+
+    def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
+        return self.failures / self.first_tries <= self.ratio, 0.0
+
+    def on_result(self, now: float, ok: bool, paid: float) -> None:
+        if not ok:
+            self.failures += 1
+
+
+def build(cfg, draw) -> TokenBucketBudget | AdaptiveThrottle | RatioBudget | CumulativeRatio:
     """The budget object described by a scenario's ``budget`` section."""
     if cfg.kind == "token_bucket":
         params = dict(PRESETS[cfg.preset]) if cfg.preset else {}
         params.update(cfg.token_params())
-        return TokenBucketBudget(**params)
+        return TokenBucketBudget(**params, credit_on_first_try=cfg.credit_on == "first_try")
     if cfg.kind == "adaptive":
         return AdaptiveThrottle(cfg.window, cfg.k, draw)
+    if cfg.kind == "cumulative_ratio":
+        return CumulativeRatio(cfg.ratio)
     return RatioBudget(cfg.window, cfg.ratio, cfg.min_per_second)

@@ -8,6 +8,12 @@ before its first retry) and ``rng`` a :class:`numpy.random.Generator`.
 A strategy whose memory is not its last sleep sets ``stateful = True``: its ``sleep``
 then returns ``(sleep, state)`` and receives that state back as ``prev`` next time.
 
+``min_sleep`` is a hint: ``0.0`` declares that the strategy may retry at once (a sleep of
+exactly zero, as tenacity's default does), and a scenario in which that would freeze
+simulated time is refused (see docs/model.md, "Zero-wait retries"). ``None`` (the
+default) claims nothing; the built-ins never sleep exactly zero (full jitter's U(0, v)
+is zero with probability 0).
+
 Built-ins with a closed form implement ``cdf(x, attempt, prev)`` (the distribution of one
 sleep, vectorised with numpy broadcasting); tests check the draws against it and plots
 overlay it. ``decorrelated_jitter_v2`` has none (its sleep depends on the previous draw).
@@ -37,6 +43,7 @@ class Strategy:
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     stateful: ClassVar[bool] = False
+    min_sleep: ClassVar[float | None] = None
 
     def __init__(self, base: float, cap: float):
         self.base = float(base)

@@ -1,0 +1,78 @@
+"""The network between the callers and the downstream: the legs a call crosses.
+
+``downstream.network_delay`` is the response leg: a served call's response reaches its
+client one draw after the server is done (the service parts add it), and so does a fast
+failure (:meth:`Wire.respond_late` here), carrying the Retry-After it was sent with.
+``downstream.request_delay`` is the request leg (:meth:`Wire.send`): the call reaches
+the server one draw after it was sent, and is admitted then; its client deadline counts
+from the send. Without either delay the downstream's admission is the call itself and
+nothing here runs.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from herdsim.model.calls import ABANDONED, SENT, SERVING, TIMEOUT, Call
+from herdsim.model.kernel import trigger_later
+
+
+class Wire:
+    """``call`` for a downstream whose calls or answers cross a network delay."""
+
+    def __init__(self, downstream, response, request=None):
+        self.env = downstream.env
+        self._ds = downstream
+        self._admit = downstream.admit
+        self._response = response
+        self._request = request
+        self.call = self.send if request is not None else self.respond_late
+
+    def respond_late(self, proc):
+        """Admit the call; a fast failure reaches its client one response leg later."""
+        outcome = self._admit(proc)
+        if outcome.__class__ is not int:
+            return outcome
+        c = Call(proc, self._ds.epoch, None)
+        c.retry_after = self._ds.retry_after
+        c.event = self.env.timeout(self._response(), outcome)
+        return c
+
+    def send(self, proc):
+        """Send a call: it reaches the server one request leg later (:meth:`_arrive`)."""
+        env = self.env
+        timeout = self._ds.timeout
+        c = Call(proc, -1, env.now + timeout if timeout is not None else None)
+        c.state = SENT
+        c.event = simpy.Event(env)
+        timer = env.timeout(self._request())
+        timer.callbacks.append(self._arrive)
+        timer.call = c
+        if timeout is not None:
+            timer = env.timeout(timeout)
+            timer.callbacks.append(self._expire)
+            timer.call = c
+        return c
+
+    def _arrive(self, timer) -> None:
+        """The call reaches the server; a fast failure crosses the response leg back."""
+        c = timer.call
+        outcome = self._ds.arrive(c)
+        if outcome is None or c.state == ABANDONED:
+            return
+        now = self.env.now
+        delay = self._response() if self._response is not None else 0.0
+        c.state = SERVING  # the answer is on its way: the deadline timer leaves it alone
+        c.retry_after = self._ds.retry_after
+        if c.deadline is not None and now + delay > c.deadline:
+            outcome, delay = TIMEOUT, c.deadline - now
+        trigger_later(self.env, c.event, outcome, delay)
+
+    def _expire(self, timer) -> None:
+        """The client deadline of a sent call: on the request leg still, it is abandoned."""
+        c = timer.call
+        if c.state == SENT:
+            c.state = ABANDONED
+            c.event.succeed(TIMEOUT)
+        else:
+            self._ds.expire(timer)
