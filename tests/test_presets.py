@@ -29,7 +29,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from herdsim.cli import app
-from herdsim.config.scenario import has_field, load_scenario
+from herdsim.config.scenario import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
@@ -99,8 +99,8 @@ def test_tenacity_defaults_are_no_wait_forever():
     assert [retrying.wait(SimpleNamespace(attempt_number=k)) for k in (1, 2, 50)] == [0, 0, 0]
     fields = presets.get("tenacity").fields
     assert fields["retry.strategy"] == "immediate" and fields["retry.max_retries"] is None
-    assert preset_sleeps("tenacity", 0, 5) == [0.0] * 5 if has_field(
-        "workers.attempt_overhead") else True
+    assert preset_sleeps("tenacity", 0, 5) == [0.0] * 5
+    assert fields["workers.attempt_overhead"] == presets.OVERHEAD
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -340,11 +340,8 @@ def test_polly_http_is_decorrelated_jitter_v2_with_the_standard_breaker():
 
 def test_finagle_budget_is_the_retry_budget_defaults():
     """finagle RetryBudget.scala:97,99,114: ttl 10 s, 10 retries/s minimum, 20%."""
-    sc = load_scenario(_tiny("finagle")) if has_field("workers.attempt_overhead") else None
-    b = presets.get("finagle").fields["budget"]
-    assert (b["kind"], b["window"], b["min_per_second"], b["ratio"]) == ("ratio", 10, 10, 0.2)
-    if sc is not None:
-        assert sc.budget.kind == "ratio"
+    b = load_scenario(_tiny("finagle")).budget
+    assert (b.kind, b.window, b.min_per_second, b.ratio) == ("ratio", 10, 10, 0.2)
 
 
 # -- presets meeting scenarios ------------------------------------------------------------------
@@ -379,28 +376,24 @@ def test_unknown_preset_is_one_line_listing_the_choices():
     assert result.exit_code == 2
 
 
-def test_zero_wait_presets_need_attempt_overhead():
-    """Without workers.attempt_overhead a zero-wait preset against a fail-fast downstream
-    would retry forever at one instant; the preset refuses to load rather than hang."""
+def test_zero_wait_presets_pay_for_each_attempt():
+    """A zero-wait preset against a fail-fast downstream: each attempt costs the worker
+    ``workers.attempt_overhead`` (1 ms), so simulated time moves on and a worker makes at
+    most one attempt per millisecond. tenacity's unlimited retries without the overhead
+    would stand time still: that scenario is refused."""
     down = {"concurrency": 4, "service": {"mean": "20ms"},
             "outages": [{"start": "1s", "duration": "1s"}]}
     for name in ("tenacity", "finagle", "spring-kafka"):
-        data = _tiny(name, downstream=down)
-        if has_field("workers.attempt_overhead"):
-            result = run(load_scenario(data))
-            assert result.summary["attempts_total"] > 0
-        else:
-            with pytest.raises(ScenarioError, match="attempt_overhead"):
-                load_scenario(data)
+        s = run(load_scenario(_tiny(name, downstream=down))).summary
+        assert 0 < s["attempts_total"] <= 8 * 3.0 / presets.OVERHEAD + s["jobs_submitted"]
+    with pytest.raises(ScenarioError, match="attempt_overhead"):
+        load_scenario(_tiny("tenacity", downstream=down), {"workers.attempt_overhead": "0"})
 
 
 def test_every_preset_loads_and_runs_where_it_can():
-    """Every preset validates on a tiny scenario; the ones that need nothing new also run,
-    and every job ends in exactly one place."""
+    """Every preset validates and runs on a tiny scenario, and every job ends in exactly
+    one place."""
     for name in presets.PRESETS:
-        needs = [p for p in presets.REQUIRED_WHEN_SET if p in presets.get(name).fields]
-        if needs and not has_field(needs[0]):
-            continue
         result = run(load_scenario(_tiny(name)))
         s = result.summary
         assert s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"] == \
@@ -510,8 +503,6 @@ def test_stacks_scenario_is_the_outage_story_under_each_stack(scenarios_dir):
     its documented comparison is the outage story with that preset's policy."""
     outage = load_scenario(scenarios_dir / "outage.yaml")
     for name in ("sidekiq", "celery", "aws-standard", "envoy", "tenacity"):
-        if name == "tenacity" and not has_field("workers.attempt_overhead"):
-            continue
         sc = load_scenario(scenarios_dir / "stacks.yaml", {"retry.preset": name})
         assert sc.downstream == outage.downstream and sc.workload == outage.workload
         assert sc.workers.count == outage.workers.count

@@ -10,7 +10,6 @@ import yaml
 
 from herdsim.cli.app import app, console
 from herdsim.config.durations import format_duration
-from herdsim.config.scenario import has_field
 from herdsim.errors import UsageError
 from herdsim.policies import presets as table
 
@@ -20,11 +19,6 @@ def _mode(preset: table.Preset) -> str:
         return "sleep (holds the job)"
     poll = format_duration(preset.fields["workers.poll_interval"])
     return f"requeue (poller {poll})"
-
-
-def _missing(preset: table.Preset) -> list[str]:
-    """The preset's fields this herdsim's scenario schema does not have (yet)."""
-    return [path for path in preset.fields if not has_field(path)]
 
 
 def _defaults(preset: table.Preset) -> str:
@@ -80,10 +74,6 @@ def list_presets(
         console.print("sets (fields the scenario gives explicitly win):", highlight=False)
         console.print(yaml.safe_dump(preset.fields, sort_keys=False), highlight=False, markup=False,
                       soft_wrap=True)
-        missing = _missing(preset)
-        if missing:
-            console.print(f"not applied by this herdsim (no such field yet): "
-                          f"{', '.join(missing)}", highlight=False, markup=False)
         return
     for preset in table.PRESETS.values():
         _line(f"[bold]{preset.name}[/]  {preset.library}; {_mode(preset)}", markup=True)

@@ -451,17 +451,9 @@ def validate(data: Any, source: str | None = None) -> Scenario:
         raise ScenarioError(_problems(exc), source) from None
 
 
-def has_field(path: str) -> bool:
-    """Whether the scenario schema has the field (or section) at dotted *path*."""
-    *parents, leaf = path.split(".")
-    model = _model_at(parents)
-    return model is not None and leaf in model.model_fields
-
-
 def fill_preset(data: dict, source: str | None = None) -> None:
     """Fill the fields ``retry.preset`` sets and *data* leaves out (see
-    :mod:`herdsim.policies.presets`). Fields this herdsim does not have are skipped, except
-    ``workers.attempt_overhead`` (a zero-wait preset without it could freeze time)."""
+    :mod:`herdsim.policies.presets`)."""
     retry = data.get("retry")
     name = retry.get("preset") if isinstance(retry, dict) else None
     if name is None:
@@ -471,12 +463,6 @@ def fill_preset(data: dict, source: str | None = None) -> None:
     except ValueError as exc:
         raise ScenarioError([("retry.preset", str(exc))], source) from None
     for path, value in preset.fields.items():
-        if not has_field(path):
-            if path in presets.REQUIRED_WHEN_SET:
-                raise ScenarioError([("retry.preset", f"preset {name!r} retries without "
-                                      f"waiting and needs {path}, which this herdsim does "
-                                      "not have yet")], source)
-            continue
         *parents, leaf = path.split(".")
         node = data
         for part in parents:

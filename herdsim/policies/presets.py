@@ -8,10 +8,9 @@ the table). ``k = 1`` is the first retry; herdsim's strategies see ``attempt = k
 How a preset meets a scenario (``herdsim.config.scenario``): ``retry.preset`` written in a
 file fills only the fields the file leaves out; ``--set retry.preset=NAME`` (and every
 arm of ``compare --presets``) replaces the fields the presets control (:data:`PATHS`) and
-other ``--set`` values then override it. Fields the engine of this herdsim does not have
-yet (``retry.retry_after``, ``workers.attempt_overhead``) are skipped, except that a
-zero-wait preset refuses to run without ``workers.attempt_overhead`` (it would freeze
-simulated time against a fail-fast downstream).
+other ``--set`` values then override it. The zero-wait presets set
+``workers.attempt_overhead`` (:data:`OVERHEAD`) so that retrying cannot freeze simulated
+time against a fail-fast downstream.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retr
          "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
          "workers.attempt_overhead", "dlq.enabled", "breaker", "budget")
 SECTIONS = ("breaker", "budget")
-REQUIRED_WHEN_SET = ("workers.attempt_overhead",)  # never skipped silently
 
 
 @dataclass(frozen=True)
@@ -269,7 +267,3 @@ def get(name: str) -> Preset:
         raise ValueError(f"unknown preset {name!r}; choose one of: "
                          f"{', '.join(PRESETS)}") from None
 
-
-def controlled(path: str) -> bool:
-    """Whether a preset sets the scenario field at dotted *path* (or its section)."""
-    return path in PATHS or path.split(".")[0] in SECTIONS

@@ -188,6 +188,7 @@ class Immediate(Strategy):
     ``workers.attempt_overhead`` so that retrying cannot freeze simulated time."""
 
     name = "immediate"
+    min_sleep = 0.0
     formula = "0"
 
     def sleep(self, attempt, prev, rng):
@@ -215,6 +216,7 @@ class Celery(Strategy):
     retry_backoff_max`` (``cap``, 600 s); ``jitter: false`` is ``retry_jitter=False``."""
 
     name = "celery"
+    min_sleep = 0.0
     formula = "randint[0, min(cap, base * 2^a)] whole seconds"
 
     def __init__(self, base: float, cap: float, jitter: bool = True):
@@ -236,6 +238,7 @@ class Envoy(Strategy):
     below ``cap / 2`` (``doubling_limit_``), then stays at ``cap``."""
 
     name = "envoy"
+    min_sleep = 0.0
     formula = "randint[0, i_a) ms,  i_0 = base, i_(a+1) = 2 i_a if i_a < cap/2 else cap"
 
     def __init__(self, base: float, cap: float):
