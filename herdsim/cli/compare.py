@@ -33,6 +33,7 @@ from herdsim.cli.app import (
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import ranked_table
+from herdsim.errors import UsageError
 from herdsim.experiments.compare import compare as compare_arms
 from herdsim.outputs import openmetrics
 from herdsim.outputs.compare_dir import save_comparison
@@ -41,6 +42,10 @@ from herdsim.outputs.compare_dir import save_comparison
 @app.command()
 def compare(
     scenario: ScenarioArg, set_: SetOpt = None, strategies_: StrategiesOpt = None,
+    presets_: Annotated[str | None, typer.Option(
+        "--presets", help="Comma-separated library presets to compare instead of strategies "
+                          "(herdsim presets); each replaces the fields it sets.",
+        show_default=False)] = None,
     vary: VaryOpt = None,
     replications: Annotated[int, typer.Option(
         "--replications", min=1, help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
@@ -53,16 +58,21 @@ def compare(
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False,
 ) -> None:
-    """Run a scenario under several strategies (and settings) with common random numbers.
+    """Run a scenario under several strategies or presets (and settings) with common random
+    numbers.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
     conditions = gate_rules.parse(fail_if)
     sc = load(scenario, set_)
     names = parse_list("--strategies", strategies_)
+    preset_names = parse_list("--presets", presets_)
+    if names and preset_names:
+        raise UsageError("--strategies and --presets: give one of them")
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
     comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
-                              progress=not (quiet or json_), force=force)
+                              progress=not (quiet or json_), force=force,
+                              presets=preset_names)
     save_comparison(comparison, target, formats, report=report)
     if json_:
         emit_json(comparison.to_json())

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.table import Table
 
+from herdsim.analysis import metastability
 from herdsim.cli.app import ScenarioArg, SetOpt, app, console, err_console, parse_sets, safe
 from herdsim.config import bundled
+from herdsim.errors import UsageError
 from herdsim.experiments import sweep
 from herdsim.outputs import sweep_dir
 
@@ -24,6 +27,10 @@ def sweep_command(
     strategies_: Annotated[str | None, typer.Option(
         "--strategies", metavar="A,B,...",
         help="Comma-separated strategies (default: the scenario's).",
+        show_default=False)] = None,
+    presets_: Annotated[str | None, typer.Option(
+        "--presets", help="Comma-separated library presets: the axis retry.preset "
+                          "(instead of --strategies; herdsim presets).",
         show_default=False)] = None,
     replications: Annotated[int, typer.Option(
         "--replications", help="Runs per cell and strategy (seeds seed, seed+1, ...).")] = 1,
@@ -42,7 +49,9 @@ def sweep_command(
 ) -> None:
     """Run a scenario over a grid of settings x strategies x replications (resumable)."""
     arms = [s.strip() for s in (strategies_ or "").split(",") if s.strip()]
-    plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_))
+    presets = [p.strip() for p in (presets_ or "").split(",") if p.strip()]
+    plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_),
+                      presets)
     target = out or plan.default_out()
     sweep_dir.check(target, plan.manifest())
     console.print(f"sweep {safe(plan.name)}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
@@ -56,10 +65,15 @@ def sweep_command(
                           f"{safe(target)}; rerun the same command to continue" if saved else
                           "interrupted: nothing was written")
         raise typer.Exit(130) from None
-    counts = sweep_dir.class_counts(target)
+    by_preset = any(axis.path == sweep.PRESET for axis in plan.axes)
+    if by_preset and draw_map:
+        raise UsageError("--map: the map's rows are strategies; a sweep over presets has "
+                         "one row per preset in its cells table instead")
+    counts = _preset_counts(target) if by_preset else sweep_dir.class_counts(target)
+    first = "preset" if by_preset else "strategy"
     table = Table(title="cells by class", header_style="bold")
-    for column in ("strategy", *counts.columns):
-        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for column in (first, *counts.columns):
+        table.add_column(column, justify="left" if column == first else "right")
     for strategy, row in counts.iterrows():
         table.add_row(safe(strategy), *(str(n) for n in row))
     console.print(table)
@@ -69,3 +83,12 @@ def sweep_command(
     console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
 
 
+
+
+def _preset_counts(target: Path) -> pd.DataFrame:
+    """Cells of each class under each preset of a finished sweep over ``retry.preset``."""
+    runs, manifest = sweep_dir.load_sweep(target)
+    table = metastability.cells(runs, [axis["path"] for axis in manifest["axes"]])
+    presets = next(a["values"] for a in manifest["axes"] if a["path"] == sweep.PRESET)
+    counts = pd.crosstab(table[sweep.PRESET], table["class"])
+    return counts.reindex(index=presets, columns=list(metastability.CLASSES), fill_value=0)

@@ -26,7 +26,7 @@ from pydantic import (
 
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError, StrategyError
-from herdsim.policies import strategies
+from herdsim.policies import presets, strategies
 
 RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
 
@@ -215,6 +215,8 @@ class Downstream(Section):
 
 
 class Retry(Section):
+    preset: str | None = Field(None, description="a library's policy as shipped "
+                                                 "(herdsim presets); fields set here win")
     strategy: str = "exponential"
     base: Period = 0.1
     cap: PositiveDuration = 30.0
@@ -227,6 +229,11 @@ class Retry(Section):
 
     @model_validator(mode="after")
     def _strategy_exists(self, info: ValidationInfo) -> Retry:
+        if self.preset is not None:
+            try:
+                presets.get(self.preset)
+            except ValueError as exc:
+                raise _FieldError("retry.preset", str(exc)) from None
         if self.cap < self.base:
             raise _FieldError(
                 "retry.cap",
@@ -530,6 +537,7 @@ def validate(data: Any, source: str | None = None, trust_code: bool = True) -> S
     """
     if not isinstance(data, dict):
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
+    fill_preset(data, source)
     try:
         return Scenario.model_validate(data, context={"trust_code": trust_code})
     except ValidationError as exc:
@@ -603,17 +611,66 @@ def read_text(path: Path) -> str:
     return text
 
 
+def fill_preset(data: dict, source: str | None = None) -> None:
+    """Fill the fields ``retry.preset`` sets and *data* leaves out (see
+    :mod:`herdsim.policies.presets`)."""
+    retry = data.get("retry")
+    name = retry.get("preset") if isinstance(retry, dict) else None
+    if name is None:
+        return
+    try:
+        preset = presets.get(name)
+    except ValueError as exc:
+        raise ScenarioError([("retry.preset", str(exc))], source) from None
+    for path, value in preset.fields.items():
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        if leaf not in node:
+            node[leaf] = value.copy() if isinstance(value, dict) else value
+
+
+def _strip_preset_fields(data: dict, names: list[Any]) -> None:
+    """Remove the fields the presets *names* control, so a new preset fills them."""
+    for name in names:
+        if name not in presets.PRESETS:
+            continue
+        for path in presets.get(name).fields:
+            *parents, leaf = path.split(".")
+            node = data
+            for part in parents:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(leaf, None)
+
+
 def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
     """Set dotted paths (``retry.strategy``, ``downstream.outages.0.duration``) in *data*.
 
     Values given as strings are parsed as YAML scalars (``null``, ``3``, ``true``, ``2s``).
     A path that names no field of the scenario raises :class:`ScenarioError`.
+    ``retry.preset`` goes first and replaces the fields the old and the new preset
+    control; the other overrides then win over the preset.
     """
-    for path, raw in (overrides or {}).items():
+    overrides = dict(overrides or {})
+
+    def parsed(path: str, raw: Any) -> Any:
         try:
-            value = parse_yaml(raw) if isinstance(raw, str) else raw
+            return parse_yaml(raw) if isinstance(raw, str) else raw
         except ValueError as exc:
             raise ScenarioError([(path, f"--set value {raw!r} is not YAML: {exc}")]) from None
+
+    if "retry.preset" in overrides:
+        value = parsed("retry.preset", overrides.pop("retry.preset"))
+        retry = data.get("retry") if isinstance(data.get("retry"), dict) else {}
+        _strip_preset_fields(data, [retry.get("preset"), value])
+        _set_path(data, "retry.preset", value)
+    for path, raw in overrides.items():
+        value = parsed(path, raw)
         if isinstance(value, str) and value == "":
             value = raw
         _set_path(data, path, value)

@@ -1,4 +1,5 @@
-"""Compare arms of one scenario (strategies x varied settings) with common random numbers.
+"""Compare arms of one scenario (strategies or presets x varied settings) with common random
+numbers.
 
 Replication ``r`` of every arm runs with seed ``scenario.seed + r``, so arms differ only by
 what was varied (common random numbers): replication 0 of an arm is exactly
@@ -19,6 +20,7 @@ from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
 from herdsim.model import estimate
+from herdsim.policies import presets as preset_table
 from herdsim.policies import strategies as strategy_registry
 from herdsim.results.comparison import (
     Arm,
@@ -36,11 +38,38 @@ def _label(strategy: str, settings: dict[str, Any]) -> str:
     return f"{short_name(strategy)}, {varied}" if varied else short_name(strategy)
 
 
-def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
-               vary: dict[str, Sequence[Any]] | None = None) -> list[Arm]:
-    """Every arm: each strategy x each combination of varied values, validated up front.
+def _preset_arms(scenario: Scenario, names: Sequence[str],
+                 vary: dict[str, Sequence[Any]]) -> list[Arm]:
+    """Arms of ``--presets``: each preset replaces the fields it controls, then the varied
+    values apply on top."""
+    if len(set(names)) != len(names):
+        raise ScenarioError([("", f"a preset is listed twice: {', '.join(names)}")],
+                            "presets")
+    arms = []
+    for name in names:
+        try:
+            strategy = preset_table.get(name).fields["retry.strategy"]
+        except ValueError as exc:
+            raise ScenarioError([("retry.preset", str(exc))], "presets") from None
+        for combo in itertools.product(*vary.values()):
+            settings = {"retry.preset": name, **dict(zip(vary, combo, strict=True))}
+            try:
+                scenario_of_arm = arm_scenario(scenario, strategy, settings)
+            except ScenarioError as exc:
+                source = "presets" if exc.problems[0][0].startswith("retry") else "vary"
+                raise ScenarioError(exc.problems, source) from None
+            varied = {k: v for k, v in settings.items() if k != "retry.preset"}
+            arms.append(Arm(_label(name, varied), strategy, settings, scenario_of_arm))
+    return arms
 
-    Raises :class:`ScenarioError` naming the offending strategy or setting.
+
+def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
+               vary: dict[str, Sequence[Any]] | None = None,
+               presets: Sequence[str] | None = None) -> list[Arm]:
+    """Every arm: each strategy (or preset) x each combination of varied values, validated
+    up front.
+
+    Raises :class:`ScenarioError` naming the offending strategy, preset or setting.
     """
     names = list(strategies) if strategies else list(strategy_registry.BUILT_IN)
     vary = dict(vary or {})
@@ -48,6 +77,11 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
         raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
                               "compare with --strategies (strategies=[...] in Python)")],
                             "vary")
+    if "retry.preset" in vary:
+        raise ScenarioError([("retry.preset", "not a vary key: list the presets to compare "
+                              "with --presets (presets=[...] in Python)")], "vary")
+    if presets and strategies:
+        raise ScenarioError([("", "give strategies or presets, not both")], "presets")
     if len(set(names)) != len(names):
         raise ScenarioError([("", f"a strategy is listed twice: {', '.join(names)}")],
                             "strategies")
@@ -57,6 +91,8 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
         texts = [value_text(v) for v in values]
         if len(set(texts)) != len(texts):
             raise ScenarioError([(key, f"a value is listed twice: {', '.join(texts)}")], "vary")
+    if presets:
+        return _preset_arms(scenario, list(presets), vary)
     arms = []
     for name in names:
         for combo in itertools.product(*vary.values()):
@@ -90,12 +126,14 @@ def _runs_in_main_only(arms: list[Arm]) -> bool:
 def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = None,
             vary: dict[str, Sequence[Any]] | None = None, replications: int = 1,
             processes: int | None = None, progress: bool | None = None,
-            force: bool = False) -> Comparison:
+            force: bool = False, presets: Sequence[str] | None = None) -> Comparison:
     """Run every arm of *scenario* ``replications`` times and line them up.
 
-    *strategies* defaults to every built-in; *vary* maps dotted scenario keys to the values
-    to try. Runs go to ``processes`` local processes (default: all cores); strategies
-    defined in ``__main__`` (a notebook) run in this process. ``progress`` shows a rich
+    *strategies* defaults to every built-in; *presets* (instead of strategies) names
+    library policies (``herdsim presets``), each replacing the fields it controls; *vary*
+    maps dotted scenario keys to the values to try, on top of either. Runs go to
+    ``processes`` local processes (default: all cores); strategies defined in ``__main__``
+    (a notebook) run in this process. ``progress`` shows a rich
     progress bar (default: in a terminal, not in Jupyter, where rich needs ipywidgets).
     A bad strategy or setting raises :class:`ScenarioError` before anything runs, and arms
     this machine cannot hold, run ``processes`` at a time, :class:`CapacityError` (unless
@@ -104,7 +142,7 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     if replications < 1:
         raise ScenarioError([("", f"must be at least 1, got {replications}")], "replications")
-    arms = build_arms(base, strategies, vary)
+    arms = build_arms(base, strategies, vary, presets)
     tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if _runs_in_main_only(arms):
         processes = 1

@@ -1,6 +1,7 @@
 """Sweeps: one scenario run over a grid of settings x strategies x replications.
 
 ``herdsim sweep SCENARIO --grid path=values ... --strategies a,b --replications N --out DIR``
+(or ``--presets a,b``, the axis ``retry.preset``, instead of ``--strategies``)
 
 A *cell* is one value of every grid axis. Every cell x strategy x replication is one
 independent *task*; replication ``r`` runs with seed ``scenario.seed + r`` in every cell
@@ -51,6 +52,8 @@ from herdsim.outputs.atomic import write_file
 from herdsim.results.result import run
 
 RESERVED = {"retry.strategy": "use --strategies to compare strategies"}
+PRESET = "retry.preset"
+PRESET_ARM = "(retry.preset)"  # the one arm of a sweep over presets: each cell's preset
 _INTEGER = re.compile(r"^[-+]?\d+$")
 
 
@@ -198,8 +201,9 @@ class Sweep:
     def scenario(self, overrides: dict[str, Any], strategy: str) -> Scenario:
         """The validated scenario of one cell under one strategy."""
         data = copy.deepcopy(self.base)
+        arm = {} if PRESET in overrides else {"retry.strategy": strategy}
         try:
-            apply_overrides(data, {**overrides, "retry.strategy": strategy})
+            apply_overrides(data, {**overrides, **arm})
             return validate(data, self.source)
         except ScenarioError as exc:
             cell = ", ".join(f"{path}={value}" for path, value in overrides.items())
@@ -242,14 +246,24 @@ class Sweep:
 
 
 def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[str] = (),
-         replications: int = 1, sets: dict[str, Any] | None = None) -> Sweep:
+         replications: int = 1, sets: dict[str, Any] | None = None,
+         presets: Sequence[str] = ()) -> Sweep:
     """Parse and validate a sweep: every cell under every strategy is built before running.
 
+    *presets* is the axis ``retry.preset`` (each preset replaces the fields it controls,
+    as ``--set retry.preset`` does); it excludes *strategies*.
     Raises :class:`SweepError` (or :class:`ScenarioError` for the base scenario) naming the
     option, the field and the problem.
     """
     base = load_scenario(scenario, sets)
     axes = [parse_grid(spec) for spec in grid]
+    if presets:
+        if len(set(presets)) < len(presets):
+            raise SweepError(f"--presets {','.join(presets)}: a preset is listed twice")
+        axes.append(Axis(PRESET, tuple(presets)))
+    if strategies and any(axis.path == PRESET for axis in axes):
+        raise SweepError("--strategies and a retry.preset axis: a preset sets the strategy; "
+                         "give one of them")
     seen: set[str] = set()
     for axis in axes:
         if axis.path in RESERVED:
@@ -265,7 +279,8 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
         seen.add(axis.path)
     if replications < 1:
         raise SweepError(f"--replications {replications}: must be at least 1")
-    arms = list(strategies) or [base.retry.strategy]
+    by_preset = any(axis.path == PRESET for axis in axes)
+    arms = list(strategies) or [PRESET_ARM if by_preset else base.retry.strategy]
     if len(set(arms)) < len(arms):
         raise SweepError(f"--strategies {','.join(arms)}: a strategy is listed twice")
     sweep = Sweep(str(scenario), base.to_dict(), axes, arms, replications,

@@ -1,0 +1,269 @@
+"""Presets: the retry policies of the libraries people run, as shipped (pure configuration).
+
+A preset is a set of scenario fields — strategy, base, cap, max retries, retry mode and the
+system's poller, budget, breaker, dead-letter behaviour — read from the library's own
+source (``sources``: repository, file and line at the commit read; docs/policies.md has
+the table). ``k = 1`` is the first retry; herdsim's strategies see ``attempt = k - 1``.
+
+How a preset meets a scenario (``herdsim.config.scenario``): ``retry.preset`` written in a
+file fills only the fields the file leaves out; ``--set retry.preset=NAME`` (and every
+arm of ``compare --presets``) replaces the fields the presets control (:data:`PATHS`) and
+other ``--set`` values then override it. The zero-wait presets set
+``workers.attempt_overhead`` (:data:`OVERHEAD`) so that retrying cannot freeze simulated
+time against a fail-fast downstream.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+NO_CAP = 1e9  # seconds (31 years): "the library has no cap"; listed as "none"
+OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies.md
+
+# Every path a preset controls. A section name (breaker, budget) stands for the section.
+PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
+         "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
+         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget")
+SECTIONS = ("breaker", "budget")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One library's policy: what it does in words, the fields it sets, where it was read."""
+
+    name: str
+    library: str
+    formula: str  # the sleep before retry k (k = 1 is the first retry)
+    limits: str
+    fields: dict = field(repr=False)
+    sources: tuple[str, ...] = ()
+    differs: str = ""  # where the source disagrees with the issue's table
+
+    @property
+    def mode(self) -> str:
+        return self.fields["workers.retry_mode"]
+
+
+def _fields(strategy: str, base: float, cap: float, max_retries: int | None,
+            mode: str = "sleep", poll: float = 1.0, params: dict | None = None,
+            retry_after: str = "ignore", overhead: float | None = None,
+            breaker: dict | None = None, budget: dict | None = None) -> dict:
+    fields = {"retry.strategy": strategy, "retry.base": base, "retry.cap": cap,
+              "retry.max_retries": max_retries, "retry.params": params or {},
+              "retry.retry_after": retry_after, "workers.retry_mode": mode,
+              "workers.poll_interval": poll, "dlq.enabled": True,
+              "breaker": breaker or {"enabled": False}, "budget": budget}
+    if overhead is not None:
+        fields["workers.attempt_overhead"] = overhead
+    return fields
+
+
+_PRESETS = (
+    Preset(
+        "sidekiq", "Sidekiq 7/8 (Ruby)",
+        "(k-1)^4 + 15 + randint[0, 10k) s",
+        "25 retries, then the dead set; retries wait in the retry set until the scheduled-set "
+        "poller (every 5 s on average) moves them back",
+        _fields("sidekiq", 15.0, NO_CAP, 25, "requeue", 5.0),
+        ("sidekiq/sidekiq lib/sidekiq/job_retry.rb:73,167,186,202,238,290 @1bb4aa06",
+         "sidekiq/sidekiq lib/sidekiq/scheduled.rb:150-158,182-184; config.rb:18 @1bb4aa06"),
+        "the poller's period is U(2.5 s, 7.5 s) per process in Sidekiq; herdsim polls every "
+        "5 s"),
+    Preset(
+        "celery", "Celery 5 autoretry_for, retry_backoff=True (Python)",
+        "randint[0, min(600, 2^(k-1))] whole s",
+        "max_retries 3, then the task fails; the retry is a new message with an ETA, "
+        "fired by the worker's timer when due (herdsim polls every 10 ms)",
+        _fields("celery", 1.0, 600.0, 3, "requeue", 0.01),
+        ("celery/celery celery/utils/time.py:463-477 @5dc781f0",
+         "celery/celery celery/app/autoretry.py:21-31,48-54; app/task.py:241 @5dc781f0")),
+    Preset(
+        "aws-standard", "botocore retry_mode=standard (AWS SDK for Python)",
+        "U(0,1) * min(2^(k-1), 20) s",
+        "3 attempts; retry quota 500, a retry costs 5 (10 after a timeout), a success "
+        "refunds its retry's cost or 1",
+        _fields("full_jitter", 1.0, 20.0, 2,
+                budget={"kind": "token_bucket", "preset": "aws", "scope": "pool"}),
+        ("boto/botocore botocore/retries/standard.py:44,365-367,425-428,670-674,720-735 "
+         "@0e6e2404", "boto/botocore botocore/retries/quota.py:7 @0e6e2404"),
+        "botocore's default mode is still legacy (configprovider.py:41); an opt-in 2026 "
+        "behaviour (AWS_NEW_RETRIES_2026) scales non-throttling errors by 0.05 and costs 14"),
+    Preset(
+        "aws-legacy", "botocore retry_mode=legacy, botocore's default (AWS SDK for Python)",
+        "U(0,1) * 2^(k-1) s, no cap",
+        "5 attempts (data/_retry.json); no quota",
+        _fields("full_jitter", 1.0, NO_CAP, 4),
+        ("boto/botocore botocore/data/_retry.json:92-97 @0e6e2404",
+         "boto/botocore botocore/retryhandler.py:43-63,288 @0e6e2404")),
+    Preset(
+        "grpc-connect", "gRPC connection backoff (grpc-go)",
+        "k = 1: 1 s exactly; then min(1.6^(k-1), 120) s * U(0.8, 1.2)",
+        "reconnects forever",
+        _fields("grpc_connect", 1.0, 120.0, None),
+        ("grpc/grpc-go backoff/backoff.go:47-52 @4793ad04",
+         "grpc/grpc-go internal/backoff/backoff.go:56-75 @4793ad04",
+         "grpc/grpc doc/connection-backoff.md @08d16ee4"),
+        "the first reconnect is not jittered (grpc-go returns BaseDelay for retries == 0; "
+        "the spec sets current_deadline = now + INITIAL_BACKOFF)"),
+    Preset(
+        "grpc-retry", "gRPC retry policy (gRFC A6 example service config, grpc-go)",
+        "min(0.1 * 2^(k-1), 1) s * U(0.8, 1.2); server pushback: exactly its value",
+        "maxAttempts 4 (capped at 5); retry throttling maxTokens 10, tokenRatio 0.1",
+        _fields("proportional_jitter", 0.1, 1.0, 3, params={"jitter": 0.2},
+                retry_after="use", budget={"kind": "token_bucket", "preset": "grpc",
+                                           "scope": "pool"}),
+        ("grpc/proposal A6-client-retries.md:86-89,113,124,176-177,209 @1fd061ad",
+         "grpc/grpc-go stream.go:857-871; dialoptions.go:43; clientconn.go:1145-1150 "
+         "@4793ad04"),
+        "gRPC has no default retry policy: these are A6's example values. After a pushback "
+        "gRPC restarts its backoff at initialBackoff; herdsim keeps counting"),
+    Preset(
+        "envoy", "Envoy router retry policy",
+        "randint[0, min(25 * 2^(k-1), 250)) ms",
+        "num_retries 1 (route default); base 25 ms (upstream.base_retry_backoff_ms), max "
+        "10 x base",
+        _fields("envoy", 0.025, 0.25, 1),
+        ("envoyproxy/envoy source/common/common/backoff_strategy.cc:13-19 (current); "
+         "backoff_strategy.h doubling_limit_ = max_interval_ / 2",
+         "envoyproxy/envoy source/common/router/retry_state_impl.cc:78-86 @e78906c5",
+         "envoyproxy/envoy api/envoy/config/route/v3/route_components.proto "
+         "RetryPolicy.num_retries (defaults to 1)")),
+    Preset(
+        "polly", "Polly v8 RetryStrategyOptions defaults (.NET)",
+        "2 s constant, no jitter",
+        "3 retries",
+        _fields("fixed", 2.0, 2.0, 3),
+        ("App-vNext/Polly src/Polly.Core/Retry/RetryConstants.cs:9,11,15 @173d6d1d",
+         "App-vNext/Polly src/Polly.Core/Retry/RetryStrategyOptions.TResult.cs:29,40,52,76 "
+         "@173d6d1d")),
+    Preset(
+        "polly-http", "Microsoft.Extensions.Http.Resilience standard handler (.NET)",
+        "DecorrelatedJitterBackoffV2, median first delay 2 s; Retry-After: exactly its value",
+        "3 retries; breaker: 10% failures over 30 s, 100 calls minimum, open 5 s, one "
+        "half-open probe",
+        _fields("decorrelated_jitter_v2", 2.0, NO_CAP, 3, retry_after="use",
+                breaker={"enabled": True, "scope": "pool", "failure_rate_threshold": 0.1,
+                         "window": 30.0, "minimum_calls": 100, "open_duration": 5.0,
+                         "half_open_calls": 1}),
+        ("dotnet/extensions src/Libraries/Microsoft.Extensions.Http.Resilience/Polly/"
+         "HttpRetryStrategyOptions.cs:30-32,46-59 @5862342c",
+         "App-vNext/Polly src/Polly.Core/Retry/RetryHelper.cs:75-105; RetryResilienceStrategy"
+         ".cs:86-93 @173d6d1d",
+         "App-vNext/Polly src/Polly.Core/CircuitBreaker/CircuitBreakerConstants.cs:13-21; "
+         "Controller/CircuitStateController.cs:136-139 @173d6d1d"),
+        "the handler's attempt timeout (10 s) and total timeout (30 s) are not set: use "
+        "downstream.timeout"),
+    Preset(
+        "resilience4j", "Resilience4j Retry + CircuitBreaker defaults (Java)",
+        "500 ms constant",
+        "3 attempts; breaker: 50% failures over the last 100 calls, 100 minimum, open 60 s, "
+        "10 half-open calls, slow calls >= 60 s",
+        _fields("fixed", 0.5, 0.5, 2,
+                breaker={"enabled": True, "scope": "pool", "failure_rate_threshold": 0.5,
+                         "window_calls": 100, "minimum_calls": 100, "open_duration": 60.0,
+                         "half_open_calls": 10, "slow_call_threshold": 60.0,
+                         "slow_call_rate_threshold": 1.0}),
+        ("resilience4j/resilience4j resilience4j-retry/src/main/java/io/github/resilience4j/"
+         "retry/RetryConfig.java:39-40 @af9e7c97",
+         "resilience4j/resilience4j resilience4j-circuitbreaker/src/main/java/io/github/"
+         "resilience4j/circuitbreaker/CircuitBreakerConfig.java:43-52 @af9e7c97")),
+    Preset(
+        "tenacity", "tenacity Retrying() out of the box (Python)",
+        "0 (wait_none), forever (stop_never)",
+        "unlimited; each attempt costs the client 1 ms (workers.attempt_overhead)",
+        _fields("immediate", 0.1, 0.1, None, overhead=OVERHEAD),
+        ("jd/tenacity tenacity/__init__.py:241-243; tenacity/wait.py:49-63 @c650fb45",)),
+    Preset(
+        "tenacity-random-exponential", "tenacity wait_random_exponential() (Python)",
+        "U(0, min(2^(k-1), max)) s, max = sys.maxsize / 2",
+        "unlimited (stop_never)",
+        _fields("full_jitter", 1.0, sys.maxsize / 2, None),
+        ("jd/tenacity tenacity/wait.py:195-221,250-252; tenacity/_utils.py:25 @c650fb45",)),
+    Preset(
+        "backoff", "backoff.on_exception(backoff.expo, ...) (Python)",
+        "U(0, 2^(k-1)) s (expo with full_jitter)",
+        "unlimited (max_tries None)",
+        _fields("full_jitter", 1.0, NO_CAP, None),
+        ("litl/backoff backoff/_wait_gen.py:8-32; backoff/_jitter.py:18-28 @d82b23c4",
+         "litl/backoff backoff/_decorator.py:30-32; backoff/_common.py:34-56 @d82b23c4")),
+    Preset(
+        "cenkalti", "cenkalti/backoff v4 NewExponentialBackOff (Go)",
+        "I_k * U(0.5, 1.5), I_1 = 500 ms, I_(k+1) = min(1.5 I_k, 60 s)",
+        "stops after 15 min elapsed: 24 retries (where the nominal sleeps pass 15 min)",
+        _fields("cenkalti", 0.5, 60.0, 24),
+        ("cenkalti/backoff exponential.go:79-83,171-180,193-199,204-215 @720b7898 (v4)",),
+        "the stop is on elapsed time (call time included); herdsim stops after the count "
+        "of retries whose nominal sleeps fit in 15 min. The snapshot read is v4, which has "
+        "no Retry-After (v5's RetryAfterError could not be read here)"),
+    Preset(
+        "google-api-core", "google.api_core.retry.Retry() defaults (Python)",
+        "U(0, min(2^(k-1), 60)) s",
+        "120 s overall deadline: 8 retries (where the mean sleeps pass 120 s)",
+        _fields("full_jitter", 1.0, 60.0, 8),
+        ("googleapis/python-api-core google/api_core/retry/retry_base.py:43-46,100-122,225 "
+         "@bfc66514",),
+        "the deadline is wall-clock (call time included); herdsim stops after a count"),
+    Preset(
+        "temporal", "Temporal default activity retry policy",
+        "min(1 s * 2^(k-1), 100 s), no jitter",
+        "unlimited attempts; the server's timer re-dispatches the task (the worker is free)",
+        _fields("exponential", 1.0, 100.0, None, "requeue", 0.01),
+        ("temporalio/temporal common/retrypolicy/retry_policy.go:76-80 @6805caea",
+         "temporalio/temporal common/backoff/retry.go:178-184; service/history/workflow/"
+         "retry.go:95-110 @6805caea")),
+    Preset(
+        "finagle", "Finagle client requeues with the default RetryBudget (Scala)",
+        "0 (immediate requeue)",
+        "RetryBudget: ttl 10 s, 10 retries/s minimum, 20% of requests; each attempt costs "
+        "the client 1 ms (workers.attempt_overhead)",
+        _fields("immediate", 0.1, 0.1, None, overhead=OVERHEAD,
+                budget={"kind": "ratio", "scope": "pool", "window": 10.0, "ratio": 0.2,
+                        "min_per_second": 10.0}),
+        ("twitter/finagle finagle-core/src/main/scala/com/twitter/finagle/service/"
+         "RetryBudget.scala:97-114 @4feb34cb",
+         "twitter/finagle finagle-core/.../service/Retries.scala:94-96,114; "
+         "RequeueFilter.scala:100-110,156 @4feb34cb"),
+        "Finagle requeues only when the endpoint's status is Open and at most ceil(0.2 x "
+        "balance) times per request; herdsim has neither"),
+    Preset(
+        "kafka", "Kafka producer retries (Java client)",
+        "min(1000, floor(100 * 2^min(k-1, log2 10) * U(0.8, 1.2))) ms",
+        "retries MAX_INT within delivery.timeout.ms 120 s: 128 retries (where the mean "
+        "sleeps pass 120 s)",
+        _fields("kafka", 0.1, 1.0, 128),
+        ("apache/kafka clients/src/main/java/org/apache/kafka/common/utils/"
+         "ExponentialBackoff.java:46-63 @1eb76443",
+         "apache/kafka clients/.../CommonClientConfigs.java:98,105,107,108; producer/"
+         "ProducerConfig.java:370,386; producer/internals/RecordAccumulator.java:814 "
+         "@1eb76443"),
+        "the exponent is capped before the jitter: from k = 5 the sleep is 1000 ms half the "
+        "time and U(800, 1000) ms otherwise, not always 1000 ms"),
+    Preset(
+        "spring-retry", "Spring Retry @Retryable with @Backoff() (Java)",
+        "1000 ms constant",
+        "maxAttempts 3",
+        _fields("fixed", 1.0, 1.0, 2),
+        ("spring-projects/spring-retry src/main/java/org/springframework/retry/annotation/"
+         "Backoff.java:59,69; Retryable.java:133 @c8977dda",)),
+    Preset(
+        "spring-kafka", "spring-kafka DefaultErrorHandler (Java)",
+        "0 ms, blocking the partition's consumer",
+        "10 deliveries (FixedBackOff(0, 9)), then the record is logged and skipped; each "
+        "attempt costs the client 1 ms (workers.attempt_overhead)",
+        _fields("immediate", 0.1, 0.1, 9, overhead=OVERHEAD),
+        ("spring-projects/spring-kafka spring-kafka/src/main/java/org/springframework/kafka/"
+         "listener/SeekUtils.java:57,63; DefaultErrorHandler.java:63 @3f3cf7d8",)),
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in _PRESETS}
+
+
+def get(name: str) -> Preset:
+    """The preset called *name*; ``ValueError`` listing the choices otherwise."""
+    try:
+        return PRESETS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown preset {name!r}; choose one of: "
+                         f"{', '.join(PRESETS)}") from None
+
