@@ -15,7 +15,6 @@ time against a fail-fast downstream.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 NO_CAP = 1e9  # seconds (31 years): "the library has no cap"; listed as "none"
@@ -176,9 +175,10 @@ _PRESETS = (
         ("jd/tenacity tenacity/__init__.py:241-243; tenacity/wait.py:49-63 @c650fb45",)),
     Preset(
         "tenacity-random-exponential", "tenacity wait_random_exponential() (Python)",
-        "U(0, min(2^(k-1), max)) s, max = sys.maxsize / 2",
+        "U(0, min(2^(k-1), max)) s, max = sys.maxsize / 2 (herdsim: 1e9 s, its largest "
+        "duration; the same sleeps for the first 30 retries)",
         "unlimited (stop_never)",
-        _fields("full_jitter", 1.0, sys.maxsize / 2, None),
+        _fields("full_jitter", 1.0, 1e9, None),
         ("jd/tenacity tenacity/wait.py:195-221,250-252; tenacity/_utils.py:25 @c650fb45",)),
     Preset(
         "backoff", "backoff.on_exception(backoff.expo, ...) (Python)",
