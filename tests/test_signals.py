@@ -123,9 +123,19 @@ def workdirs() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob(f"{prometheus_server.WORKDIR_PREFIX}*"))
 
 
+def ready(port: int) -> bool:
+    """Prometheus on *port* answers /-/ready with 200 (it listens before it is ready)."""
+    try:
+        with prometheus_server.LOOPBACK.open(f"http://127.0.0.1:{port}/-/ready",
+                                             timeout=2) as response:
+            return response.status == 200
+    except OSError:  # refused, reset, or an HTTP error such as 503 while it starts
+        return False
+
+
 def serve(tmp: Path, run_dir: Path, port: int) -> psutil.Popen:
     server = start(tmp, "prometheus", str(run_dir), "--port", str(port))
-    wait_for(lambda: listening(port) or server.poll() is not None, 60, "prometheus")
+    wait_for(lambda: ready(port) or server.poll() is not None, 60, "prometheus")
     assert server.poll() is None, server.stderr.read()
     return server
 
