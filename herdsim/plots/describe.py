@@ -138,8 +138,9 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
 
 
-def facts(sc: Scenario, strategy: bool = True) -> str:
-    """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget."""
+def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozenset()) -> str:
+    """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget; the
+    sections in *varied* (which differ between arms) are left to the arms' labels."""
     w, d, r = sc.workers, sc.downstream, sc.retry
     if d.model == "occ":
         parts = [f"{w.count:,} clients start together, updating one row under optimistic "
@@ -166,15 +167,16 @@ def facts(sc: Scenario, strategy: bool = True) -> str:
         parts.append("no outage")
     if d.overload.collapse is not None:
         parts.append("crashes when overloaded")
-    retry = f"{r.strategy} " if strategy else ""
-    limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
-    parts.append(f"retry {retry}base {format_duration(r.base)} cap {format_duration(r.cap)}, "
-                 f"{limit}")
-    if d.model != "occ":
+    if "retry" not in varied:
+        retry = f"{r.strategy} " if strategy else ""
+        limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
+        parts.append(f"retry {retry}base {format_duration(r.base)} "
+                     f"cap {format_duration(r.cap)}, {limit}")
+    if d.model != "occ" and "dlq" not in varied:
         parts.append("DLQ on" if sc.dlq.enabled else "DLQ off (failed jobs go back to the queue)")
-    if sc.breaker.enabled:
+    if sc.breaker.enabled and "breaker" not in varied:
         parts.append(f"breaker per {sc.breaker.scope}")
-    if sc.budget is not None:
+    if sc.budget is not None and "budget" not in varied:
         parts.append(f"retry budget {sc.budget.kind}")
     return "; ".join(parts)
 
@@ -191,6 +193,16 @@ def _wrap(parts: list[str], sep: str, width: int = 140) -> list[str]:
     return lines
 
 
+def varied_sections(arms: list[Any]) -> frozenset[str]:
+    """The retry-policy sections (retry, budget, breaker, dlq) that differ between *arms*."""
+    def value(arm: Any, section: str) -> str:
+        part = getattr(arm.scenario, section)
+        return repr(part.model_dump(mode="json") if part is not None else None)
+
+    return frozenset(s for s in ("retry", "budget", "breaker", "dlq")
+                     if len({value(arm, s) for arm in arms}) > 1)
+
+
 def heading(c: Any, what: str, replication: int | None = None, explain: str = "") -> str:
     """A figure's title: the scenario and *what* the figure shows, the arms, what the
     scenario contains, what was overridden, and *explain* (how to read it)."""
@@ -200,7 +212,9 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
             if replication is not None and c.replications > 1 else "")
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
     lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
-             *_wrap(facts(sc, strategy=n == 1).split("; "), "; ")]
+             *_wrap(facts(sc, strategy=n == 1,
+                          varied=varied_sections(c.arms) if n > 1 else frozenset()
+                          ).split("; "), "; ")]
     changed = overrides(sc)
     if changed:
         lines += _wrap(["changed from the bundled file:", *changed], " ")

@@ -97,13 +97,29 @@ def strategy_color(strategy: str) -> str:
     return OTHER_COLORS[zlib.crc32(strategy.encode()) % len(OTHER_COLORS)]
 
 
+def arm_colors(strategies: list[str]) -> dict[str, str]:
+    """``strategy -> colour``: the strategy's own colour (built-ins first), or, when another
+    strategy of the figure already has it, the first colour of the palette still free."""
+    palette = list(dict.fromkeys([*STRATEGY_COLORS.values(), *OTHER_COLORS]))
+    unique = list(dict.fromkeys(strategies))
+    colors: dict[str, str] = {}
+    for name in sorted(unique, key=lambda s: s not in STRATEGY_COLORS):
+        color = strategy_color(name)
+        if color in colors.values():
+            color = next((c for c in palette if c not in colors.values()), color)
+        colors[name] = color
+    return colors
+
+
 def arm_styles(arms: list[Arm]) -> dict[str, dict]:
-    """``label -> {color, linestyle}``: the strategy's colour, a style per varied setting."""
+    """``label -> {color, linestyle}``: a colour per strategy (distinct within the figure),
+    a line style per varied setting."""
+    colors = arm_colors([arm.strategy for arm in arms])
     seen: dict[str, int] = {}
     styles = {}
     for arm in arms:
         k = seen[arm.strategy] = seen.get(arm.strategy, -1) + 1
-        styles[arm.label] = {"color": strategy_color(arm.strategy),
+        styles[arm.label] = {"color": colors[arm.strategy],
                              "linestyle": LINE_STYLES[k % len(LINE_STYLES)]}
     return styles
 
