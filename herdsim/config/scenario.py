@@ -714,6 +714,15 @@ def _set_path(data: dict, path: str, value: Any) -> None:
         node = child
 
 
+def value_text(value: Any) -> str:
+    """A setting as a scenario file writes it (``None`` -> ``null``, ``True`` -> ``true``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
 def load_scenario(
     source: str | Path | dict, overrides: dict[str, Any] | None = None,
     trust_code: bool = True,

@@ -15,7 +15,7 @@ from typing import Any
 
 import rich
 
-from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
@@ -28,7 +28,6 @@ from herdsim.results.comparison import (
     arm_scenario,
     peak_rate_frame,
     short_name,
-    value_text,
 )
 from herdsim.results.result import run
 

@@ -9,16 +9,8 @@ and under every strategy (common random numbers), so a task's result does not de
 what runs it or in what order, and any task can be rerun alone with
 ``herdsim run SCENARIO --set path=value ... --set seed=S``.
 
-Every cell is validated before anything runs. The output directory (see
-:mod:`herdsim.outputs.sweep_dir`):
-
-- ``manifest.json``: what the sweep is (resolved base scenario, axes, strategies,
-  replications) and its ``digest``; a rerun with another digest is refused.
-- ``scenario.yaml``: the resolved base scenario.
-- ``tasks/<task>.json``: one per finished task, written atomically as it finishes: the
-  task's keys (``task``, ``cell``, ``replication``, one column per axis), its summary KPIs
-  and the metastability KPIs. A rerun skips the tasks already there.
-- ``sweep.parquet`` and ``sweep.csv``: every task's row, by cell, strategy, replication.
+Every cell is validated before anything runs. The output directory's layout, and its
+writer and reader, are in :mod:`herdsim.outputs.sweep_dir`.
 """
 
 from __future__ import annotations

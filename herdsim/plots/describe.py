@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator
 
 from herdsim.config import bundled
 from herdsim.config.durations import format_duration, parse_duration
-from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
 
 UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
@@ -96,14 +96,6 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
 def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> list[str]:
     """``path=value`` for each field of *sc* that differs from the bundled scenario of
     the same name (what ``--set`` changed); empty when there is no such bundled file."""
@@ -118,7 +110,7 @@ def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> li
         return []
     now = _flat(_with_units(Scenario, sc.to_dict()))
     before = _flat(_with_units(Scenario, original.to_dict()))
-    return [f"{key}={_text(value)}" for key, value in now.items()
+    return [f"{key}={value_text(value)}" for key, value in now.items()
             if before.get(key, object()) != value and key not in ignore
             and not key.startswith(ignore)]
 

@@ -35,15 +35,6 @@ class Arm:
     scenario: Scenario = field(repr=False)
 
 
-def value_text(value: Any) -> str:
-    """A setting as a scenario file writes it (``None`` -> ``null``, ``True`` -> ``true``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
 def short_name(strategy: str) -> str:
     """``package.module:Class`` -> ``Class``; a registered name stays as it is."""
     return strategy.rpartition(":")[2]
