@@ -36,9 +36,10 @@ def describe(name: str) -> str:
 
 
 def resolve(scenario: str | Path) -> Path:
-    """*scenario* as given when that file exists, else the bundled scenario of that name."""
+    """*scenario* as given when that file exists, else the bundled scenario of that name
+    (a folder of the same name, e.g. an output directory, does not hide it)."""
     given = Path(scenario)
-    if given.exists():
+    if given.is_file():
         return given
     bundled = path(str(scenario))
     return bundled if bundled is not None else given
