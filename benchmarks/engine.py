@@ -250,7 +250,9 @@ def main() -> None:
         f"best of {args.repeat}", highlight=False)
     if sc.retry.strategy != "exponential" and not args.no_naive:
         console.print("note: the naive model always uses exponential backoff")
-    spec = {"scenario": sc.to_dict(), "naive": naive_params(sc), "baseline": args.baseline}
+    # only the fields set away from their defaults: an earlier herdsim need not know newer ones
+    scenario = sc.model_dump(mode="json", exclude_defaults=True)
+    spec = {"scenario": scenario, "naive": naive_params(sc), "baseline": args.baseline}
     models = ["herdsim"] + ["baseline"] * bool(args.baseline) + ["naive"] * (not args.no_naive)
     runs: dict[str, list[dict]] = {model: [] for model in models}
     for round_ in range(args.repeat):  # interleaved, so a busy spell hits every model
