@@ -26,6 +26,7 @@ import herdsim
 from herdsim.cli import app
 from herdsim.config.scenario import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
+from herdsim.experiments.sweep import plan, run_task
 from herdsim.model.estimate import available_memory, estimate
 from herdsim.outputs import atomic, sweep_dir
 
@@ -165,6 +166,20 @@ def test_a_run_that_cannot_fit_is_refused_with_its_estimate_unless_forced():
     result = herdsim.run(small)  # the estimate bounds what a run really records
     assert len(result.jobs) <= 1.5 * estimate(small).jobs + 10
     assert result.attempt_times.size <= estimate(small).calls + 10
+
+
+def test_a_sweep_refuses_a_cell_that_cannot_fit_unless_forced(tmp_path):
+    """--force reaches every task of a sweep, and is no part of what the sweep is (its
+    digest): the same sweep resumes with or without it."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(TINY | {"duration": "1h"}))
+    grid = ["workload.rate=1000000,2000000"]
+    refused, forced = plan(path, grid), plan(path, grid, force=True)
+    assert refused.manifest()["digest"] == forced.manifest()["digest"]
+    assert {task.force for task in refused.tasks()} == {False}
+    assert {task.force for task in forced.tasks()} == {True}
+    with pytest.raises(CapacityError, match="jobs"):
+        run_task(next(refused.tasks()))
 
 
 class Hostile:

@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 
 from herdsim.analysis import metastability
-from herdsim.cli.app import ScenarioArg, SetOpt, app, console, err_console, parse_sets, safe
+from herdsim.cli.app import (
+    ForceOpt,
+    ScenarioArg,
+    SetOpt,
+    app,
+    console,
+    err_console,
+    parse_sets,
+    safe,
+)
 from herdsim.config import bundled
 from herdsim.errors import UsageError
 from herdsim.experiments import sweep
@@ -46,12 +55,13 @@ def sweep_command(
         show_default=False)] = None,
     draw_map: Annotated[bool, typer.Option(
         "--map", help="Draw the metastability map to DIR/map.png.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Run a scenario over a grid of settings x strategies x replications (resumable)."""
     arms = [s.strip() for s in (strategies_ or "").split(",") if s.strip()]
     presets = [p.strip() for p in (presets_ or "").split(",") if p.strip()]
     plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_),
-                      presets)
+                      presets, force)
     target = out or plan.default_out()
     sweep_dir.check(target, plan.manifest())
     console.print(f"sweep {safe(plan.name)}: {plan.n_tasks} tasks ({plan.n_cells} cells, "

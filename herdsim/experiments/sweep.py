@@ -150,11 +150,12 @@ class Task:
     replication: int
     keys: dict[str, Any]
     scenario: dict
+    force: bool = False  # run even when the estimate says the machine cannot hold it
 
 
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task: its keys, the run's summary KPIs and its metastability KPIs."""
-    result = run(Scenario.model_validate(task.scenario))
+    result = run(Scenario.model_validate(task.scenario), force=task.force)
     return {"task": task.id, "cell": task.cell, "replication": task.replication,
             **task.keys, **result.summary, **metastability.run_kpis(result)}
 
@@ -169,6 +170,7 @@ class Sweep:
     strategies: list[str]
     replications: int
     resolved: list[tuple[Any, ...]]  # per axis, each value as the scenario holds it
+    force: bool = False  # not part of what the sweep is: its digest ignores it
 
     @property
     def n_cells(self) -> int:
@@ -215,7 +217,7 @@ class Sweep:
                 for replication, task_id in enumerate(ids):
                     if task_id not in skip:
                         yield Task(task_id, cell, replication, keys,
-                                   seeded_data(data, replication))
+                                   seeded_data(data, replication), self.force)
 
     def manifest(self) -> dict[str, Any]:
         """What the sweep is, with a digest of everything that changes its results."""
@@ -239,7 +241,7 @@ class Sweep:
 
 def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[str] = (),
          replications: int = 1, sets: dict[str, Any] | None = None,
-         presets: Sequence[str] = ()) -> Sweep:
+         presets: Sequence[str] = (), force: bool = False) -> Sweep:
     """Parse and validate a sweep: every cell under every strategy is built before running.
 
     *presets* is the axis ``retry.preset`` (each preset replaces the fields it controls,
@@ -276,7 +278,7 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
     if len(set(arms)) < len(arms):
         raise SweepError(f"--strategies {','.join(arms)}: a strategy is listed twice")
     sweep = Sweep(str(scenario), base.to_dict(), axes, arms, replications,
-                  [tuple(axis.values) for axis in axes])
+                  [tuple(axis.values) for axis in axes], force)
     resolved: list[dict[Any, Any]] = [{} for _ in axes]
     for _, overrides, _ in sweep.cells():
         for strategy in arms:
