@@ -84,6 +84,7 @@ class Downstream:
         self._guard = CollapseGuard(collapse) if collapse is not None else None
         self.limiter = (TokenBucket(cfg.rate_limit.rate, cfg.rate_limit.burst)
                         if cfg.rate_limit else None)
+        self._gated = self.limiter is not None or self._guard is not None  # checked per call
         overload = cfg.overload
         if overload.latency_model == "continuous":
             self.service = ProcessorSharing(self, service, cfg.service.mean,
@@ -115,15 +116,10 @@ class Downstream:
             c = Call(proc, self.epoch, now + self.timeout)
             c.event = env.timeout(self.timeout, TIMEOUT)
             return c
-        if self.limiter is not None and not self.limiter.take(now):
-            self._rejected(now)
-            if self._hint is not None:
-                self.retry_after = self._hint(now)
-            return THROTTLED
-        if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
-            health.crash(now)
-            self._rejected(now)
-            return DOWN
+        if self._gated:
+            refused = self._overload(now)
+            if refused is not None:
+                return refused
         timeout = self.timeout
         c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
         if self.busy < self.concurrency:
@@ -138,12 +134,27 @@ class Downstream:
                 timer.callbacks.append(self.expire)
                 timer.call = c
         else:
-            self._rejected(now)
-            if self._hint is not None:
-                self.retry_after = self._hint(now)
-            return REJECTED
+            return self._refuse(now, REJECTED)
         self.active[c] = None
         return c
+
+    def _overload(self, now: float) -> int | None:
+        """The rate limiter's and then the collapse guard's answer to a call arriving now:
+        THROTTLED, DOWN (it crashed the downstream), or None to go on."""
+        if self.limiter is not None and not self.limiter.take(now):
+            return self._refuse(now, THROTTLED)
+        if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
+            self.health.crash(now)
+            self._rejected(now)
+            return DOWN
+        return None
+
+    def _refuse(self, now: float, outcome: int) -> int:
+        """Refuse a call at once, with the Retry-After hint when the downstream sends one."""
+        self._rejected(now)
+        if self._hint is not None:
+            self.retry_after = self._hint(now)
+        return outcome
 
     def arrive(self, c: Call) -> int | None:
         """Admit a call sent over the request leg, arriving now (the rules of :meth:`admit`).
@@ -165,15 +176,10 @@ class Downstream:
                 c.state = SERVING
                 trigger_later(env, c.event, TIMEOUT, c.deadline - now)
             return None
-        if self.limiter is not None and not self.limiter.take(now):
-            self._rejected(now)
-            if self._hint is not None:
-                self.retry_after = self._hint(now)
-            return THROTTLED
-        if self._guard is not None and self._guard.overloaded(now, self.busy + self.n_waiting):
-            health.crash(now)
-            self._rejected(now)
-            return DOWN
+        if self._gated:
+            refused = self._overload(now)
+            if refused is not None:
+                return refused
         c.epoch = self.epoch
         if not abandoned:
             c.state = WAITING
@@ -184,10 +190,7 @@ class Downstream:
             self._waiting.append(c)
             self.n_waiting += not abandoned
         else:
-            self._rejected(now)
-            if self._hint is not None:
-                self.retry_after = self._hint(now)
-            return REJECTED
+            return self._refuse(now, REJECTED)
         if not abandoned:
             self.active[c] = None
         return None
