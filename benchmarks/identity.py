@@ -53,13 +53,13 @@ def main() -> int:
                         help="the herdsim to check (default: this checkout)")
     parser.add_argument("scenarios", nargs="*", help="scenario files (default: all bundled)")
     args = parser.parse_args()
-    files = [Path(s) for s in args.scenarios] or sorted(SCENARIOS.glob("*.yaml"))
+    files = [Path(s).resolve() for s in args.scenarios] or sorted(SCENARIOS.glob("*.yaml"))
     # a sweep's base is a scenario like the others (its grid is tested elsewhere)
     files = [f for f in files if "sweep" not in f.name]
     differ = 0
     for scenario in files:
         old, new = digests(scenario, args.baseline), digests(scenario, args.current)
-        same = old == new
+        same = old == new and "error" not in new
         differ += not same
         shown = " ".join(f"{k}={v}" for k, v in new.items())
         print(f"{'identical' if same else 'DIFFERENT'}  {scenario.name:24s} {shown}")
