@@ -22,7 +22,7 @@ from heapq import heappop, heappush
 import simpy
 
 from herdsim.model.calls import ABANDONED, COMPLETED, DELIVERED, DOOMED, RUNNING, SERVING, TIMEOUT
-from herdsim.model.kernel import trigger_later
+from herdsim.model.kernel import NORMAL, Timer, trigger_later
 
 
 class AtStart:
@@ -36,6 +36,8 @@ class AtStart:
         self._per_call = latency_per_call
         self._network = network
         self._wasted = wasted
+        self._queue = self.env._queue
+        self._eid = self.env._eid.__next__
 
     def start(self, c, now: float) -> None:
         """Put *c* in service now."""
@@ -54,8 +56,12 @@ class AtStart:
             c.state = SERVING
             if value == DELIVERED:
                 self._finish_later(c, s, self._released)
-            if c.event is None:
-                c.event = env.timeout(seen, value)
+            if c.event is None:  # a Timer firing at now + seen (env.timeout, inlined)
+                c.event = timer = Timer()
+                timer.callbacks = []
+                timer._ok = True
+                timer._value = value
+                heappush(self._queue, (now + seen, NORMAL, self._eid(), timer))
             else:
                 trigger_later(env, c.event, value, seen)
             return

@@ -13,7 +13,7 @@ from herdsim.model import occ
 from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
-from herdsim.model.kernel import Environment
+from herdsim.model.kernel import Environment, Runner
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
@@ -97,7 +97,8 @@ class Simulation:
             self._arm_progress(1)
         if plain(scenario):  # the worker loop is chosen once, from what is configured
             for _ in range(scenario.workers.count):
-                env.process(plain_worker(self))
+                runner = Runner(env)
+                runner.start(plain_worker(self, runner))
             return
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()

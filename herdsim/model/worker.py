@@ -7,11 +7,14 @@ Queue workers run ``worker``; open-loop callers (``workers.count: null``) run on
 
 from __future__ import annotations
 
+from heapq import heappush
+
 from simpy import Interrupt
 
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
+from herdsim.model.kernel import NORMAL, Timer
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
@@ -203,9 +206,10 @@ def plain(scenario) -> bool:
             and scenario.retry.retry_after == "ignore")
 
 
-def plain_worker(sim):
+def plain_worker(sim, proc):
     """``worker`` with ``run_job`` inlined and the checks :func:`plain` rules out dropped:
-    the same steps in the same order, one generator frame per resume instead of two."""
+    the same steps in the same order, one generator frame per resume instead of two.
+    *proc* is the :class:`~herdsim.model.kernel.Runner` that drives it."""
     env = sim.env
     items = sim.queue.items
     get = sim.queue.get
@@ -229,8 +233,7 @@ def plain_worker(sim):
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
     delay = sim.delayed.add
-    timeout = env.timeout
-    proc = env.active_process
+    queue, eid = env._queue, env._eid.__next__
     while True:
         job = items.popleft() if items else (yield get())
         in_hand.add(job)
@@ -278,6 +281,11 @@ def plain_worker(sim):
             else:
                 raise Frozen(now)
             sim.sleeping += 1
-            yield timeout(pause)
+            timer = Timer()  # env.timeout(pause), inlined
+            timer.callbacks = []
+            timer._ok = True
+            timer._value = None
+            heappush(queue, (now + pause, NORMAL, eid(), timer))
+            yield timer
             sim.sleeping -= 1
         in_hand.discard(job)
