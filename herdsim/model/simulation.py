@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -35,6 +37,23 @@ def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
 Progress = Callable[[float, float], None]
 """``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
 PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
+# Allocations between the cyclic collector's young sweeps during a run (Python's default
+# is 700). A run allocates millions of short-lived events and heap entries that reference
+# counting frees; at the default the full sweeps (each a walk over every live object) cost
+# about a sixth of a 10,000-worker run. Cycles (finished open-loop callers) are still
+# collected, 100,000 allocations apart.
+GC_THRESHOLD = 100_000
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the collector's first threshold to ``GC_THRESHOLD`` for the block."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 class Simulation:
@@ -175,7 +194,8 @@ class Simulation:
     def run(self) -> Finished:
         started = time.perf_counter()
         try:
-            self.env.run_until(self.scenario.duration)
+            with _fewer_collections():
+                self.env.run_until(self.scenario.duration)
         except Frozen as frozen:
             raise frozen.error() from None
         wall = time.perf_counter() - started
