@@ -1,78 +1,141 @@
 """The main queue (a deque-backed FIFO store) and the delayed queue (Redis ``ZADD`` style).
 
 ``simpy.Store`` pops with ``list.pop(0)``, which makes a large backlog quadratic; this
-store keeps items in a deque and hands a job straight to a waiting getter, and lets the
-first idle worker wait on the next arrival's timer (see :class:`JobQueue`).
+store keeps items in a deque, and takes its arrivals from the arrival clock only when
+someone looks (see :class:`JobQueue`).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
+from heapq import heappush
 
 import simpy
 
+from herdsim.model.kernel import NORMAL, Timer
+from herdsim.model.workload import ArrivalClock
+
 
 class JobQueue:
-    """FIFO of jobs. Consumers pop ``items`` directly when it is non-empty, else ``get()``.
+    """FIFO of jobs fed by an :class:`~herdsim.model.workload.ArrivalClock`.
 
-    Idle workers wait in line (FIFO). The arrival clock ``arm``s the queue with the timer
-    of the next arrival: the first worker in line then waits on that timer itself (its
-    resume callback is moved onto it) and gets the arriving job as the timer's value, one
-    event in all. A job ``put`` while a worker waits on the timer goes to that worker at
-    once, and the timer passes to the next in line. Workers waiting for a job are never
-    interrupted (only calls in flight are), which this relies on.
+    Arrivals cost no event while nobody waits for them: whoever reads the queue first
+    calls ``catch_up(now)``, which lets in, in time order and at their own times, the
+    jobs that have arrived since (``new_job(t)`` records each one, or refuses it when the
+    queue is full). Consumers then pop ``items`` directly when it is non-empty, else
+    ``get()``. Idle workers wait in line (FIFO); the first one waits on a timer set for
+    the next arrival and receives its first job as the timer's value, one event in all.
+    A job ``put`` while a worker waits on that timer goes to that worker at once, and the
+    timer passes to the next in line. Workers waiting for a job are never interrupted
+    (only calls in flight are), which this relies on.
     """
 
-    def __init__(self, env: simpy.Environment):
+    def __init__(self, env: simpy.Environment, clock: ArrivalClock, new_job):
         self.env = env
+        self.clock = clock
+        self.new_job = new_job
         self.items: deque = deque()
-        self._getters: deque[simpy.Event] = deque()
-        self._timer: simpy.Event | None = None  # the next arrival's, while it is pending
+        self._getters: deque[Timer] = deque()
+        self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
 
-    def arm(self, timer: simpy.Event) -> None:
-        """*timer* is the next arrival's: the first worker in line (if any) waits on it."""
-        self._timer = timer
+    def catch_up(self, now: float, until_before: bool = False) -> None:
+        """Let in every job arriving at or before *now* (before *now*, if *until_before*).
+
+        While a worker waits on the arrival timer the queue is empty and the next arrival is
+        not before *now*; one due at *now* is left to the timer and its worker."""
+        if self._waited:
+            return
+        clock, new_job, put = self.clock, self.new_job, self.put
+        while clock.next_at < now or (clock.next_at == now and not until_before):
+            t = clock.next_at
+            for _ in range(clock.burst):
+                job = new_job(t)
+                if job is not None:
+                    put(job)
+            clock.advance()
+
+    def _arm(self) -> None:
+        """Set the timer of the next arrival; the first worker in line waits on it."""
+        env = self.env
+        self._timer = timer = Timer()
+        timer.callbacks = [self._arrive]
+        timer._ok = True
+        timer._value = None
+        heappush(env._queue, (self.clock.next_at, NORMAL, next(env._eid), timer))
         self._waited = False
         if self._getters:
             self._move(self._getters.popleft(), timer)
             self._waited = True
 
-    def disarm(self, timer: simpy.Event) -> bool:
-        """*timer* fires: whether a worker waits on it (it receives ``timer._value``)."""
+    def _arrive(self, timer: Timer) -> None:
+        """The timer fires: its waiting worker (resumed after this) gets the first job."""
         waited = self._waited and self._timer is timer
-        self._timer = None
-        self._waited = False
-        return waited
+        if self._timer is timer:
+            self._timer = None
+            self._waited = False
+        clock, new_job, now = self.clock, self.new_job, self.env._now
+        while clock.next_at <= now:
+            t = clock.next_at
+            for _ in range(clock.burst):
+                job = new_job(t)
+                if job is None:
+                    continue
+                if waited:
+                    timer._value = job
+                    waited = False
+                else:
+                    self.put(job)
+            clock.advance()
+        # (A waiting worker always gets one: it waits only while the queue is empty, and a
+        # main-queue limit is at least 1.)
+        if self._getters and self._timer is None:
+            self._arm()
 
     def put(self, job) -> None:
         if self._waited:  # the worker waiting on the arrival timer is first in line
             timer = self._timer
-            event = simpy.Event(self.env)
+            event = self._event()
             self._move(timer, event)
             self._waited = False
             if self._getters:
                 self._move(self._getters.popleft(), timer)
                 self._waited = True
-            event.succeed(job)
+            self._succeed(event, job)
         elif self._getters:
-            self._getters.popleft().succeed(job)
+            self._succeed(self._getters.popleft(), job)
         else:
             self.items.append(job)
 
-    def get(self) -> simpy.Event:
-        """An event whose value is the next job: the arrival timer if nobody waits on it."""
-        timer = self._timer
-        if timer is not None and not self._waited:
+    def get(self) -> Timer:
+        """An event whose value is the next job: the arrival timer if nobody waits on it.
+
+        Call ``catch_up(now)`` first, and only when ``items`` is empty."""
+        if self._timer is None:
+            self._arm()
+        if not self._waited:
             self._waited = True
-            return timer
-        event = simpy.Event(self.env)
+            return self._timer
+        event = self._event()
         self._getters.append(event)
         return event
 
     @staticmethod
-    def _move(source: simpy.Event, target: simpy.Event) -> None:
+    def _event() -> Timer:
+        event = Timer()
+        event.callbacks = []
+        event._ok = True
+        return event
+
+    def _succeed(self, event: Timer, job) -> None:
+        """``event.succeed(job)``: it fires now, after the events already due now."""
+        env = self.env
+        event._value = job
+        heappush(env._queue, (env._now, NORMAL, next(env._eid), event))
+
+    @staticmethod
+    def _move(source, target) -> None:
         """Make the worker waiting on *source* wait on *target* instead."""
         resume = source.callbacks.pop()  # a worker's resume is its event's last callback
         target.callbacks.append(resume)
@@ -98,12 +161,14 @@ class DelayedQueue:
         heapq.heappush(self._heap, (due, self._seq, job))
 
     def _poll(self):
-        heap, put, now_of = self._heap, self._target.put, self.env
+        heap, target, env = self._heap, self._target, self.env
         while True:
-            yield self.env.timeout(self._poll_interval)
-            now = now_of.now
-            while heap and heap[0][0] <= now:
-                put(heapq.heappop(heap)[2])
+            yield env.timeout(self._poll_interval)
+            now = env.now
+            if heap and heap[0][0] <= now:
+                target.catch_up(now)  # jobs that arrived first are ahead in line
+                while heap and heap[0][0] <= now:
+                    target.put(heapq.heappop(heap)[2])
 
     def jobs(self) -> list:
         return [entry[2] for entry in self._heap]

@@ -20,7 +20,7 @@ from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import Frozen, job_runner, plain, plain_worker, worker
-from herdsim.model.workload import Arrivals, Job
+from herdsim.model.workload import ArrivalClock, Job, OpenArrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
 
@@ -74,7 +74,8 @@ class Simulation:
         self.strategy = scenario.retry.build()
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
-        self.queue = JobQueue(env)
+        self.clock = ArrivalClock(scenario.workload, self.unit_exponential)
+        self.queue = JobQueue(env, self.clock, self.new_job)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
@@ -108,9 +109,14 @@ class Simulation:
                              and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
-        self.arrivals = Arrivals(
-            env, scenario.workload, self.unit_exponential, self.new_job,
-            None if self.open_loop else self.queue, self._start_caller)
+        if self.open_loop:
+            OpenArrivals(env, self.clock, scenario.workload.backlog, self.new_job,
+                         self._start_caller)
+        else:
+            for _ in range(scenario.workload.backlog):
+                job = self.new_job(0.0)
+                if job is not None:
+                    self.queue.put(job)
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)
@@ -143,9 +149,8 @@ class Simulation:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
         return budget
 
-    def new_job(self) -> Job | None:
-        """A new job arrives (None when the main queue is full and refuses it)."""
-        now = self.env._now
+    def new_job(self, now: float) -> Job | None:
+        """A new job arrives at *now* (None when the main queue is full and refuses it)."""
         if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
             self.recorder.refused.append(now)
             return None
@@ -171,6 +176,8 @@ class Simulation:
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
             waiting(ds.n_waiting)
+            if not self.open_loop:
+                self.queue.catch_up(env.now)
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
@@ -189,6 +196,8 @@ class Simulation:
 
     def pending_jobs(self) -> list[Job]:
         """Jobs still in the system: queued, parked for a retry, or held by a worker."""
+        if not self.open_loop:  # those arriving before the end (the run stops before it)
+            self.queue.catch_up(self.scenario.duration, until_before=True)
         return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
 
     def run(self) -> Finished:

@@ -186,12 +186,15 @@ def worker(sim, gate: BreakerGate | None):
     env = sim.env
     items = sim.queue.items
     get = sim.queue.get
+    clock, catch_up = sim.clock, sim.queue.catch_up
     run_job = sim.run_job
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if blocked is not None:
             while blocked(env.now):
                 yield from gate.wait_jittered()
+        if clock.next_at <= env._now:
+            catch_up(env._now)
         job = items.popleft() if items else (yield get())
         yield from run_job(job, gate)
 
@@ -234,7 +237,10 @@ def plain_worker(sim, proc):
     rng = sim.strategy_rng
     delay = sim.delayed.add
     queue, eid = env._queue, env._eid.__next__
+    clock, catch_up = sim.clock, sim.queue.catch_up
     while True:
+        if clock.next_at <= env._now:
+            catch_up(env._now)
         job = items.popleft() if items else (yield get())
         in_hand.add(job)
         spun_at, spins = -1.0, 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from heapq import heappush
 
 from herdsim.config.scenario import Workload
+from herdsim.model.kernel import NORMAL, Timer
 
 
 class Job:
@@ -40,67 +42,65 @@ class RateSchedule:
         return self.rates[i], nxt
 
 
-class Arrivals:
-    """The arrival clock: one timer per arrival (a burst is one), and no process of its own.
+class ArrivalClock:
+    """When jobs arrive: Poisson, constant or burst gaps at the rate of the moment.
 
-    Each timer's callback asks ``new_job`` for the jobs (``None`` for one the main queue
-    refused) and hands them on. In a worker pool the main queue is told of every timer
-    (``queue.arm``): the first idle worker waits on the timer itself, so a job that finds
-    a worker idle costs one event, and that worker receives the burst's first job as the
-    timer's value. Without a pool (``queue`` is None) every job goes to ``start``.
+    ``next_at`` is the time of the next arrival (``burst`` jobs at once); ``advance()``
+    draws the one after it. A rate change between two arrivals restarts the gap there
+    (Poisson arrivals are memoryless: the gap is drawn afresh at the new rate). The times
+    are the sums a chain of timers would reach: each gap added to the previous arrival's
+    time, a restart at ``t + (change - t)``.
     """
 
-    def __init__(self, env, cfg: Workload, gap_draw, new_job, queue=None, start=None):
-        self.env = env
+    def __init__(self, cfg: Workload, gap_draw):
         self.schedule = RateSchedule(cfg)
         self.rate, self.change = self.schedule.at(0.0)
         self.poisson = cfg.arrivals == "poisson"
         self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
         self.gap_draw = gap_draw
+        self.next_at = 0.0
+        self.advance()
+
+    def advance(self) -> None:
+        """Move ``next_at`` past the arrival it names."""
+        t = self.next_at
+        while True:
+            gap = self.gap_draw() / self.rate if self.poisson else self.burst / self.rate
+            if t + gap < self.change:
+                self.next_at = t + gap
+                return
+            t += self.change - t
+            self.rate, self.change = self.schedule.at(t)
+
+
+class OpenArrivals:
+    """Open loop: every arriving job is its own caller, started by ``start(job)``; one
+    timer per arrival (a burst is one)."""
+
+    def __init__(self, env, clock: ArrivalClock, backlog: int, new_job, start):
+        self.env = env
+        self.clock = clock
         self.new_job = new_job
-        self.queue = queue
         self.start = start
-        deliver = queue.put if queue is not None else start
-        for _ in range(cfg.backlog):
-            job = new_job()
+        for _ in range(backlog):
+            job = new_job(0.0)
             if job is not None:
-                deliver(job)
-        self._next()
+                start(job)
+        self._arm()
 
-    def _next(self) -> None:
-        """Arm the timer of the next arrival, or of the next rate change if that is first
-        (Poisson arrivals are memoryless: the gap is drawn afresh at the new rate)."""
+    def _arm(self) -> None:
         env = self.env
-        gap = self.gap_draw() / self.rate if self.poisson else self.burst / self.rate
-        if env._now + gap >= self.change:
-            timer = env.timeout(self.change - env._now)
-            timer.callbacks.append(self._rate_changed)
-            return
-        timer = env.timeout(gap)
-        timer.callbacks.append(self._arrive)
-        if self.queue is not None:
-            self.queue.arm(timer)
+        timer = Timer()
+        timer.callbacks = [self._arrive]
+        timer._ok = True
+        timer._value = None
+        heappush(env._queue, (self.clock.next_at, NORMAL, next(env._eid), timer))
 
-    def _rate_changed(self, _timer) -> None:
-        self.rate, self.change = self.schedule.at(self.env._now)
-        self._next()
-
-    def _arrive(self, timer) -> None:
-        new_job, queue = self.new_job, self.queue
-        if queue is None:
-            for _ in range(self.burst):
-                job = new_job()
-                if job is not None:
-                    self.start(job)
-        else:
-            waiting = queue.disarm(timer)  # a worker resumes from this timer after us
-            for _ in range(self.burst):
-                job = new_job()
-                if job is None:
-                    continue
-                if waiting:
-                    timer._value = job
-                    waiting = False
-                else:
-                    queue.put(job)
-        self._next()
+    def _arrive(self, _timer) -> None:
+        now = self.env._now
+        for _ in range(self.clock.burst):
+            job = self.new_job(now)
+            if job is not None:
+                self.start(job)
+        self.clock.advance()
+        self._arm()
