@@ -46,7 +46,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.collapse import CollapseGuard
 from herdsim.model.health import Health
-from herdsim.model.kernel import trigger_later
+from herdsim.model.kernel import later, trigger_later, unfired
 from herdsim.model.network import Wire
 from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
@@ -114,7 +114,7 @@ class Downstream:
             return DOWN
         if health.blackhole:
             c = Call(proc, self.epoch, now + self.timeout)
-            c.event = env.timeout(self.timeout, TIMEOUT)
+            c.event = later(env, self.timeout, TIMEOUT)
             return c
         if self._gated:
             refused = self._overload(now)
@@ -126,11 +126,11 @@ class Downstream:
             self.busy += 1
             self._start(c, now)
         elif self.queue_limit is None or self.n_waiting < self.queue_limit:
-            c.event = simpy.Event(env)
+            c.event = unfired()
             self._waiting.append(c)
             self.n_waiting += 1
             if timeout is not None:
-                timer = env.timeout(timeout)
+                timer = later(env, timeout)
                 timer.callbacks.append(self.expire)
                 timer.call = c
         else:
@@ -211,7 +211,10 @@ class Downstream:
             self._errors(now)
             outcome = ERROR
         if value == COMPLETED:
-            self.free_slot(now)
+            if self._waiting:
+                self.free_slot(now)
+            else:  # nobody waits for the slot
+                self.busy -= 1
         return outcome
 
     # -- for the parts ---------------------------------------------------------------------
@@ -238,12 +241,12 @@ class Downstream:
         if c.state == WAITING:
             c.state = ABANDONED
             self.n_waiting -= 1
-            c.event.succeed(TIMEOUT)
+            trigger_later(self.env, c.event, TIMEOUT)
         elif c.state == DOOMED:
-            c.event.succeed(TIMEOUT)
+            trigger_later(self.env, c.event, TIMEOUT)
         elif c.state == RUNNING:  # continuous model: the server works on
             c.state = DOOMED
-            c.event.succeed(TIMEOUT)
+            trigger_later(self.env, c.event, TIMEOUT)
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""

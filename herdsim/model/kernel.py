@@ -70,11 +70,12 @@ class Environment(simpy.Environment):
 Environment.now = Environment.__dict__["_now"]  # the slot's descriptor, under its public name
 
 
-def trigger_later(env: simpy.Environment, event: simpy.Event, value, delay: float) -> None:
-    """Make *event* succeed with *value* at ``now + delay`` (it must not be triggered)."""
+def trigger_later(env: simpy.Environment, event, value, delay: float = 0.0) -> None:
+    """Make *event* succeed with *value* at ``now + delay`` (it must not be triggered);
+    with no delay this is ``event.succeed(value)``."""
     event._ok = True
     event._value = value
-    env.schedule(event, delay=delay)
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))
 
 
 class Timer:
@@ -87,6 +88,16 @@ class Timer:
     """
 
     __slots__ = ("callbacks", "_ok", "_value", "call")
+
+
+def unfired() -> Timer:
+    """A :class:`Timer` not scheduled yet: waiters join its callbacks, and
+    :func:`trigger_later` fires it."""
+    timer = Timer()
+    timer.callbacks = []
+    timer._ok = True
+    timer._value = None
+    return timer
 
 
 def later(env: simpy.Environment, delay: float, value=None, priority: int = NORMAL) -> Timer:

@@ -11,10 +11,8 @@ nothing here runs.
 
 from __future__ import annotations
 
-import simpy
-
 from herdsim.model.calls import ABANDONED, SENT, SERVING, TIMEOUT, Call
-from herdsim.model.kernel import trigger_later
+from herdsim.model.kernel import later, trigger_later, unfired
 
 
 class Wire:
@@ -35,7 +33,7 @@ class Wire:
             return outcome
         c = Call(proc, self._ds.epoch, None)
         c.retry_after = self._ds.retry_after
-        c.event = self.env.timeout(self._response(), outcome)
+        c.event = later(self.env, self._response(), outcome)
         return c
 
     def send(self, proc):
@@ -44,12 +42,12 @@ class Wire:
         timeout = self._ds.timeout
         c = Call(proc, -1, env.now + timeout if timeout is not None else None)
         c.state = SENT
-        c.event = simpy.Event(env)
-        timer = env.timeout(self._request())
+        c.event = unfired()
+        timer = later(env, self._request())
         timer.callbacks.append(self._arrive)
         timer.call = c
         if timeout is not None:
-            timer = env.timeout(timeout)
+            timer = later(env, timeout)
             timer.callbacks.append(self._expire)
             timer.call = c
         return c
@@ -73,6 +71,6 @@ class Wire:
         c = timer.call
         if c.state == SENT:
             c.state = ABANDONED
-            c.event.succeed(TIMEOUT)
+            trigger_later(self.env, c.event, TIMEOUT)
         else:
             self._ds.expire(timer)

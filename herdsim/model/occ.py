@@ -67,7 +67,6 @@ def contend(scenario: Scenario, recorder: Recorder) -> Contention:
     clients = scenario.workers.count or 0
     jobs = [Job(i, False, retry.base) for i in range(clients)]
     recorder.arrivals.extend([0.0] * clients)
-    recorder.poison.extend([False] * clients)
     calls, conflicts, resumed = recorder.attempts.append, recorder.rejected.append, []
     done: set[int] = set()
 

@@ -13,7 +13,7 @@ from heapq import heappush
 
 import simpy
 
-from herdsim.model.kernel import NORMAL, Timer
+from herdsim.model.kernel import NORMAL, Timer, trigger_later, unfired
 from herdsim.model.workload import ArrivalClock
 
 
@@ -96,15 +96,15 @@ class JobQueue:
     def put(self, job) -> None:
         if self._waited:  # the worker waiting on the arrival timer is first in line
             timer = self._timer
-            event = self._event()
+            event = unfired()
             self._move(timer, event)
             self._waited = False
             if self._getters:
                 self._move(self._getters.popleft(), timer)
                 self._waited = True
-            self._succeed(event, job)
+            trigger_later(self.env, event, job)
         elif self._getters:
-            self._succeed(self._getters.popleft(), job)
+            trigger_later(self.env, self._getters.popleft(), job)
         else:
             self.items.append(job)
 
@@ -117,22 +117,9 @@ class JobQueue:
         if not self._waited:
             self._waited = True
             return self._timer
-        event = self._event()
+        event = unfired()
         self._getters.append(event)
         return event
-
-    @staticmethod
-    def _event() -> Timer:
-        event = Timer()
-        event.callbacks = []
-        event._ok = True
-        return event
-
-    def _succeed(self, event: Timer, job) -> None:
-        """``event.succeed(job)``: it fires now, after the events already due now."""
-        env = self.env
-        event._value = job
-        heappush(env._queue, (env._now, NORMAL, next(env._eid), event))
 
     @staticmethod
     def _move(source, target) -> None:

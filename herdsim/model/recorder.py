@@ -27,7 +27,7 @@ class Recorder:
     def __init__(self) -> None:
         for name in COUNTERS:
             setattr(self, name, array("d"))
-        self.poison = array("b")  # per job id, beside ``arrivals``
+        self.poison_ids = array("q")  # the ids of poison jobs (most runs have none)
         self.sleep_time = array("d")
         self.sleep_job = array("q")
         self.sleep_attempt = array("q")
@@ -96,10 +96,12 @@ class Recorder:
         for job in pending:
             attempts[job.id] = job.attempts
         arrival = np.asarray(self.arrivals, dtype=float)
+        poison = np.zeros(n, dtype=bool)
+        poison[np.asarray(self.poison_ids, dtype=np.int64)] = True
         return pd.DataFrame({
             "job": np.arange(n),
             "arrival": arrival,
-            "poison": np.asarray(self.poison, dtype=bool),
+            "poison": poison,
             "attempts": attempts,
             "outcome": pd.Categorical.from_codes(outcome, OUTCOMES),
             "finish": finish,

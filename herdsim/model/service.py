@@ -19,10 +19,8 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-import simpy
-
 from herdsim.model.calls import ABANDONED, COMPLETED, DELIVERED, DOOMED, RUNNING, SERVING, TIMEOUT
-from herdsim.model.kernel import NORMAL, Timer, trigger_later
+from herdsim.model.kernel import NORMAL, Timer, later, trigger_later, unfired
 
 
 class AtStart:
@@ -68,14 +66,14 @@ class AtStart:
         c.state = DOOMED  # the client gives up first; the server works on
         self._finish_later(c, s, self._wasted_done)
         if c.event is None:
-            c.event = env.timeout(deadline - now, TIMEOUT)
+            c.event = later(env, deadline - now, TIMEOUT)
         # else: the deadline timer armed when it queued will fire the event.
 
     def reset(self, now: float) -> None:
         """Every call in service has failed: nothing is kept here to forget."""
 
     def _finish_later(self, c, s: float, callback) -> None:
-        timer = self.env.timeout(s)
+        timer = later(self.env, s)
         timer.callbacks.append(callback)
         timer.call = c
 
@@ -125,9 +123,9 @@ class ProcessorSharing:
         if c.state != ABANDONED:
             c.state = RUNNING
             if c.event is None:
-                c.event = simpy.Event(self.env)
+                c.event = unfired()
                 if c.deadline is not None:
-                    timer = self.env.timeout(c.deadline - now)
+                    timer = later(self.env, c.deadline - now)
                     timer.callbacks.append(self._ds.expire)
                     timer.call = c
             # else: it waited, and its deadline timer is already armed.
@@ -179,7 +177,7 @@ class ProcessorSharing:
         event = c.event
         if self._network is None:
             c.state = SERVING
-            event.succeed(DELIVERED)
+            trigger_later(self.env, event, DELIVERED)
             return
         delay = self._network()
         if c.deadline is not None and now + delay > c.deadline:

@@ -90,7 +90,7 @@ class Simulation:
             if scenario.downstream.request_delay else None,
         )
         self._arrivals = self.recorder.arrivals.append
-        self._poison = self.recorder.poison.append
+        self._poison = self.recorder.poison_ids.append
         self._poison_fraction = scenario.workload.poison_fraction
         self._queue_limit = scenario.workload.queue_limit
         self._base = scenario.retry.base
@@ -154,11 +154,12 @@ class Simulation:
         if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
             self.recorder.refused.append(now)
             return None
-        poison = self._poison_fraction > 0 and self._poison_draw() < self._poison_fraction
-        job = Job(len(self.recorder.arrivals), poison, self._base)
+        job_id = len(self.recorder.arrivals)
         self._arrivals(now)
-        self._poison(poison)
-        return job
+        if self._poison_fraction and self._poison_draw() < self._poison_fraction:
+            self._poison(job_id)
+            return Job(job_id, True, self._base)
+        return Job(job_id, False, self._base)
 
     def _start_caller(self, job: Job) -> None:
         """Open loop: every job is its own caller process."""
