@@ -16,13 +16,16 @@ parts chosen once, when it is built, from the scenario's ``downstream`` section:
 * the network (:mod:`herdsim.model.network`), only with ``network_delay`` or
   ``request_delay``.
 
-No process is spawned per call: a completed call costs one scheduled event (two when it
-waits in the waiting room under a client timeout), a fast failure none.
+No process is spawned per call: a completed call costs one scheduled event, a fast failure
+none. Client deadlines share one timer: they all come ``timeout`` after they are armed, so
+they fall due in the order they were armed, and a queue of them with a timer for its head
+keeps the event heap as small as the calls in flight.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 
 import simpy
 
@@ -46,7 +49,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.collapse import CollapseGuard
 from herdsim.model.health import Health
-from herdsim.model.kernel import later, trigger_later, unfired
+from herdsim.model.kernel import NORMAL, Timer, later, trigger_later, unfired
 from herdsim.model.network import Wire
 from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
@@ -72,6 +75,13 @@ class Downstream:
         self.epoch = 0
         # Retry-After: the value sent with the last throttled or rejected answer.
         self.retry_after: float | None = None
+        # Client deadlines still to come, in the order they were armed: every deadline is
+        # its arming time + ``timeout``, so this is also their order in time, and one timer
+        # (for the head) serves them all. ``on_deadline(call)`` handles each one due.
+        self._deadlines: deque[Call] = deque()
+        self._deadline_armed = False
+        self.on_deadline = self.expire  # the network's handler when calls cross one
+        self._queue, self._eid = env._queue, env._eid.__next__
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -130,9 +140,7 @@ class Downstream:
             self._waiting.append(c)
             self.n_waiting += 1
             if timeout is not None:
-                timer = later(env, timeout)
-                timer.callbacks.append(self.expire)
-                timer.call = c
+                self.arm_deadline(c)
         else:
             return self._refuse(now, REJECTED)
         self.active[c] = None
@@ -233,9 +241,30 @@ class Downstream:
                 return
         self.busy -= 1
 
-    def expire(self, timer) -> None:
-        """A client deadline armed for a waiting (or processor-shared) call fires."""
-        c = timer.call
+    def arm_deadline(self, c: Call) -> None:
+        """Have ``on_deadline(c)`` called at ``c.deadline`` (now + ``timeout``)."""
+        self._deadlines.append(c)
+        if not self._deadline_armed:
+            self._arm_head(c.deadline)
+
+    def _arm_head(self, at: float) -> None:
+        timer = Timer()
+        timer.callbacks = [self._deadlines_due]
+        timer._ok = True
+        timer._value = None
+        heappush(self._queue, (at, NORMAL, self._eid(), timer))
+        self._deadline_armed = True
+
+    def _deadlines_due(self, _timer) -> None:
+        deadlines, now, on_deadline = self._deadlines, self.env._now, self.on_deadline
+        while deadlines and deadlines[0].deadline <= now:
+            on_deadline(deadlines.popleft())
+        self._deadline_armed = False
+        if deadlines:
+            self._arm_head(deadlines[0].deadline)
+
+    def expire(self, c: Call) -> None:
+        """The client deadline of a waiting (or processor-shared) call has come."""
         if c.epoch != self.epoch:
             return
         if c.state == WAITING:

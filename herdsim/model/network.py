@@ -25,6 +25,7 @@ class Wire:
         self._response = response
         self._request = request
         self.call = self.send if request is not None else self.respond_late
+        downstream.on_deadline = self._expire  # a sent call's deadline is the wire's
 
     def respond_late(self, proc):
         """Admit the call; a fast failure reaches its client one response leg later."""
@@ -47,9 +48,7 @@ class Wire:
         timer.callbacks.append(self._arrive)
         timer.call = c
         if timeout is not None:
-            timer = later(env, timeout)
-            timer.callbacks.append(self._expire)
-            timer.call = c
+            self._ds.arm_deadline(c)
         return c
 
     def _arrive(self, timer) -> None:
@@ -66,11 +65,10 @@ class Wire:
             outcome, delay = TIMEOUT, c.deadline - now
         trigger_later(self.env, c.event, outcome, delay)
 
-    def _expire(self, timer) -> None:
-        """The client deadline of a sent call: on the request leg still, it is abandoned."""
-        c = timer.call
+    def _expire(self, c: Call) -> None:
+        """A client deadline: a call on the request leg still is abandoned."""
         if c.state == SENT:
             c.state = ABANDONED
             trigger_later(self.env, c.event, TIMEOUT)
         else:
-            self._ds.expire(timer)
+            self._ds.expire(c)

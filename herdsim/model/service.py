@@ -36,6 +36,8 @@ class AtStart:
         self._wasted = wasted
         self._queue = self.env._queue
         self._eid = self.env._eid.__next__
+        # timer callbacks, bound once (see Downstream.on_deadline)
+        self._on_wasted, self._on_released = self._wasted_done, self._released
 
     def start(self, c, now: float) -> None:
         """Put *c* in service now."""
@@ -43,7 +45,7 @@ class AtStart:
         if self._per_call:
             s += self._per_call * self._ds.busy
         if c.state == ABANDONED:  # served although its client left: pure waste
-            self._finish_later(c, s, self._wasted_done)
+            self._finish_later(c, s, self._on_wasted)
             return
         env = self.env
         deadline = c.deadline
@@ -53,7 +55,7 @@ class AtStart:
         if deadline is None or now + seen <= deadline:
             c.state = SERVING
             if value == DELIVERED:
-                self._finish_later(c, s, self._released)
+                self._finish_later(c, s, self._on_released)
             if c.event is None:  # a Timer firing at now + seen (env.timeout, inlined)
                 c.event = timer = Timer()
                 timer.callbacks = []
@@ -64,7 +66,7 @@ class AtStart:
                 trigger_later(env, c.event, value, seen)
             return
         c.state = DOOMED  # the client gives up first; the server works on
-        self._finish_later(c, s, self._wasted_done)
+        self._finish_later(c, s, self._on_wasted)
         if c.event is None:
             c.event = later(env, deadline - now, TIMEOUT)
         # else: the deadline timer armed when it queued will fire the event.
@@ -125,9 +127,7 @@ class ProcessorSharing:
             if c.event is None:
                 c.event = unfired()
                 if c.deadline is not None:
-                    timer = later(self.env, c.deadline - now)
-                    timer.callbacks.append(self._ds.expire)
-                    timer.call = c
+                    self._ds.arm_deadline(c)
             # else: it waited, and its deadline timer is already armed.
         if not self._settling:
             self._retime()

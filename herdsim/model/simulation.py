@@ -19,7 +19,7 @@ from herdsim.model.kernel import Environment, Runner
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
-from herdsim.model.worker import Frozen, job_runner, plain, plain_worker, worker
+from herdsim.model.worker import Frozen, job_runner, plain, plain_workers, worker
 from herdsim.model.workload import ArrivalClock, Job, OpenArrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -121,9 +121,10 @@ class Simulation:
         if progress is not None:
             self._arm_progress(1)
         if plain(scenario):  # the worker loop is chosen once, from what is configured
+            plain_worker = plain_workers(self)
             for _ in range(scenario.workers.count):
                 runner = Runner(env)
-                runner.start(plain_worker(self, runner))
+                runner.start(plain_worker(runner))
             return
         for _ in range(scenario.workers.count or 0):
             gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()

@@ -209,10 +209,13 @@ def plain(scenario) -> bool:
             and scenario.retry.retry_after == "ignore")
 
 
-def plain_worker(sim, proc):
-    """``worker`` with ``run_job`` inlined and the checks :func:`plain` rules out dropped:
-    the same steps in the same order, one generator frame per resume instead of two.
-    *proc* is the :class:`~herdsim.model.kernel.Runner` that drives it."""
+def plain_workers(sim):
+    """A generator function ``plain_worker(proc)``: ``worker`` with ``run_job`` inlined
+    and the checks :func:`plain` rules out dropped, the same steps in the same order, one
+    generator frame per resume instead of two. *proc* is the
+    :class:`~herdsim.model.kernel.Runner` that drives it. Everything a worker touches is
+    bound here once, for all of them (100,000 workers do not hold 100,000 copies).
+    """
     env = sim.env
     items = sim.queue.items
     get = sim.queue.get
@@ -238,60 +241,64 @@ def plain_worker(sim, proc):
     delay = sim.delayed.add
     queue, eid = env._queue, env._eid.__next__
     clock, catch_up = sim.clock, sim.queue.catch_up
-    while True:
-        if clock.next_at <= env._now:
-            catch_up(env._now)
-        job = items.popleft() if items else (yield get())
-        in_hand.add(job)
-        spun_at, spins = -1.0, 0
+
+    def plain_worker(proc):
         while True:
-            job.attempts += 1
-            outcome = call(proc)
-            if outcome.__class__ is not int:
-                try:
-                    outcome = finish(outcome, (yield outcome.event))
-                except Interrupt as failure:
-                    outcome = failure.cause
-            now = env.now
-            if outcome == OK and not job.poison:
-                finish_id(job.id)
-                finish_time(now)
-                finish_attempts(job.attempts)
-                finish_outcome(SUCCEEDED)
-                break
-            n = job.retries
-            if (job.poison and not poison_retryable) or (
-                max_retries is not None and n >= max_retries
-            ):
-                if dlq:
+            if clock.next_at <= env._now:
+                catch_up(env._now)
+            job = items.popleft() if items else (yield get())
+            in_hand.add(job)
+            spun_at, spins = -1.0, 0
+            while True:
+                job.attempts += 1
+                outcome = call(proc)
+                if outcome.__class__ is not int:
+                    try:
+                        outcome = finish(outcome, (yield outcome.event))
+                    except Interrupt as failure:
+                        outcome = failure.cause
+                now = env.now
+                if outcome == OK and not job.poison:
                     finish_id(job.id)
                     finish_time(now)
                     finish_attempts(job.attempts)
-                    finish_outcome(DEAD_LETTERED)
+                    finish_outcome(SUCCEEDED)
+                    break
+                n = job.retries
+                if (job.poison and not poison_retryable) or (
+                    max_retries is not None and n >= max_retries
+                ):
+                    if dlq:
+                        finish_id(job.id)
+                        finish_time(now)
+                        finish_attempts(job.attempts)
+                        finish_outcome(DEAD_LETTERED)
+                    else:
+                        recycled(now)
+                        job.retries = 0
+                        job.prev = base
+                        delay(now + redelivery, job)
+                    break
+                if stateful:
+                    pause, job.prev = draw(n, job.prev, rng)
                 else:
-                    recycled(now)
-                    job.retries = 0
-                    job.prev = base
-                    delay(now + redelivery, job)
-                break
-            if stateful:
-                pause, job.prev = draw(n, job.prev, rng)
-            else:
-                pause = job.prev = draw(n, job.prev, rng)
-            job.retries = n + 1
-            record_sleep(now, job.id, n, pause)
-            if now != spun_at:
-                spun_at, spins = now, 0
-            elif spins < SPIN_LIMIT:
-                spins += 1
-            else:
-                raise Frozen(now)
-            sim.sleeping += 1
-            timer = Timer()  # env.timeout(pause), inlined
-            timer.callbacks = []
-            timer._ok = True
-            timer._value = None
-            heappush(queue, (now + pause, NORMAL, eid(), timer))
-            yield timer
-            sim.sleeping -= 1
-        in_hand.discard(job)
+                    pause = job.prev = draw(n, job.prev, rng)
+                job.retries = n + 1
+                record_sleep(now, job.id, n, pause)
+                if now != spun_at:
+                    spun_at, spins = now, 0
+                elif spins < SPIN_LIMIT:
+                    spins += 1
+                else:
+                    raise Frozen(now)
+                sim.sleeping += 1
+                timer = Timer()  # env.timeout(pause), inlined
+                timer.callbacks = []
+                timer._ok = True
+                timer._value = None
+                heappush(queue, (now + pause, NORMAL, eid(), timer))
+                yield timer
+                sim.sleeping -= 1
+            in_hand.discard(job)
+
+    return plain_worker
