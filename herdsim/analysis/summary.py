@@ -120,14 +120,16 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
     return float(max(0.0, times[first_good] - end))
 
 
-def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[pd.Series, pd.Series]:
+def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[pd.Series, float | None]:
     """The time in the system of every submitted job: arrival to success or dead letter,
     and for a job still pending its age at *end* (a lower bound of its latency: a run that
     stops mid-storm must not look fast because only its lucky jobs finished).
-    Returns ``(latencies, pending_ages)``."""
+    Returns ``(latencies, oldest pending age or None)``; one array, in job order."""
     pending = (jobs["outcome"] == "pending").to_numpy()
-    ages = end - jobs.loc[pending, "arrival"]
-    return pd.concat([jobs.loc[~pending, "latency"], ages], ignore_index=True), ages
+    latency = jobs["latency"].to_numpy(copy=True)
+    ages = end - jobs["arrival"].to_numpy()[pending]
+    latency[pending] = ages
+    return pd.Series(latency, copy=False), (float(ages.max()) if ages.size else None)
 
 
 def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
@@ -136,8 +138,7 @@ def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
     none pending) and ``latency_censored``: that age reaches a reported quantile (is at
     least ``latency_p50``), so jobs whose true latency is unknown lie at or above it and
     every quantile it reaches is only a lower bound."""
-    latency, ages = job_latencies(jobs, end)
-    oldest = float(ages.max()) if len(ages) else None
+    latency, oldest = job_latencies(jobs, end)
     if latency.empty:
         return {"latency_p50": None, "latency_p99": None, "pending_age_max": oldest,
                 "latency_censored": False}

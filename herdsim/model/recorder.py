@@ -34,9 +34,10 @@ class Recorder:
         self.sleep_job = array("q")
         self.sleep_attempt = array("q")
         self.sleep_value = array("d")
-        self.finish_id = array("q")
+        # ids and attempt counts as 32-bit ints (an overflow raises): half the bytes a job
+        self.finish_id = array("i")
         self.finish_time = array("d")
-        self.finish_attempts = array("q")
+        self.finish_attempts = array("i")
         self.finish_outcome = array("b")
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
 
@@ -91,9 +92,9 @@ class Recorder:
         finish = np.full(n, np.nan)
         attempts = np.zeros(n, dtype=np.int64)
         outcome = np.full(n, 2, dtype=np.int8)
-        ids = np.asarray(self.finish_id, dtype=np.int64)
+        ids = np.asarray(self.finish_id)  # views of the arrays, no copies
         finish[ids] = np.asarray(self.finish_time, dtype=float)
-        attempts[ids] = np.asarray(self.finish_attempts, dtype=np.int64)
+        attempts[ids] = np.asarray(self.finish_attempts)
         outcome[ids] = np.asarray(self.finish_outcome, dtype=np.int8)
         for job in pending:
             attempts[job.id] = job.attempts
