@@ -36,7 +36,11 @@ class JobQueue:
         self.clock = clock
         self.new_job = new_job
         self.items: deque = deque()
-        self._getters: deque[Timer] = deque()
+        # Idle workers in line: one event nobody fires, its callbacks a deque of their
+        # resumes (a worker appends its resume to whatever it waits on), oldest first.
+        self._line = Timer()
+        self._line.callbacks = self._waiting = deque()
+        self._heap, self._eid = env._queue, env._eid.__next__
         self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
 
@@ -58,15 +62,14 @@ class JobQueue:
 
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
-        env = self.env
         self._timer = timer = Timer()
         timer.callbacks = [self._arrive]
         timer._ok = True
         timer._value = None
-        heappush(env._queue, (self.clock.next_at, NORMAL, next(env._eid), timer))
+        heappush(self._heap, (self.clock.next_at, NORMAL, self._eid(), timer))
         self._waited = False
-        if self._getters:
-            self._move(self._getters.popleft(), timer)
+        if self._waiting:
+            self._wait_on(self._waiting.popleft(), timer)
             self._waited = True
 
     def _arrive(self, timer: Timer) -> None:
@@ -90,21 +93,23 @@ class JobQueue:
             clock.advance()
         # (A waiting worker always gets one: it waits only while the queue is empty, and a
         # main-queue limit is at least 1.)
-        if self._getters and self._timer is None:
+        if self._waiting and self._timer is None:
             self._arm()
 
     def put(self, job) -> None:
         if self._waited:  # the worker waiting on the arrival timer is first in line
             timer = self._timer
             event = unfired()
-            self._move(timer, event)
+            self._wait_on(timer.callbacks.pop(), event)  # its resume is the last callback
             self._waited = False
-            if self._getters:
-                self._move(self._getters.popleft(), timer)
+            if self._waiting:
+                self._wait_on(self._waiting.popleft(), timer)
                 self._waited = True
             trigger_later(self.env, event, job)
-        elif self._getters:
-            trigger_later(self.env, self._getters.popleft(), job)
+        elif self._waiting:
+            event = unfired()
+            self._wait_on(self._waiting.popleft(), event)
+            trigger_later(self.env, event, job)
         else:
             self.items.append(job)
 
@@ -117,14 +122,11 @@ class JobQueue:
         if not self._waited:
             self._waited = True
             return self._timer
-        event = unfired()
-        self._getters.append(event)
-        return event
+        return self._line
 
     @staticmethod
-    def _move(source, target) -> None:
-        """Make the worker waiting on *source* wait on *target* instead."""
-        resume = source.callbacks.pop()  # a worker's resume is its event's last callback
+    def _wait_on(resume, target) -> None:
+        """Make the worker whose resume callback is *resume* wait on *target*."""
         target.callbacks.append(resume)
         resume.__self__._target = target
 
