@@ -20,7 +20,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from herdsim.model.calls import ABANDONED, COMPLETED, DELIVERED, DOOMED, RUNNING, SERVING, TIMEOUT
-from herdsim.model.kernel import NORMAL, Timer, later, trigger_later, unfired
+from herdsim.model.kernel import NORMAL, later, trigger_later, unfired
 
 
 class AtStart:
@@ -56,12 +56,12 @@ class AtStart:
             c.state = SERVING
             if value == DELIVERED:
                 self._finish_later(c, s, self._on_released)
-            if c.event is None:  # a Timer firing at now + seen (env.timeout, inlined)
-                c.event = timer = Timer()
-                timer.callbacks = []
-                timer._ok = True
-                timer._value = value
-                heappush(self._queue, (now + seen, NORMAL, self._eid(), timer))
+            if c.event is None:  # the call is its own event, firing at now + seen
+                c.event = c
+                c.callbacks = []
+                c._ok = True
+                c._value = value
+                heappush(self._queue, (now + seen, NORMAL, self._eid(), c))
             else:
                 trigger_later(env, c.event, value, seen)
             return
