@@ -27,8 +27,10 @@ class JobQueue:
     ``get()``. Idle workers wait in line (FIFO); the first one waits on a timer set for
     the next arrival and receives its first job as the timer's value, one event in all.
     A job ``put`` while a worker waits on that timer goes to that worker at once, and the
-    timer passes to the next in line. Workers waiting for a job are never interrupted
-    (only calls in flight are), which this relies on.
+    timer passes to the next in line. A worker's resume callback moves between these
+    events without its process's ``_target`` (what an interrupt would detach it from)
+    following: workers waiting for a job are never interrupted (only calls in flight
+    are), and the next event a worker yields sets it again.
     """
 
     def __init__(self, env: simpy.Environment, clock: ArrivalClock, new_job):
@@ -69,7 +71,7 @@ class JobQueue:
         heappush(self._heap, (self.clock.next_at, NORMAL, self._eid(), timer))
         self._waited = False
         if self._waiting:
-            self._wait_on(self._waiting.popleft(), timer)
+            timer.callbacks.append(self._waiting.popleft())
             self._waited = True
 
     def _arrive(self, timer: Timer) -> None:
@@ -100,15 +102,15 @@ class JobQueue:
         if self._waited:  # the worker waiting on the arrival timer is first in line
             timer = self._timer
             event = unfired()
-            self._wait_on(timer.callbacks.pop(), event)  # its resume is the last callback
+            event.callbacks.append(timer.callbacks.pop())  # its resume: the last callback
             self._waited = False
             if self._waiting:
-                self._wait_on(self._waiting.popleft(), timer)
+                timer.callbacks.append(self._waiting.popleft())
                 self._waited = True
             trigger_later(self.env, event, job)
         elif self._waiting:
             event = unfired()
-            self._wait_on(self._waiting.popleft(), event)
+            event.callbacks.append(self._waiting.popleft())
             trigger_later(self.env, event, job)
         else:
             self.items.append(job)
@@ -123,12 +125,6 @@ class JobQueue:
             self._waited = True
             return self._timer
         return self._line
-
-    @staticmethod
-    def _wait_on(resume, target) -> None:
-        """Make the worker whose resume callback is *resume* wait on *target*."""
-        target.callbacks.append(resume)
-        resume.__self__._target = target
 
     def __len__(self) -> int:
         return len(self.items)
