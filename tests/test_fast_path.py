@@ -1,0 +1,66 @@
+"""The engine's fast path against its own general path, number for number.
+
+When nothing gates a queue worker's call (:func:`herdsim.model.worker.plain`), the run
+uses ``plain_worker`` on a lean :class:`~herdsim.model.kernel.Runner`; otherwise every
+worker is a ``simpy.Process`` running ``worker`` + ``run_job``, the loop every feature
+goes through. Both take the same steps in the same order and schedule the same events,
+so forcing the general path on a plain scenario must change no number at all: the
+frames are compared exactly. The scenarios are the bundled plain ones, shortened where
+their story allows, plus small ones that exercise what the bundled ones do not (bursts
+on a backlog with a full main queue, no DLQ, a waiting room under client deadlines, a
+network delay). Budget: about 10 s.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import herdsim
+from herdsim.model import simulation
+from herdsim.model.worker import plain
+
+from conftest import SCENARIOS, tiny
+
+BUNDLED = {"outage.yaml": {"duration": "30s"}, "metastable.yaml": {"duration": "25s"},
+           "brownout.yaml": {}, "poison.yaml": {"duration": "60s"}}
+SMALL = {
+    "bursts-full-queue": tiny(
+        duration="6s", workload={"arrivals": "burst", "rate": 400, "burst_size": 20,
+                                 "backlog": 300, "queue_limit": 150},
+        downstream={"outages": [{"start": "2s", "duration": "1s", "mode": "down"}]}),
+    "no-dlq-deadlines": tiny(
+        duration="6s", workload={"rate": 300},
+        workers={"count": 30, "retry_mode": "sleep"},
+        downstream={"concurrency": 4, "queue_limit": 20, "timeout": "60ms",
+                    "outages": [{"start": "2s", "duration": "1s", "mode": "down"}]},
+        retry={"strategy": "full_jitter", "max_retries": 2},
+        dlq={"enabled": False, "redelivery_delay": "200ms"}),
+    "network-constant": tiny(
+        duration="5s", workload={"arrivals": "constant", "rate": 200},
+        downstream={"concurrency": 3, "timeout": "100ms",
+                    "service": {"distribution": "constant", "mean": "10ms"},
+                    "network_delay": {"distribution": "exponential", "mean": "5ms"}},
+        retry={"strategy": "fixed", "base": "20ms"}),
+}
+
+
+def frames(scenario: herdsim.Scenario) -> dict[str, pd.DataFrame]:
+    res = herdsim.run(scenario)
+    return {"timeseries": res.timeseries, "sleeps": res.sleeps, "jobs": res.jobs}
+
+
+CASES = [pytest.param(SCENARIOS / name, overrides, id=name)
+         for name, overrides in BUNDLED.items()]
+CASES += [pytest.param(spec, {}, id=name) for name, spec in SMALL.items()]
+
+
+@pytest.mark.parametrize(("source", "overrides"), CASES)
+def test_the_fast_path_gives_the_general_paths_numbers(source, overrides, monkeypatch):
+    scenario = herdsim.load_scenario(source, overrides)
+    assert plain(scenario)  # else this compares the general path with itself
+    fast = frames(scenario)
+    monkeypatch.setattr(simulation, "plain", lambda _scenario: False)
+    general = frames(scenario)
+    for name, frame in fast.items():
+        pd.testing.assert_frame_equal(frame, general[name], check_exact=True, obj=name)
