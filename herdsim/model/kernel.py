@@ -17,9 +17,9 @@
   (``callbacks``, ``_ok``, ``_value``), made with no Python frame and scheduled with one
   ``heappush`` of the entry ``Environment.schedule`` would push (same clock, priority and
   event id, so the same order).
-* :class:`Runner` drives one of the engine's own generators as ``simpy.Process`` does,
-  minus what those never need (a return value, failed events, ``active_process``): one
-  small frame per resume instead of ``Process._resume``.
+* :class:`Runner` starts and interrupts one of the engine's own generators as
+  ``simpy.Process`` does; the generator resumes itself (its ``send`` is the callback of
+  the event it waits for), so a resume costs no Python frame besides its own.
 """
 
 from __future__ import annotations
@@ -113,35 +113,33 @@ def later(env: simpy.Environment, delay: float, value=None, priority: int = NORM
 class Runner:
     """A process for the engine's own generators, cheaper than ``simpy.Process``.
 
-    It starts its generator with an ``URGENT`` event, as ``Process`` does, then resumes it
-    with each yielded event's value. ``interrupt(cause)`` throws ``Interrupt(cause)`` in at
-    ``URGENT`` priority, as ``Process.interrupt`` does. Unlike a ``Process`` it is no
-    event: nothing can wait for it to end (the engine's loops never end).
+    Its generator resumes itself: before each ``yield`` it appends its own ``send``
+    (``runner.send``) to the callbacks of the event it waits for, so the run loop calls
+    straight into the generator with the fired event (no frame in between), and it reads
+    the value off that event. Before the generator waits on something an interrupt may
+    detach it from, it names it in ``runner.target``. :meth:`start` runs the generator
+    up to its first bare ``yield`` (bindings only, no effects), then resumes it at an
+    ``URGENT`` event now, as ``Process`` does; ``interrupt(cause)`` throws
+    ``Interrupt(cause)`` in at ``URGENT`` priority, as ``Process.interrupt`` does.
+    Nothing can wait for a runner to end (the engine's loops never end).
     """
 
-    __slots__ = ("env", "_send", "_throw", "_target", "resume")
+    __slots__ = ("env", "send", "_throw", "target")
 
     def __init__(self, env: simpy.Environment):
         self.env = env
-        self.resume = self._resume  # bound once: the callback every yielded event gets
 
     def start(self, generator) -> None:
         """Run *generator* from now (after the events already due now, as ``Process``)."""
-        self._send = generator.send
+        self.send = generator.send
         self._throw = generator.throw
-        later(self.env, 0.0, None, URGENT).callbacks.append(self.resume)
-
-    def _resume(self, event) -> None:
-        target = self._send(event._value)
-        target.callbacks.append(self.resume)
-        self._target = target
+        next(generator)
+        later(self.env, 0.0, None, URGENT).callbacks.append(self.send)
 
     def interrupt(self, cause) -> None:
         """Throw ``Interrupt(cause)`` into the generator, ahead of the events due now."""
         later(self.env, 0.0, cause, URGENT).callbacks.append(self._interrupted)
 
     def _interrupted(self, event) -> None:
-        self._target.callbacks.remove(self.resume)
-        target = self._throw(Interrupt(event._value))
-        target.callbacks.append(self.resume)
-        self._target = target
+        self.target.callbacks.remove(self.send)
+        self._throw(Interrupt(event._value))

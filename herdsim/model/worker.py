@@ -243,18 +243,26 @@ def plain_workers(sim):
     clock, catch_up = sim.clock, sim.queue.catch_up
 
     def plain_worker(proc):
+        send = proc.send  # this generator's own: the callback of whatever it waits for
+        yield  # the Runner's start event resumes it from here
         while True:
             if clock.next_at <= env._now:
                 catch_up(env._now)
-            job = items.popleft() if items else (yield get())
+            if items:
+                job = items.popleft()
+            else:
+                get().callbacks.append(send)
+                job = (yield)._value
             in_hand.add(job)
             spun_at, spins = -1.0, 0
             while True:
                 job.attempts += 1
                 outcome = call(proc)
                 if outcome.__class__ is not int:
+                    proc.target = event = outcome.event
+                    event.callbacks.append(send)
                     try:
-                        outcome = finish(outcome, (yield outcome.event))
+                        outcome = finish(outcome, (yield)._value)
                     except Interrupt as failure:
                         outcome = failure.cause
                 now = env.now
@@ -293,11 +301,11 @@ def plain_workers(sim):
                     raise Frozen(now)
                 sim.sleeping += 1
                 timer = Timer()  # env.timeout(pause), inlined
-                timer.callbacks = []
+                timer.callbacks = [send]
                 timer._ok = True
                 timer._value = None
                 heappush(queue, (now + pause, NORMAL, eid(), timer))
-                yield timer
+                yield
                 sim.sleeping -= 1
             in_hand.discard(job)
 
