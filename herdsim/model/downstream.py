@@ -55,6 +55,8 @@ from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
 from herdsim.policies.rate_limit import TokenBucket
 
+SETTLED = (SERVING, ABANDONED)  # a call whose answer is on its way, or whose client left
+
 
 class Downstream:
     """The service every worker calls. See the module docstring for the protocol."""
@@ -259,6 +261,8 @@ class Downstream:
         deadlines, now, on_deadline = self._deadlines, self.env._now, self.on_deadline
         while deadlines and deadlines[0].deadline <= now:
             on_deadline(deadlines.popleft())
+        while deadlines and deadlines[0].state in SETTLED:  # no deadline left to keep
+            deadlines.popleft()
         self._deadline_armed = False
         if deadlines:
             self._arm_head(deadlines[0].deadline)
