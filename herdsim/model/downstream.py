@@ -82,6 +82,7 @@ class Downstream:
         # (for the head) serves them all. ``on_deadline(call)`` handles each one due.
         self._deadlines: deque[Call] = deque()
         self._deadline_armed = False
+        self._on_deadlines_due = self._deadlines_due  # bound once, not once per timer
         self.on_deadline = self.expire  # the network's handler when calls cross one
         self._queue, self._eid = env._queue, env._eid.__next__
         # Recorder lists, bound once.
@@ -251,7 +252,7 @@ class Downstream:
 
     def _arm_head(self, at: float) -> None:
         timer = Timer()
-        timer.callbacks = [self._deadlines_due]
+        timer.callbacks = [self._on_deadlines_due]
         timer._ok = True
         timer._value = None
         heappush(self._queue, (at, NORMAL, self._eid(), timer))

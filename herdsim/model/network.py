@@ -25,6 +25,7 @@ class Wire:
         self._response = response
         self._request = request
         self.call = self.send if request is not None else self.respond_late
+        self._on_arrival = self._arrive  # bound once, not once per call
         downstream.on_deadline = self._expire  # a sent call's deadline is the wire's
 
     def respond_late(self, proc):
@@ -45,7 +46,7 @@ class Wire:
         c.state = SENT
         c.event = unfired()
         timer = later(env, self._request())
-        timer.callbacks.append(self._arrive)
+        timer.callbacks.append(self._on_arrival)
         timer.call = c
         if timeout is not None:
             self._ds.arm_deadline(c)

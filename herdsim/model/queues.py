@@ -43,6 +43,7 @@ class JobQueue:
         self._line = Timer()
         self._line.callbacks = self._waiting = deque()
         self._heap, self._eid = env._queue, env._eid.__next__
+        self._on_arrival = self._arrive  # bound once, not once per timer
         self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
 
@@ -65,7 +66,7 @@ class JobQueue:
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
         self._timer = timer = Timer()
-        timer.callbacks = [self._arrive]
+        timer.callbacks = [self._on_arrival]
         timer._ok = True
         timer._value = None
         heappush(self._heap, (self.clock.next_at, NORMAL, self._eid(), timer))

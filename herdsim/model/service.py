@@ -114,6 +114,7 @@ class ProcessorSharing:
         self._rate = 1.0
         self._generation = 0
         self._settling = False
+        self._on_served = self._served  # bound once, not once per timer
 
     def start(self, c, now: float) -> None:
         """Put *c* in the processor-sharing heap with its work, draw × slow."""
@@ -149,7 +150,7 @@ class ProcessorSharing:
         if self.heap:
             delay = (self.heap[0][0] - self._vclock) / self._rate
             timer = self.env.timeout(delay if delay > 0.0 else 0.0)
-            timer.callbacks.append(self._served)
+            timer.callbacks.append(self._on_served)
             timer.generation = self._generation
 
     def _served(self, timer) -> None:

@@ -82,6 +82,7 @@ class OpenArrivals:
         self.clock = clock
         self.new_job = new_job
         self.start = start
+        self._on_arrival = self._arrive  # bound once, not once per timer
         for _ in range(backlog):
             job = new_job(0.0)
             if job is not None:
@@ -91,7 +92,7 @@ class OpenArrivals:
     def _arm(self) -> None:
         env = self.env
         timer = Timer()
-        timer.callbacks = [self._arrive]
+        timer.callbacks = [self._on_arrival]
         timer._ok = True
         timer._value = None
         heappush(env._queue, (self.clock.next_at, NORMAL, next(env._eid), timer))
