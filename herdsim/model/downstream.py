@@ -209,6 +209,7 @@ class Downstream:
     def finish(self, c: Call, value: int) -> int:
         """The outcome of a call whose event fired with *value*."""
         self.active.pop(c, None)
+        c.event = None  # done with: a waited call's deadline entry outlives it
         now = self.env.now
         if value == TIMEOUT:
             self._timeouts(now)
