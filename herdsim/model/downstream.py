@@ -247,7 +247,10 @@ class Downstream:
 
     def arm_deadline(self, c: Call) -> None:
         """Have ``on_deadline(c)`` called at ``c.deadline`` (now + ``timeout``)."""
-        self._deadlines.append(c)
+        deadlines = self._deadlines
+        while deadlines and deadlines[0].state in SETTLED:  # answered: nothing to keep
+            deadlines.popleft()
+        deadlines.append(c)
         if not self._deadline_armed:
             self._arm_head(c.deadline)
 
