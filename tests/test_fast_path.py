@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import SCENARIOS, tiny
 
 import herdsim
 from herdsim.model import simulation
 from herdsim.model.worker import plain
-
-from conftest import SCENARIOS, tiny
 
 BUNDLED = {"outage.yaml": {"duration": "30s"}, "metastable.yaml": {"duration": "25s"},
            "brownout.yaml": {}, "poison.yaml": {"duration": "60s"}}
