@@ -25,7 +25,6 @@ keeps the event heap as small as the calls in flight.
 from __future__ import annotations
 
 from collections import deque
-from heapq import heappush
 
 import simpy
 
@@ -49,7 +48,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.collapse import CollapseGuard
 from herdsim.model.health import Health
-from herdsim.model.kernel import NORMAL, Timer, later, trigger_later, unfired
+from herdsim.model.kernel import at, later, trigger_later, unfired
 from herdsim.model.network import Wire
 from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
@@ -84,7 +83,6 @@ class Downstream:
         self._deadline_armed = False
         self._on_deadlines_due = self._deadlines_due  # bound once, not once per timer
         self.on_deadline = self.expire  # the network's handler when calls cross one
-        self._queue, self._eid = env._queue, env._eid.__next__
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -247,30 +245,29 @@ class Downstream:
 
     def arm_deadline(self, c: Call) -> None:
         """Have ``on_deadline(c)`` called at ``c.deadline`` (now + ``timeout``)."""
-        deadlines = self._deadlines
-        while deadlines and deadlines[0].state in SETTLED:  # answered: nothing to keep
-            deadlines.popleft()
-        deadlines.append(c)
+        self._drop_settled()
+        self._deadlines.append(c)
         if not self._deadline_armed:
-            self._arm_head(c.deadline)
+            self._arm_head()
 
-    def _arm_head(self, at: float) -> None:
-        timer = Timer()
-        timer.callbacks = [self._on_deadlines_due]
-        timer._ok = True
-        timer._value = None
-        heappush(self._queue, (at, NORMAL, self._eid(), timer))
+    def _drop_settled(self) -> None:
+        """Calls answered (or left) at the head need no deadline any more."""
+        deadlines = self._deadlines
+        while deadlines and deadlines[0].state in SETTLED:
+            deadlines.popleft()
+
+    def _arm_head(self) -> None:
+        at(self.env, self._deadlines[0].deadline).callbacks.append(self._on_deadlines_due)
         self._deadline_armed = True
 
     def _deadlines_due(self, _timer) -> None:
         deadlines, now, on_deadline = self._deadlines, self.env._now, self.on_deadline
         while deadlines and deadlines[0].deadline <= now:
             on_deadline(deadlines.popleft())
-        while deadlines and deadlines[0].state in SETTLED:  # no deadline left to keep
-            deadlines.popleft()
+        self._drop_settled()
         self._deadline_armed = False
         if deadlines:
-            self._arm_head(deadlines[0].deadline)
+            self._arm_head()
 
     def expire(self, c: Call) -> None:
         """The client deadline of a waiting (or processor-shared) call has come."""

@@ -82,9 +82,8 @@ class Timer:
     """A scheduled event for the engine's own use: the run loop reads ``callbacks``, ``_ok``
     and ``_value``; ``call`` carries the downstream call a timer belongs to, if any.
 
-    ``Timer()`` runs no Python code; its maker sets the slots and pushes
-    ``(env._now + delay, NORMAL, next(env._eid), timer)`` on ``env._queue``, the entry
-    ``Environment.schedule`` makes (see :func:`later` for the readable form).
+    Made by :func:`at`, :func:`later` or :func:`unfired`; a call served at once is its own
+    event in the same way (see ``service.AtStart``).
     """
 
     __slots__ = ("callbacks", "_ok", "_value", "call")
@@ -100,14 +99,18 @@ def unfired() -> Timer:
     return timer
 
 
-def later(env: simpy.Environment, delay: float, value=None, priority: int = NORMAL) -> Timer:
-    """A :class:`Timer` firing *value* at ``now + delay`` (no waiters yet)."""
-    timer = Timer()
-    timer.callbacks = []
-    timer._ok = True
+def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) -> Timer:
+    """A :class:`Timer` firing *value* at time *when* (no waiters yet), pushed on the heap
+    as the entry ``Environment.schedule`` makes, so it keeps SimPy's order."""
+    timer = unfired()
     timer._value = value
-    heappush(env._queue, (env._now + delay, priority, next(env._eid), timer))
+    heappush(env._queue, (when, priority, next(env._eid), timer))
     return timer
+
+
+def later(env: simpy.Environment, delay: float, value=None, priority: int = NORMAL) -> Timer:
+    """A :class:`Timer` firing *value* at ``now + delay`` (``env.timeout``'s time)."""
+    return at(env, env._now + delay, value, priority)
 
 
 class Runner:

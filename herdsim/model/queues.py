@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from heapq import heappush
 
 import simpy
 
-from herdsim.model.kernel import NORMAL, Timer, trigger_later, unfired
+from herdsim.model.kernel import Timer, at, trigger_later, unfired
 from herdsim.model.workload import ArrivalClock
 
 
@@ -42,7 +41,6 @@ class JobQueue:
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
         self._line.callbacks = self._waiting = deque()
-        self._heap, self._eid = env._queue, env._eid.__next__
         self._on_arrival = self._arrive  # bound once, not once per timer
         self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
@@ -52,24 +50,30 @@ class JobQueue:
 
         While a worker waits on the arrival timer the queue is empty and the next arrival is
         not before *now*; one due at *now* is left to the timer and its worker."""
-        if self._waited:
-            return
+        if not self._waited:
+            self._let_in(now, until_before)
+
+    def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
+        """The arrivals due by *now*, in time order: the first accepted job becomes the
+        value of the event *first* (if given), the others are ``put``."""
         clock, new_job, put = self.clock, self.new_job, self.put
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at
             for _ in range(clock.burst):
                 job = new_job(t)
-                if job is not None:
+                if job is None:
+                    continue
+                if first is not None:
+                    first._value = job
+                    first = None
+                else:
                     put(job)
             clock.advance()
 
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
-        self._timer = timer = Timer()
-        timer.callbacks = [self._on_arrival]
-        timer._ok = True
-        timer._value = None
-        heappush(self._heap, (self.clock.next_at, NORMAL, self._eid(), timer))
+        self._timer = timer = at(self.env, self.clock.next_at)
+        timer.callbacks.append(self._on_arrival)
         self._waited = False
         if self._waiting:
             timer.callbacks.append(self._waiting.popleft())
@@ -81,21 +85,9 @@ class JobQueue:
         if self._timer is timer:
             self._timer = None
             self._waited = False
-        clock, new_job, now = self.clock, self.new_job, self.env._now
-        while clock.next_at <= now:
-            t = clock.next_at
-            for _ in range(clock.burst):
-                job = new_job(t)
-                if job is None:
-                    continue
-                if waited:
-                    timer._value = job
-                    waited = False
-                else:
-                    self.put(job)
-            clock.advance()
-        # (A waiting worker always gets one: it waits only while the queue is empty, and a
-        # main-queue limit is at least 1.)
+        # (A waiting worker always gets a job: it waits only while the queue is empty, and
+        # a main-queue limit is at least 1.)
+        self._let_in(self.env._now, first=timer if waited else None)
         if self._waiting and self._timer is None:
             self._arm()
 

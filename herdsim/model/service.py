@@ -20,7 +20,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from herdsim.model.calls import ABANDONED, COMPLETED, DELIVERED, DOOMED, RUNNING, SERVING, TIMEOUT
-from herdsim.model.kernel import NORMAL, later, trigger_later, unfired
+from herdsim.model.kernel import later, trigger_later, unfired
 
 
 class AtStart:
@@ -34,9 +34,7 @@ class AtStart:
         self._per_call = latency_per_call
         self._network = network
         self._wasted = wasted
-        self._queue = self.env._queue
-        self._eid = self.env._eid.__next__
-        # timer callbacks, bound once (see Downstream.on_deadline)
+        # timer callbacks, bound once, not once per timer
         self._on_wasted, self._on_released = self._wasted_done, self._released
 
     def start(self, c, now: float) -> None:
@@ -56,14 +54,10 @@ class AtStart:
             c.state = SERVING
             if value == DELIVERED:
                 self._finish_later(c, s, self._on_released)
-            if c.event is None:  # the call is its own event, firing at now + seen
+            if c.event is None:  # the call is its own event (no waiter yet)
                 c.event = c
                 c.callbacks = []
-                c._ok = True
-                c._value = value
-                heappush(self._queue, (now + seen, NORMAL, self._eid(), c))
-            else:
-                trigger_later(env, c.event, value, seen)
+            trigger_later(env, c.event, value, seen)
             return
         c.state = DOOMED  # the client gives up first; the server works on
         self._finish_later(c, s, self._on_wasted)

@@ -109,14 +109,13 @@ class Simulation:
                              and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
         self.open_loop = scenario.workers.count is None
+        deliver = self._start_caller if self.open_loop else self.queue.put
+        for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
+            job = self.new_job(0.0)
+            if job is not None:
+                deliver(job)
         if self.open_loop:
-            OpenArrivals(env, self.clock, scenario.workload.backlog, self.new_job,
-                         self._start_caller)
-        else:
-            for _ in range(scenario.workload.backlog):
-                job = self.new_job(0.0)
-                if job is not None:
-                    self.queue.put(job)
+            OpenArrivals(env, self.clock, self.new_job, self._start_caller)
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)

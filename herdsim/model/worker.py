@@ -7,14 +7,12 @@ Queue workers run ``worker``; open-loop callers (``workers.count: null``) run on
 
 from __future__ import annotations
 
-from heapq import heappush
-
 from simpy import Interrupt
 
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
-from herdsim.model.kernel import NORMAL, Timer
+from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
@@ -239,7 +237,6 @@ def plain_workers(sim):
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
     delay = sim.delayed.add
-    queue, eid = env._queue, env._eid.__next__
     clock, catch_up = sim.clock, sim.queue.catch_up
 
     def plain_worker(proc):
@@ -300,11 +297,7 @@ def plain_workers(sim):
                 else:
                     raise Frozen(now)
                 sim.sleeping += 1
-                timer = Timer()  # env.timeout(pause), inlined
-                timer.callbacks = [send]
-                timer._ok = True
-                timer._value = None
-                heappush(queue, (now + pause, NORMAL, eid(), timer))
+                later(env, pause).callbacks.append(send)
                 yield
                 sim.sleeping -= 1
             in_hand.discard(job)

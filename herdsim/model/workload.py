@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from heapq import heappush
 
 from herdsim.config.scenario import Workload
-from herdsim.model.kernel import NORMAL, Timer
+from herdsim.model.kernel import at
 
 
 class Job:
@@ -77,25 +76,16 @@ class OpenArrivals:
     """Open loop: every arriving job is its own caller, started by ``start(job)``; one
     timer per arrival (a burst is one)."""
 
-    def __init__(self, env, clock: ArrivalClock, backlog: int, new_job, start):
+    def __init__(self, env, clock: ArrivalClock, new_job, start):
         self.env = env
         self.clock = clock
         self.new_job = new_job
         self.start = start
         self._on_arrival = self._arrive  # bound once, not once per timer
-        for _ in range(backlog):
-            job = new_job(0.0)
-            if job is not None:
-                start(job)
         self._arm()
 
     def _arm(self) -> None:
-        env = self.env
-        timer = Timer()
-        timer.callbacks = [self._on_arrival]
-        timer._ok = True
-        timer._value = None
-        heappush(env._queue, (self.clock.next_at, NORMAL, next(env._eid), timer))
+        at(self.env, self.clock.next_at).callbacks.append(self._on_arrival)
 
     def _arrive(self, _timer) -> None:
         now = self.env._now
