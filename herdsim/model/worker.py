@@ -30,6 +30,32 @@ class Frozen(Exception):  # noqa: N818 (a state, raised out of the SimPy run)
                                "1ms")])
 
 
+def giving_up(sim):
+    """``give_up(job, now)``: the job fails for good: to the DLQ, or without one back to
+    the main queue once its redelivery delay has passed (like a visibility timeout)."""
+    rec = sim.recorder
+    finish_id, finish_time = rec.finish_id.append, rec.finish_time.append
+    finish_attempts, finish_outcome = rec.finish_attempts.append, rec.finish_outcome.append
+    recycled, delay = rec.recycled.append, sim.delayed.add
+    scenario = sim.scenario
+    to_dlq = scenario.dlq.enabled or scenario.workers.count is None  # open loop: no queue
+    redelivery, base = scenario.dlq.redelivery_delay, scenario.retry.base
+
+    def give_up(job, now):
+        if to_dlq:
+            finish_id(job.id)
+            finish_time(now)
+            finish_attempts(job.attempts)
+            finish_outcome(DEAD_LETTERED)
+        else:
+            recycled(now)
+            job.retries = 0
+            job.prev = base
+            delay(now + redelivery, job)
+
+    return give_up
+
+
 def job_runner(sim):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
@@ -43,16 +69,12 @@ def job_runner(sim):
     finish_attempts = rec.finish_attempts.append
     finish_outcome = rec.finish_outcome.append
     record_sleep = rec.record_sleep
-    recycled = rec.recycled.append
     short_circuited = rec.short_circuited.append
     budget_refused = rec.budget_refused.append
     scenario = sim.scenario
     retry = scenario.retry
     max_retries = retry.max_retries
     poison_retryable = retry.poison_retryable
-    dlq = scenario.dlq.enabled
-    redelivery = scenario.dlq.redelivery_delay
-    base = retry.base
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
@@ -68,19 +90,7 @@ def job_runner(sim):
     use_hint = retry.retry_after == "use"
     overhead = scenario.workers.attempt_overhead
 
-    def give_up(job, now):
-        """The job fails for good: to the DLQ, or without one back to the main queue once
-        its redelivery delay has passed (like a visibility timeout)."""
-        if dlq or open_loop:
-            finish_id(job.id)
-            finish_time(now)
-            finish_attempts(job.attempts)
-            finish_outcome(DEAD_LETTERED)
-        else:
-            recycled(now)
-            job.retries = 0
-            job.prev = base
-            delay(now + redelivery, job)
+    give_up = giving_up(sim)
 
     def run_job(job, gate):
         proc = env.active_process
@@ -226,18 +236,14 @@ def plain_workers(sim):
     finish_attempts = rec.finish_attempts.append
     finish_outcome = rec.finish_outcome.append
     record_sleep = rec.record_sleep
-    recycled = rec.recycled.append
     retry = sim.scenario.retry
     max_retries = retry.max_retries
     poison_retryable = retry.poison_retryable
-    dlq = sim.scenario.dlq.enabled
-    redelivery = sim.scenario.dlq.redelivery_delay
-    base = retry.base
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
-    delay = sim.delayed.add
     clock, catch_up = sim.clock, sim.queue.catch_up
+    give_up = giving_up(sim)
 
     def plain_worker(proc):
         send = proc.send  # this generator's own: the callback of whatever it waits for
@@ -273,16 +279,7 @@ def plain_workers(sim):
                 if (job.poison and not poison_retryable) or (
                     max_retries is not None and n >= max_retries
                 ):
-                    if dlq:
-                        finish_id(job.id)
-                        finish_time(now)
-                        finish_attempts(job.attempts)
-                        finish_outcome(DEAD_LETTERED)
-                    else:
-                        recycled(now)
-                        job.retries = 0
-                        job.prev = base
-                        delay(now + redelivery, job)
+                    give_up(job, now)
                     break
                 if stateful:
                     pause, job.prev = draw(n, job.prev, rng)
