@@ -10,11 +10,15 @@ before it reorders a bundled scenario (``tests/test_golden.py``).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import simpy
 from simpy import Interrupt
 from simpy.core import NORMAL, URGENT
 
+import herdsim
 from herdsim.model.kernel import Environment, Runner, at, later, trigger_later, unfired
 
 
@@ -247,3 +251,30 @@ def test_now_is_simpys_clock():
     later(env, 2.25).callbacks.append(lambda e: None)
     env.run_until(10)
     assert env.now == simpy.Environment.now.fget(env) == 10
+
+
+def test_value_is_the_slot_simpy_reads():
+    """Rule: a kernel event's ``value`` is the ``_value`` SimPy's loop and ``Process``
+    read, under its public name (the engine writes and reads only ``value``)."""
+    timer = unfired()
+    timer.value = "job"
+    env, log = Environment(), []
+    timer.callbacks.append(lambda event: log.append(event._value))
+    trigger_later(env, timer, timer.value, 1)
+    env.run_until(2)
+    assert log == ["job"]
+
+
+SIMPY_PRIVATE = re.compile(r"\._now\b|\._value\b|\._ok\b|\._queue\b|\._eid\b|\._target\b"
+                           r"|\._resume\b|_defused|simpy\.core|BoundClass")
+
+
+def test_only_the_kernel_touches_simpys_internals():
+    """Rule: SimPy's private names appear in ``model/kernel.py`` and nowhere else in the
+    package, so a SimPy release is checked against one module (and this file)."""
+    package = Path(herdsim.__file__).parent
+    offenders = [f"{path.relative_to(package)}:{n}: {line.strip()}"
+                 for path in sorted(package.rglob("*.py")) if path.name != "kernel.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if SIMPY_PRIVATE.search(line)]
+    assert offenders == []

@@ -8,6 +8,8 @@ already freed because the response spent a network delay on the way back
 
 from __future__ import annotations
 
+from herdsim.model.kernel import Lean
+
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
 
 # Call states. RUNNING: in service under the continuous model, the client still waiting;
@@ -15,14 +17,13 @@ OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = ra
 WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 
 
-class Call:
+class Call(Lean):
     """One downstream call in flight (in service or in the waiting room)."""
 
     # retry_after: set only on a fast failure crossing the network (see Wire). A call
-    # served at once can be its own completion event (``event is call``): the run loop
-    # reads ``callbacks``, ``_ok`` and ``_value``, as of a kernel Timer.
-    __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after",
-                 "callbacks", "_ok", "_value")
+    # served at once can be its own completion event (``event is call``), as a kernel
+    # Timer is one.
+    __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after")
 
     def __init__(self, proc, epoch: int, deadline: float | None):
         self.proc = proc

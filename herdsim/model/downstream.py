@@ -261,7 +261,7 @@ class Downstream:
         self._deadline_armed = True
 
     def _deadlines_due(self, _timer) -> None:
-        deadlines, now, on_deadline = self._deadlines, self.env._now, self.on_deadline
+        deadlines, now, on_deadline = self._deadlines, self.env.now, self.on_deadline
         while deadlines and deadlines[0].deadline <= now:
             on_deadline(deadlines.popleft())
         self._drop_settled()

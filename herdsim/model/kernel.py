@@ -13,10 +13,11 @@
 * :func:`trigger_later` fires an event that already has waiters after *delay* with
   *value*, the one scheduled event a ``Timeout`` would cost (``Event.succeed`` can only
   fire now).
-* :class:`Timer` is the hot path's event: all the run loop reads of an event
-  (``callbacks``, ``_ok``, ``_value``), made with no Python frame and scheduled with one
-  ``heappush`` of the entry ``Environment.schedule`` would push (same clock, priority and
-  event id, so the same order).
+* :class:`Lean` holds all the run loop reads of an event (``callbacks``, ``_ok``,
+  ``_value``), the last also under the public name ``value``; :class:`Timer` is the hot
+  path's event, made with no Python frame and scheduled with one ``heappush`` of the entry
+  ``Environment.schedule`` would push (same clock, priority and event id, so the same
+  order). A ``simpy.Process`` can wait on one, as on any SimPy event.
 * :class:`Runner` starts and interrupts one of the engine's own generators as
   ``simpy.Process`` does; the generator resumes itself (its ``send`` is the callback of
   the event it waits for), so a resume costs no Python frame besides its own.
@@ -78,15 +79,24 @@ def trigger_later(env: simpy.Environment, event, value, delay: float = 0.0) -> N
     heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))
 
 
-class Timer:
-    """A scheduled event for the engine's own use: the run loop reads ``callbacks``, ``_ok``
-    and ``_value``; ``call`` carries the downstream call a timer belongs to, if any.
+class Lean:
+    """What the run loop (and ``simpy.Process``) reads of an event, and nothing else:
+    ``callbacks``, ``_ok`` and ``_value``, which reads as ``value`` too (the same slot).
+    Subclasses add their own slots (``Timer``, and ``calls.Call``: a call served at once
+    is its own event)."""
 
-    Made by :func:`at`, :func:`later` or :func:`unfired`; a call served at once is its own
-    event in the same way (see ``service.AtStart``).
+    __slots__ = ("callbacks", "_ok", "_value")
+
+
+Lean.value = Lean.__dict__["_value"]  # the slot's descriptor, under its public name
+
+
+class Timer(Lean):
+    """A scheduled event for the engine's own use; ``call`` carries the downstream call a
+    timer belongs to, if any. Made by :func:`at`, :func:`later` or :func:`unfired`.
     """
 
-    __slots__ = ("callbacks", "_ok", "_value", "call")
+    __slots__ = ("call",)
 
 
 def unfired() -> Timer:

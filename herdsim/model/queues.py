@@ -27,8 +27,8 @@ class JobQueue:
     the next arrival and receives its first job as the timer's value, one event in all.
     A job ``put`` while a worker waits on that timer goes to that worker at once, and the
     timer passes to the next in line. A worker's resume callback moves between these
-    events without its process's ``_target`` (what an interrupt would detach it from)
-    following: workers waiting for a job are never interrupted (only calls in flight
+    events without the event its process waits on (what an interrupt would detach it
+    from) following: workers waiting for a job are never interrupted (only calls in flight
     are), and the next event a worker yields sets it again.
     """
 
@@ -64,7 +64,7 @@ class JobQueue:
                 if job is None:
                     continue
                 if first is not None:
-                    first._value = job
+                    first.value = job
                     first = None
                 else:
                     put(job)
@@ -87,7 +87,7 @@ class JobQueue:
             self._waited = False
         # (A waiting worker always gets a job: it waits only while the queue is empty, and
         # a main-queue limit is at least 1.)
-        self._let_in(self.env._now, first=timer if waited else None)
+        self._let_in(self.env.now, first=timer if waited else None)
         if self._waiting and self._timer is None:
             self._arm()
 
@@ -130,7 +130,7 @@ class DelayedQueue:
         self.env = env
         self._heap: list[tuple[float, int, object]] = []
         self._seq = 0
-        self._target = target
+        self._into = target
         self._poll_interval = poll_interval
         env.process(self._poll())
 
@@ -139,7 +139,7 @@ class DelayedQueue:
         heapq.heappush(self._heap, (due, self._seq, job))
 
     def _poll(self):
-        heap, target, env = self._heap, self._target, self.env
+        heap, target, env = self._heap, self._into, self.env
         while True:
             yield env.timeout(self._poll_interval)
             now = env.now

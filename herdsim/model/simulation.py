@@ -188,11 +188,11 @@ class Simulation:
         """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""
         if k < PROGRESS_STEPS:
             at = self.scenario.duration * k / PROGRESS_STEPS
-            timer = self.env.timeout(at - self.env._now)
+            timer = self.env.timeout(at - self.env.now)
             timer.callbacks.append(lambda _timer: self._report_progress(k))
 
     def _report_progress(self, k: int) -> None:
-        self.progress(self.env._now, self.scenario.duration)
+        self.progress(self.env.now, self.scenario.duration)
         self._arm_progress(k + 1)
 
     def pending_jobs(self) -> list[Job]:

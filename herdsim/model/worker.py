@@ -201,8 +201,8 @@ def worker(sim, gate: BreakerGate | None):
         if blocked is not None:
             while blocked(env.now):
                 yield from gate.wait_jittered()
-        if clock.next_at <= env._now:
-            catch_up(env._now)
+        if clock.next_at <= env.now:
+            catch_up(env.now)
         job = items.popleft() if items else (yield get())
         yield from run_job(job, gate)
 
@@ -249,13 +249,13 @@ def plain_workers(sim):
         send = proc.send  # this generator's own: the callback of whatever it waits for
         yield  # the Runner's start event resumes it from here
         while True:
-            if clock.next_at <= env._now:
-                catch_up(env._now)
+            if clock.next_at <= env.now:
+                catch_up(env.now)
             if items:
                 job = items.popleft()
             else:
                 get().callbacks.append(send)
-                job = (yield)._value
+                job = (yield).value
             in_hand.add(job)
             spun_at, spins = -1.0, 0
             while True:
@@ -265,7 +265,7 @@ def plain_workers(sim):
                     proc.target = event = outcome.event
                     event.callbacks.append(send)
                     try:
-                        outcome = finish(outcome, (yield)._value)
+                        outcome = finish(outcome, (yield).value)
                     except Interrupt as failure:
                         outcome = failure.cause
                 now = env.now

@@ -88,7 +88,7 @@ class OpenArrivals:
         at(self.env, self.clock.next_at).callbacks.append(self._on_arrival)
 
     def _arrive(self, _timer) -> None:
-        now = self.env._now
+        now = self.env.now
         for _ in range(self.clock.burst):
             job = self.new_job(now)
             if job is not None:
