@@ -19,7 +19,7 @@ from conftest import SCENARIOS, tiny
 
 import herdsim
 from herdsim.model import simulation
-from herdsim.model.worker import plain
+from herdsim.model.worker import GATES, plain
 
 BUNDLED = {"outage.yaml": {"duration": "30s"}, "metastable.yaml": {"duration": "25s"},
            "brownout.yaml": {}, "poison.yaml": {"duration": "60s"}}
@@ -63,3 +63,45 @@ def test_the_fast_path_gives_the_general_paths_numbers(source, overrides, monkey
     general = frames(scenario)
     for name, frame in fast.items():
         pd.testing.assert_frame_equal(frame, general[name], check_exact=True, obj=name)
+
+
+# A value turning on each feature the schema marks as gating a worker's call.
+TURNED_ON = {
+    "workers.count": None,
+    "workers.retry_mode": "requeue",
+    "workers.attempt_overhead": "1ms",
+    "retry.retry_after": "use",
+    "breaker.enabled": True,
+    "budget": {"kind": "ratio"},
+}
+
+
+def test_every_gating_field_is_exercised_below():
+    """A field newly marked GatesCalls needs a value that turns it on here."""
+    assert sorted(GATES) == sorted(TURNED_ON)
+
+
+def _set(spec: dict, path: str, value) -> dict:
+    *sections, key = path.split(".")
+    node = spec
+    for section in sections:
+        node = node.setdefault(section, {})
+    node[key] = value
+    return spec
+
+
+@pytest.mark.parametrize("path", sorted(TURNED_ON))
+def test_a_feature_that_gates_calls_forces_the_general_loop(path, monkeypatch):
+    """Setting any field that gates a call takes every worker through ``worker`` +
+    ``run_job`` (the fast path never starts), and leaving it off keeps the fast path."""
+    spec = tiny(duration="1s")
+    assert plain(herdsim.load_scenario(spec))
+    scenario = herdsim.load_scenario(_set(spec, path, TURNED_ON[path]))
+    assert not plain(scenario)
+
+    def fast_path(_sim):
+        raise AssertionError(f"{path} set, yet the fast path started")
+
+    monkeypatch.setattr(simulation, "plain_workers", fast_path)
+    res = herdsim.run(scenario)
+    assert len(res.jobs) > 0

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from herdsim.config.durations import format_duration, parse_duration
+from herdsim.config.schema import GatesCalls
 from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import presets, strategies
 
@@ -121,12 +122,13 @@ class Workload(Section):
 
 
 class Workers(Section):
-    count: int | None = Field(100, ge=1, description="null = open loop: a caller per job")
+    count: Annotated[int | None, GatesCalls(lambda count: count is not None)] = Field(
+        100, ge=1, description="null = open loop: a caller per job")
     clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
                                                          "over this many clients")
-    retry_mode: Literal["sleep", "requeue"] = "sleep"
+    retry_mode: Annotated[Literal["sleep", "requeue"], GatesCalls()] = "sleep"
     poll_interval: Period = 1.0
-    attempt_overhead: NonNegativeDuration = Field(
+    attempt_overhead: Annotated[NonNegativeDuration, GatesCalls()] = Field(
         0.0, description="what one attempt costs the client before the call leaves")
 
 
@@ -223,7 +225,7 @@ class Retry(Section):
     max_retries: int | None = Field(5, ge=0)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
-    retry_after: Literal["ignore", "use", "at_least"] = Field(
+    retry_after: Annotated[Literal["ignore", "use", "at_least"], GatesCalls()] = Field(
         "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
     _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
 
@@ -269,7 +271,7 @@ class DLQ(Section):
 class Breaker(Section):
     """A circuit breaker (Resilience4j/Polly semantics)."""
 
-    enabled: bool = False
+    enabled: Annotated[bool, GatesCalls()] = False
     scope: Literal["worker", "pool", "client"] = "worker"
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
@@ -351,7 +353,7 @@ class Scenario(Section):
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
-    budget: Budget | None = None
+    budget: Annotated[Budget | None, GatesCalls()] = None
 
     @field_validator("name")
     @classmethod

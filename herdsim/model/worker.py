@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
+from herdsim.config.scenario import Scenario
+from herdsim.config.schema import gates, value_at
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
@@ -207,14 +209,16 @@ def worker(sim, gate: BreakerGate | None):
         yield from run_job(job, gate)
 
 
-def plain(scenario) -> bool:
-    """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, retries slept in the worker. Then
-    :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
-    return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
-            and not scenario.breaker.enabled and scenario.budget is None
-            and not scenario.workers.attempt_overhead
-            and scenario.retry.retry_after == "ignore")
+GATES = gates(Scenario)  # path -> off(value): the fields marked GatesCalls in the schema
+
+
+def plain(scenario: Scenario) -> bool:
+    """Whether nothing gates or shapes a queue worker's call: every feature that does
+    (a field the schema marks :class:`~herdsim.config.schema.GatesCalls`: the breaker, a
+    budget, per-attempt overhead, Retry-After, requeued retries, open-loop callers) is
+    off. Then :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once
+    per run)."""
+    return all(off(value_at(scenario, path)) for path, off in GATES.items())
 
 
 def plain_workers(sim):
