@@ -102,6 +102,6 @@ def test_a_feature_that_gates_calls_forces_the_general_loop(path, monkeypatch):
     def fast_path(_sim):
         raise AssertionError(f"{path} set, yet the fast path started")
 
-    monkeypatch.setattr(simulation, "plain_workers", fast_path)
+    monkeypatch.setattr(simulation, "make_plain_worker", fast_path)
     res = herdsim.run(scenario)
     assert len(res.jobs) > 0

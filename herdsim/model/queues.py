@@ -19,24 +19,25 @@ from herdsim.model.workload import ArrivalClock
 class JobQueue:
     """FIFO of jobs fed by an :class:`~herdsim.model.workload.ArrivalClock`.
 
-    Arrivals cost no event while nobody waits for them: whoever reads the queue first
-    calls ``catch_up(now)``, which lets in, in time order and at their own times, the
-    jobs that have arrived since (``new_job(t)`` records each one, or refuses it when the
-    queue is full). Consumers then pop ``items`` directly when it is non-empty, else
-    ``get()``. Idle workers wait in line (FIFO); the first one waits on a timer set for
-    the next arrival and receives its first job as the timer's value, one event in all.
-    A job ``put`` while a worker waits on that timer goes to that worker at once, and the
-    timer passes to the next in line. A worker's resume callback moves between these
-    events without the event its process waits on (what an interrupt would detach it
-    from) following: workers waiting for a job are never interrupted (only calls in flight
-    are), and the next event a worker yields sets it again.
+    Arrivals cost no event while nobody waits for them: every reader lets in first, in
+    time order and at their own times, the jobs that have arrived since (``new_job(t)``
+    records each one, or refuses it when the queue is full): ``take(now)`` hands out the
+    next job, or None when there is none (then ``get()``), ``depth(now)`` counts them and
+    ``jobs(until)`` lists them at the end of a run. Idle workers wait in line (FIFO); the
+    first one waits on a timer set for the next arrival and receives its first job as
+    the timer's value, one event in all. A job ``put`` while a worker waits on that timer
+    goes to that worker at once, and the timer passes to the next in line. A worker's
+    resume callback moves between these events without the event its process waits on
+    (what an interrupt would detach it from) following: workers waiting for a job are
+    never interrupted (only calls in flight are), and the next event a worker yields
+    sets it again.
     """
 
     def __init__(self, env: simpy.Environment, clock: ArrivalClock, new_job):
         self.env = env
         self.clock = clock
         self.new_job = new_job
-        self.items: deque = deque()
+        self._items: deque = deque()
         # Idle workers in line: one event nobody fires, its callbacks a deque of their
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
@@ -44,6 +45,25 @@ class JobQueue:
         self._on_arrival = self._arrive  # bound once, not once per timer
         self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
+
+    def take(self, now: float):
+        """The next job at *now*, or None when the queue is empty (then ``get()``)."""
+        if self.clock.next_at <= now and not self._waited:
+            self._let_in(now)
+        items = self._items
+        return items.popleft() if items else None
+
+    def depth(self, now: float) -> int:
+        """How many jobs are queued at *now*."""
+        self.catch_up(now)
+        return len(self._items)
+
+    def jobs(self, until: float | None) -> list:
+        """The jobs queued just before *until* (the end of a run), in line order; with
+        None, those queued now (open loop: the clock feeds callers, not this queue)."""
+        if until is not None:
+            self.catch_up(until, until_before=True)
+        return list(self._items)
 
     def catch_up(self, now: float, until_before: bool = False) -> None:
         """Let in every job arriving at or before *now* (before *now*, if *until_before*).
@@ -106,12 +126,12 @@ class JobQueue:
             event.callbacks.append(self._waiting.popleft())
             trigger_later(self.env, event, job)
         else:
-            self.items.append(job)
+            self._items.append(job)
 
     def get(self) -> Timer:
         """An event whose value is the next job: the arrival timer if nobody waits on it.
 
-        Call ``catch_up(now)`` first, and only when ``items`` is empty."""
+        Call it only when ``take(now)`` found the queue empty."""
         if self._timer is None:
             self._arm()
         if not self._waited:
@@ -120,7 +140,8 @@ class JobQueue:
         return self._line
 
     def __len__(self) -> int:
-        return len(self.items)
+        """The jobs queued, without letting any in (as ``new_job`` sees the queue)."""
+        return len(self._items)
 
 
 class DelayedQueue:

@@ -19,7 +19,16 @@ from herdsim.model.kernel import Environment, Runner
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
-from herdsim.model.worker import Frozen, job_runner, plain, plain_workers, worker
+from herdsim.model.worker import (
+    Frozen,
+    make_finish,
+    make_give_up,
+    make_plain_worker,
+    make_retry,
+    make_run_job,
+    plain,
+    worker,
+)
 from herdsim.model.workload import ArrivalClock, Job, OpenArrivals
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
@@ -107,7 +116,10 @@ class Simulation:
         self.client_gates = ([self._new_gate() for _ in range(n_clients)]
                              if n_clients and scenario.breaker.enabled
                              and scenario.breaker.scope == "client" else None)
-        self.run_job = job_runner(self)
+        self.finish = make_finish(self)  # the worker loops' shared steps
+        self.give_up = make_give_up(self, self.finish)
+        self.retry = make_retry(self, self.give_up)
+        self.run_job = make_run_job(self)
         self.open_loop = scenario.workers.count is None
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
@@ -120,7 +132,7 @@ class Simulation:
         if progress is not None:
             self._arm_progress(1)
         if plain(scenario):  # the worker loop is chosen once, from what is configured
-            plain_worker = plain_workers(self)
+            plain_worker = make_plain_worker(self)
             for _ in range(scenario.workers.count):
                 runner = Runner(env)
                 runner.start(plain_worker(runner))
@@ -151,7 +163,7 @@ class Simulation:
 
     def new_job(self, now: float) -> Job | None:
         """A new job arrives at *now* (None when the main queue is full and refuses it)."""
-        if self._queue_limit is not None and len(self.queue.items) >= self._queue_limit:
+        if self._queue_limit is not None and len(self.queue) >= self._queue_limit:
             self.recorder.refused.append(now)
             return None
         job_id = len(self.recorder.arrivals)
@@ -177,9 +189,7 @@ class Simulation:
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
             waiting(ds.n_waiting)
-            if not self.open_loop:
-                self.queue.catch_up(env.now)
-            depth(len(self.queue.items))
+            depth(len(self.queue) if self.open_loop else self.queue.depth(env.now))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
@@ -197,9 +207,9 @@ class Simulation:
 
     def pending_jobs(self) -> list[Job]:
         """Jobs still in the system: queued, parked for a retry, or held by a worker."""
-        if not self.open_loop:  # those arriving before the end (the run stops before it)
-            self.queue.catch_up(self.scenario.duration, until_before=True)
-        return [*self.queue.items, *self.delayed.jobs(), *self.in_hand]
+        # those arriving before the end (the run stops before it)
+        queued = self.queue.jobs(None if self.open_loop else self.scenario.duration)
+        return [*queued, *self.delayed.jobs(), *self.in_hand]
 
     def run(self) -> Finished:
         started = time.perf_counter()

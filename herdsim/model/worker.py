@@ -1,8 +1,11 @@
 """The worker loop: take a job, call downstream, then succeed, retry or dead-letter.
 
-This is the hot path. ``job_runner`` binds everything a job's life touches to closure
-variables once per run; a call that fails fast costs no event, a call that completes one.
-Queue workers run ``worker``; open-loop callers (``workers.count: null``) run one job each.
+This is the hot path. Each ``make_*`` function binds what its step touches to closure
+variables once per run and returns the step: ``finish`` (a job's row), ``give_up``,
+``retry`` (the sleep before the next attempt, or giving up), and the two loops built on
+them: ``run_job`` (every feature; queue workers run it from ``worker``, open-loop callers
+``workers.count: null`` for one job each) and ``plain_worker`` (the fast path, when
+:func:`plain` holds). A call that fails fast costs no event, a call that completes one.
 """
 
 from __future__ import annotations
@@ -32,23 +35,52 @@ class Frozen(Exception):  # noqa: N818 (a state, raised out of the SimPy run)
                                "1ms")])
 
 
-def giving_up(sim):
-    """``give_up(job, now)``: the job fails for good: to the DLQ, or without one back to
-    the main queue once its redelivery delay has passed (like a visibility timeout)."""
+class Stall:
+    """The freeze guard: counts one job's retries at one instant and raises
+    :class:`Frozen` at ``SPIN_LIMIT`` (time would stand still). One per loop that holds
+    a job while it sleeps."""
+
+    __slots__ = ("job", "at", "spins")
+
+    def __init__(self):
+        self.job, self.at, self.spins = None, -1.0, 0
+
+    def check(self, job, now: float) -> None:
+        """*job* retries at *now*."""
+        if job is not self.job or now != self.at:
+            self.job, self.at, self.spins = job, now, 0
+        elif self.spins < SPIN_LIMIT:
+            self.spins += 1
+        else:
+            raise Frozen(now)
+
+
+def make_finish(sim):
+    """``finish(job, now, outcome)``: the job's row in the per-job table."""
     rec = sim.recorder
     finish_id, finish_time = rec.finish_id.append, rec.finish_time.append
     finish_attempts, finish_outcome = rec.finish_attempts.append, rec.finish_outcome.append
-    recycled, delay = rec.recycled.append, sim.delayed.add
+
+    def finish(job, now, outcome):
+        finish_id(job.id)
+        finish_time(now)
+        finish_attempts(job.attempts)
+        finish_outcome(outcome)
+
+    return finish
+
+
+def make_give_up(sim, finish):
+    """``give_up(job, now)``: the job fails for good: to the DLQ, or without one back to
+    the main queue once its redelivery delay has passed (like a visibility timeout)."""
+    recycled, delay = sim.recorder.recycled.append, sim.delayed.add
     scenario = sim.scenario
     to_dlq = scenario.dlq.enabled or scenario.workers.count is None  # open loop: no queue
     redelivery, base = scenario.dlq.redelivery_delay, scenario.retry.base
 
     def give_up(job, now):
         if to_dlq:
-            finish_id(job.id)
-            finish_time(now)
-            finish_attempts(job.attempts)
-            finish_outcome(DEAD_LETTERED)
+            finish(job, now, DEAD_LETTERED)
         else:
             recycled(now)
             job.retries = 0
@@ -58,55 +90,82 @@ def giving_up(sim):
     return give_up
 
 
-def job_runner(sim):
-    """A generator function ``run_job(job, gate)`` that takes one job to its end:
-    success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
-    env = sim.env
-    call = sim.downstream.call
-    finish = sim.downstream.finish
-    in_hand = sim.in_hand
+def make_retry(sim, give_up):
+    """``retry(job, now, outcome, budget)``: after a failed attempt, the sleep before the
+    next one (recorded), or None when the job gives up instead (max retries, a poison
+    job that may not retry, or *budget*, if any, refusing the retry)."""
     rec = sim.recorder
-    finish_id = rec.finish_id.append
-    finish_time = rec.finish_time.append
-    finish_attempts = rec.finish_attempts.append
-    finish_outcome = rec.finish_outcome.append
-    record_sleep = rec.record_sleep
-    short_circuited = rec.short_circuited.append
-    budget_refused = rec.budget_refused.append
-    scenario = sim.scenario
-    retry = scenario.retry
-    max_retries = retry.max_retries
-    poison_retryable = retry.poison_retryable
-    draw = sim.strategy.sleep
-    stateful = sim.strategy.stateful
-    rng = sim.strategy_rng
-    open_loop = scenario.workers.count is None
-    sleep_mode = scenario.workers.retry_mode == "sleep"
-    delay = sim.delayed.add
-    timeout = env.timeout
-    retries_only = scenario.breaker.retries_only
-    slow_threshold = scenario.breaker.slow_call_threshold
-    clients, client_gates = sim.clients, sim.client_gates
+    record_sleep, budget_refused = rec.record_sleep, rec.budget_refused.append
+    retry_cfg = sim.scenario.retry
+    max_retries, poison_retryable = retry_cfg.max_retries, retry_cfg.poison_retryable
+    draw, stateful, rng = sim.strategy.sleep, sim.strategy.stateful, sim.strategy_rng
     downstream = sim.downstream
-    hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
-    use_hint = retry.retry_after == "use"
-    overhead = scenario.workers.attempt_overhead
+    hinted = retry_cfg.retry_after != "ignore"  # Retry-After: read only after a 429 or reject
+    use_hint = retry_cfg.retry_after == "use"
 
-    give_up = giving_up(sim)
+    def retry(job, now, outcome, budget):
+        n = job.retries
+        if (job.poison and not poison_retryable) or (
+            max_retries is not None and n >= max_retries
+        ):
+            give_up(job, now)
+            return None
+        if budget is not None:
+            allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+            if not allowed:
+                budget_refused(now)
+                give_up(job, now)
+                return None
+        if stateful:
+            pause, job.prev = draw(n, job.prev, rng)
+        else:
+            pause = job.prev = draw(n, job.prev, rng)
+        if hinted and outcome in (THROTTLED, REJECTED):
+            hint = downstream.retry_after
+            if hint is not None:
+                pause = hint if use_hint or hint > pause else pause
+        job.retries = n + 1
+        record_sleep(now, job.id, n, pause)
+        return pause
 
-    def run_job(job, gate):
+    return retry
+
+
+def make_guards(sim):
+    """``guards(gate)``: the active process and the retry budget and breaker gate that
+    guard its calls (an open-loop caller's are its client's, the client drawn uniformly;
+    else *gate* and the process's budget)."""
+    env, budget_for, clients, client_gates = sim.env, sim.budget_for, sim.clients, sim.client_gates
+
+    def guards(gate):
         proc = env.active_process
         if clients is None:
-            budget = sim.budget_for(proc)
-        else:  # an open-loop caller of one of the clients, drawn uniformly
-            client = clients()
-            budget = sim.budget_for(client)
-            if client_gates is not None:
-                gate = client_gates[client]
+            return proc, budget_for(proc), gate
+        client = clients()
+        return proc, budget_for(client), gate if client_gates is None else client_gates[client]
+
+    return guards
+
+
+def make_run_job(sim):
+    """A generator function ``run_job(job, gate)`` that takes one job to its end:
+    success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
+    env, timeout = sim.env, sim.env.timeout
+    call, settle = sim.downstream.call, sim.downstream.finish
+    in_hand, finish, give_up, retry = sim.in_hand, sim.finish, sim.give_up, sim.retry
+    rec, delay, guards = sim.recorder, sim.delayed.add, make_guards(sim)
+    short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
+    workers, breaker_cfg = sim.scenario.workers, sim.scenario.breaker
+    open_loop, sleep_mode = workers.count is None, workers.retry_mode == "sleep"
+    retries_only, slow_threshold = breaker_cfg.retries_only, breaker_cfg.slow_call_threshold
+    overhead = workers.attempt_overhead
+
+    def run_job(job, gate):
+        proc, budget, gate = guards(gate)
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
-        spun_at, spins = -1.0, 0  # retries of this job at one instant (the freeze guard)
+        stall = Stall()
         while True:
             now = env.now
             if gates_calls and not budget.allow_call(now, not job.retries):  # before a probe
@@ -134,7 +193,7 @@ def job_runner(sim):
                 outcome = call(proc)
                 if outcome.__class__ is not int:
                     try:
-                        outcome = finish(outcome, (yield outcome.event))
+                        outcome = settle(outcome, (yield outcome.event))
                     except Interrupt as failure:
                         outcome = failure.cause
                 failed = outcome != OK or job.poison
@@ -146,46 +205,18 @@ def job_runner(sim):
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0
                 if not failed:
-                    finish_id(job.id)
-                    finish_time(now)
-                    finish_attempts(job.attempts)
-                    finish_outcome(SUCCEEDED)
+                    finish(job, now, SUCCEEDED)
                     break
-            n = job.retries
-            if (job.poison and not poison_retryable) or (
-                max_retries is not None and n >= max_retries
-            ):
-                give_up(job, now)
+            pause = retry(job, now, outcome, budget)
+            if pause is None:
                 break
-            if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
-                if not allowed:
-                    budget_refused(now)
-                    give_up(job, now)
-                    break
-            if stateful:
-                pause, job.prev = draw(n, job.prev, rng)
-            else:
-                pause = job.prev = draw(n, job.prev, rng)
-            if hinted and outcome in (THROTTLED, REJECTED):
-                hint = downstream.retry_after
-                if hint is not None:
-                    pause = hint if use_hint or hint > pause else pause
-            job.retries = n + 1
-            record_sleep(now, job.id, n, pause)
-            if sleep_mode:
-                if now != spun_at:
-                    spun_at, spins = now, 0
-                elif spins < SPIN_LIMIT:
-                    spins += 1
-                else:
-                    raise Frozen(now)
-                sim.sleeping += 1
-                yield timeout(pause)
-                sim.sleeping -= 1
-            else:
+            if not sleep_mode:
                 delay(now + pause, job)
                 break
+            stall.check(job, now)
+            sim.sleeping += 1
+            yield timeout(pause)
+            sim.sleeping -= 1
         in_hand.discard(job)
 
     return run_job
@@ -193,19 +224,15 @@ def job_runner(sim):
 
 def worker(sim, gate: BreakerGate | None):
     """SimPy process of one queue worker: consume jobs while its breaker lets it."""
-    env = sim.env
-    items = sim.queue.items
-    get = sim.queue.get
-    clock, catch_up = sim.clock, sim.queue.catch_up
-    run_job = sim.run_job
+    env, take, get, run_job = sim.env, sim.queue.take, sim.queue.get, sim.run_job
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if blocked is not None:
             while blocked(env.now):
                 yield from gate.wait_jittered()
-        if clock.next_at <= env.now:
-            catch_up(env.now)
-        job = items.popleft() if items else (yield get())
+        job = take(env.now)
+        if job is None:
+            job = yield get()
         yield from run_job(job, gate)
 
 
@@ -221,47 +248,27 @@ def plain(scenario: Scenario) -> bool:
     return all(off(value_at(scenario, path)) for path, off in GATES.items())
 
 
-def plain_workers(sim):
+def make_plain_worker(sim):
     """A generator function ``plain_worker(proc)``: ``worker`` with ``run_job`` inlined
     and the checks :func:`plain` rules out dropped, the same steps in the same order, one
     generator frame per resume instead of two. *proc* is the
     :class:`~herdsim.model.kernel.Runner` that drives it. Everything a worker touches is
     bound here once, for all of them (100,000 workers do not hold 100,000 copies).
     """
-    env = sim.env
-    items = sim.queue.items
-    get = sim.queue.get
-    call = sim.downstream.call
-    finish = sim.downstream.finish
-    in_hand = sim.in_hand
-    rec = sim.recorder
-    finish_id = rec.finish_id.append
-    finish_time = rec.finish_time.append
-    finish_attempts = rec.finish_attempts.append
-    finish_outcome = rec.finish_outcome.append
-    record_sleep = rec.record_sleep
-    retry = sim.scenario.retry
-    max_retries = retry.max_retries
-    poison_retryable = retry.poison_retryable
-    draw = sim.strategy.sleep
-    stateful = sim.strategy.stateful
-    rng = sim.strategy_rng
-    clock, catch_up = sim.clock, sim.queue.catch_up
-    give_up = giving_up(sim)
+    env, take, get = sim.env, sim.queue.take, sim.queue.get
+    call, settle = sim.downstream.call, sim.downstream.finish
+    in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
 
     def plain_worker(proc):
         send = proc.send  # this generator's own: the callback of whatever it waits for
+        stall = Stall()
         yield  # the Runner's start event resumes it from here
         while True:
-            if clock.next_at <= env.now:
-                catch_up(env.now)
-            if items:
-                job = items.popleft()
-            else:
+            job = take(env.now)
+            if job is None:
                 get().callbacks.append(send)
                 job = (yield).value
             in_hand.add(job)
-            spun_at, spins = -1.0, 0
             while True:
                 job.attempts += 1
                 outcome = call(proc)
@@ -269,34 +276,17 @@ def plain_workers(sim):
                     proc.target = event = outcome.event
                     event.callbacks.append(send)
                     try:
-                        outcome = finish(outcome, (yield).value)
+                        outcome = settle(outcome, (yield).value)
                     except Interrupt as failure:
                         outcome = failure.cause
                 now = env.now
                 if outcome == OK and not job.poison:
-                    finish_id(job.id)
-                    finish_time(now)
-                    finish_attempts(job.attempts)
-                    finish_outcome(SUCCEEDED)
+                    finish(job, now, SUCCEEDED)
                     break
-                n = job.retries
-                if (job.poison and not poison_retryable) or (
-                    max_retries is not None and n >= max_retries
-                ):
-                    give_up(job, now)
+                pause = retry(job, now, outcome, None)
+                if pause is None:
                     break
-                if stateful:
-                    pause, job.prev = draw(n, job.prev, rng)
-                else:
-                    pause = job.prev = draw(n, job.prev, rng)
-                job.retries = n + 1
-                record_sleep(now, job.id, n, pause)
-                if now != spun_at:
-                    spun_at, spins = now, 0
-                elif spins < SPIN_LIMIT:
-                    spins += 1
-                else:
-                    raise Frozen(now)
+                stall.check(job, now)
                 sim.sleeping += 1
                 later(env, pause).callbacks.append(send)
                 yield
