@@ -6,22 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 import herdsim
-from herdsim.config.scenario import Scenario, _section_type
+from herdsim.config.scenario import Scenario
+from herdsim.config.schema import fields
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-
-
-def _fields(model: type[BaseModel], prefix: str = "") -> list[str]:
-    paths = []
-    for name, field in model.model_fields.items():
-        paths.append(prefix + name)
-        inner = _section_type(field.annotation)
-        if inner is not None:
-            paths += _fields(inner, f"{prefix}{name}.")
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +23,7 @@ def tiny_run():
     return herdsim.run(scenario)
 
 
-@pytest.mark.parametrize("path", _fields(Scenario))
+@pytest.mark.parametrize("path", [path for path, _ in fields(Scenario)])
 def test_every_scenario_field_is_documented(path):
     """docs/scenarios.md names every field of the schema in backticks."""
     text = (DOCS / "scenarios.md").read_text()

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from herdsim.config.durations import format_duration, parse_duration
-from herdsim.config.schema import GatesCalls
+from herdsim.config.schema import GatesCalls, model_at, section_type
 from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import presets, strategies
 
@@ -500,35 +500,11 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
 
 def _suggest(field: str) -> str:
     parts = field.split(".")
-    model = _model_at(parts[:-1])
+    model = model_at(Scenario, ".".join(parts[:-1]))
     if model is None:
         return ""
     close = difflib.get_close_matches(parts[-1], list(model.model_fields), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _model_at(parts: list[str]) -> type[BaseModel] | None:
-    """The section class found by following *parts* from :class:`Scenario`, if any."""
-    model: Any = Scenario
-    for part in parts:
-        if part.isdigit():
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        model = _section_type(field.annotation)
-        if model is None:
-            return None
-    return model
-
-
-def _section_type(annotation: Any) -> type[BaseModel] | None:
-    candidates = [annotation, *getattr(annotation, "__args__", ())]
-    for candidate in candidates:
-        for inner in [candidate, *getattr(candidate, "__args__", ())]:
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                return inner
-    return None
 
 
 def validate(data: Any, source: str | None = None, trust_code: bool = True) -> Scenario:
@@ -703,7 +679,7 @@ def _set_path(data: dict, path: str, value: Any) -> None:
                 raise ScenarioError([(path, f"{where} has no field {part!r}{hint}")])
             key = part
             annotation = model.model_fields[part].annotation
-            model = _section_type(annotation) or (
+            model = section_type(annotation) or (
                 _FREE_FORM if getattr(annotation, "__origin__", None) is dict else None)
         if last:
             node[key] = value

@@ -22,7 +22,6 @@ import json
 import math
 import re
 import shutil
-import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -30,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
 
 from herdsim.analysis import metastability
 from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario, apply_overrides, load_scenario, validate
+from herdsim.config.schema import field_at, is_duration
 from herdsim.errors import ScenarioError, SweepError
 from herdsim.experiments.design import seeded_data
 from herdsim.experiments.parallel import imap_unordered
@@ -113,32 +112,8 @@ def _endpoint(where: str, text: str) -> tuple[float, bool]:
 def unit_of(path: str) -> str | None:
     """``"s"`` when the scenario field at *path* (``downstream.outages.0.duration``) is a
     duration, else None."""
-    model: Any = Scenario
-    field: FieldInfo | None = None
-    for part in path.split("."):
-        if part.isdigit():
-            continue
-        if model is None or part not in model.model_fields:
-            return None
-        field = model.model_fields[part]
-        model = _section(field.annotation)
-    hints = [*field.metadata, *_inner(field.annotation)] if field is not None else []
-    duration = any(isinstance(h, BeforeValidator) and h.func is parse_duration for h in hints)
-    return "s" if duration else None
-
-
-def _inner(annotation: Any) -> Iterator[Any]:
-    """Everything nested in a type annotation (union members, ``Annotated`` metadata)."""
-    for arg in typing.get_args(annotation):
-        yield arg
-        yield from _inner(arg)
-
-
-def _section(annotation: Any) -> type[BaseModel] | None:
-    for candidate in (annotation, *_inner(annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
+    field = field_at(Scenario, path)
+    return "s" if field is not None and is_duration(field) else None
 
 
 @dataclass(frozen=True)

@@ -4,39 +4,18 @@ from the bundled file of the same name, and its non-default fields with units.""
 from __future__ import annotations
 
 import re
-import typing
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, BeforeValidator
+from pydantic import BaseModel
 
 from herdsim.config import bundled
-from herdsim.config.durations import format_duration, parse_duration
+from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario, load_scenario, value_text
+from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.errors import ScenarioError
 
 UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
-
-
-def _is_duration_metadata(metadata: Any) -> bool:
-    return any(isinstance(m, BeforeValidator) and m.func is parse_duration for m in metadata)
-
-
-def _is_duration(annotation: Any) -> bool:
-    """Whether a field's type is (an optional) duration of the scenario schema."""
-    if _is_duration_metadata(getattr(annotation, "__metadata__", ())):
-        return True
-    return any(_is_duration(arg) for arg in typing.get_args(annotation))
-
-
-def _section(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _section(arg)
-        if found is not None:
-            return found
-    return None
 
 
 def _with_units(model: type[BaseModel], data: dict) -> dict:
@@ -47,13 +26,13 @@ def _with_units(model: type[BaseModel], data: dict) -> dict:
         if field is None:
             out[key] = value
             continue
-        section = _section(field.annotation)
+        section = section_type(field.annotation)
         if isinstance(value, dict) and section is not None:
             out[key] = _with_units(section, value)
         elif isinstance(value, list) and section is not None:
             out[key] = [_with_units(section, v) if isinstance(v, dict) else v for v in value]
-        elif (_is_duration(field.annotation) or _is_duration_metadata(field.metadata)) \
-                and isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif is_duration(field) and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
             out[key] = format_duration(float(value))
         else:
             out[key] = value
@@ -72,15 +51,8 @@ def as_written(sc: Scenario) -> dict:
 def field_docs(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str, str]:
     """``dotted.path -> description`` of every schema field that has one (list items'
     fields without their index: ``downstream.outages.error_rate``)."""
-    docs = {}
-    for key, field in model.model_fields.items():
-        path = f"{prefix}{key}"
-        if field.description:
-            docs[path] = field.description
-        section = _section(field.annotation)
-        if section is not None:
-            docs.update(field_docs(section, f"{path}."))
-    return docs
+    return {f"{prefix}{path}": field.description for path, field in fields(model)
+            if field.description}
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
