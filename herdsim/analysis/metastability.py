@@ -46,7 +46,7 @@ def run_kpis(result) -> dict[str, float | None]:
 def frame_kpis(ts: pd.DataFrame, sc) -> dict[str, float | None]:
     """:func:`run_kpis` from a run's time series and scenario."""
     offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
-    last_end = max((end for _, end in sc.outage_windows), default=0.0)
+    last_end = sc.last_outage_end or 0.0
     tail = ts["time"].to_numpy() >= max(last_end, sc.duration * (1 - TAIL_FRACTION))
     seconds = tail.sum() * sc.bin
     goodput = float(ts["success"].to_numpy()[tail].sum() / seconds / offered) \

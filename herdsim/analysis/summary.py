@@ -56,9 +56,9 @@ def storm_threshold(scenario: Scenario, baseline: float = 0.0) -> float:
 def retry_storm(ts: pd.DataFrame, scenario: Scenario) -> np.ndarray:
     """Bins of the retry storm: from the first outage to when the retry rate (trailing 1 s)
     falls back under its pre-outage mean plus 1% of the offered rate, for good."""
-    if not scenario.downstream.outages:
+    start = scenario.first_outage_start
+    if start is None:
         return np.zeros(len(ts), dtype=bool)
-    start = min(o.start for o in scenario.downstream.outages)
     times = ts["time"].to_numpy()
     k = max(1, int(round(1.0 / scenario.bin)))
     rate = ts["retry"].rolling(k, min_periods=1).sum().to_numpy() / (k * scenario.bin)
@@ -77,10 +77,9 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     within half a second of offered traffic of its pre-outage maximum. ``None`` when the
     run has no outage, ends unhealthy, or is healthy for less than its last second.
     """
-    outages = scenario.downstream.outages
-    if not outages:
+    if not scenario.downstream.outages:
         return None
-    return settle_time(ts, scenario, min(o.start for o in outages), max(o.end for o in outages))
+    return settle_time(ts, scenario, scenario.first_outage_start, scenario.last_outage_end)
 
 
 def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
@@ -165,7 +164,7 @@ def goodput(jobs: pd.DataFrame, scenario: Scenario) -> float | None:
     worked off; None for ``model: occ`` (no offered rate), or with no window left."""
     if scenario.downstream.model == "occ":
         return None
-    start = max((end for _, end in scenario.outage_windows), default=0.0)
+    start = scenario.last_outage_end or 0.0
     end = scenario.duration
     if end <= start:
         return None
@@ -194,10 +193,9 @@ def peak_to_baseline(attempt_times: np.ndarray, scenario: Scenario) -> float | N
     """The busiest ``peak_window`` of calls from the first outage's start on, over the
     busiest one before it (None without an outage, or with less than one window before
     it, or no call before it)."""
-    outages = scenario.outage_windows
-    if not outages:
+    first = scenario.first_outage_start
+    if first is None:
         return None
-    first = min(start for start, _ in outages)
     window = scenario.peak_window
     if first < window:
         return None
@@ -248,8 +246,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     dead = int((outcome == "dead_lettered").sum())
     capacity = None if occ else bounded_capacity(scenario)
     peak = peak_rate(attempt_times, scenario.peak_window)
-    outages = scenario.outage_windows
-    last_end = max((end for _, end in outages), default=None)
+    last_end = scenario.last_outage_end
     after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
     attempts_total = int(len(attempt_times))
@@ -261,7 +258,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "state": "",
         "succeeded_fraction": succeeded / submitted if submitted else None,
         "goodput": goodput(jobs, scenario),
-        "outages": len(outages),
+        "outages": len(scenario.downstream.outages),
         "jobs_submitted": submitted,
         "jobs_succeeded": succeeded,
         "jobs_dead_lettered": dead,

@@ -461,6 +461,16 @@ class Scenario(Section):
     def outage_windows(self) -> list[tuple[float, float]]:
         return [(o.start, o.end) for o in self.downstream.outages]
 
+    @property
+    def first_outage_start(self) -> float | None:
+        """When the first outage starts (None without an outage)."""
+        return min((o.start for o in self.downstream.outages), default=None)
+
+    @property
+    def last_outage_end(self) -> float | None:
+        """When the last outage ends (None without an outage)."""
+        return max((o.end for o in self.downstream.outages), default=None)
+
     def to_dict(self) -> dict:
         """Plain data (seconds as numbers), ready for YAML or JSON."""
         return self.model_dump(mode="json")

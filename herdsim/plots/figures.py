@@ -75,7 +75,7 @@ def active_until(c: Comparison, replication: int = 0) -> float:
     if "queue_depth" in ts:
         busy |= ts["queue_depth"] > 0
     last = float(ts.loc[busy, "time"].max()) + c.scenario.bin if busy.any() else 0.0
-    last = max([last, *(end for _, end in c.scenario.outage_windows)])
+    last = max(last, c.scenario.last_outage_end or 0.0)
     return min(c.scenario.duration, last + max(0.04 * last, 2 * c.scenario.bin))
 
 

@@ -59,9 +59,8 @@ def window(c: Comparison, shift: float, replication: int = 0) -> tuple[float, fl
     """The x range with activity: from before the outage to where 99.5% have landed."""
     sc = c.scenario
     lo = -shift
-    if sc.outage_windows:
-        start = min(s for s, _ in sc.outage_windows)
-        lo = max(-shift, start - shift - 0.5)
+    if sc.first_outage_start is not None:
+        lo = max(-shift, sc.first_outage_start - shift - 0.5)
     tops = []
     for arm in c.arms:
         times = landings(one(c.sleeps, arm.label, replication)) - shift

@@ -138,7 +138,7 @@ def verdict(c) -> list[str]:
     recovered = [a for a, s in st.items() if state_text(s) == "recovered"]
     not_yet = [a for a in st if np.isnan(recovery[a].mean)]
     if sc.downstream.outages:
-        end = format_duration(max(e for _, e in sc.outage_windows))
+        end = format_duration(sc.last_outage_end)
         if recovered:
             fast = sorted(recovered, key=lambda a: recovery[a].mean)
             times = "; ".join(f"{a} in {recovery[a].text()} s" for a in fast)
