@@ -32,11 +32,10 @@ ZOOM = 1.0  # s shown around each arm's busiest 10 ms
 
 def origin(c: Comparison) -> tuple[float, str]:
     """Where the time axis starts, and its label: the end of the last outage, else 0."""
-    windows = c.scenario.outage_windows
-    if not windows:
+    end = c.scenario.last_outage_end
+    if end is None:
         return 0.0, "time (s)"
-    end = max(e for _, e in windows)
-    which = "the last outage" if len(windows) > 1 else "the outage"
+    which = "the last outage" if len(c.scenario.downstream.outages) > 1 else "the outage"
     return end, f"time since {which} ended at {format_duration(end)} (s)"
 
 
