@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, OutputExistsError, UsageError
 from herdsim.outputs import reading
+from herdsim.outputs.atomic import write_file
 
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STATUSES = ("success", "retry", "failed_dlq")
@@ -334,13 +334,6 @@ def export(directory: str | Path, out: str | Path | None = None, start: float | 
     if out is not None and os.path.lexists(path):
         raise OutputExistsError(f"{path}: already exists; choose another --out or remove it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(staging, path)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    write_file(path, text)
     n_bins = max(len(ts) for ts, _, _ in data.arms.values())
     return Export(path, samples, series, start, start + n_bins * data.scenario.bin)

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -138,11 +137,7 @@ def save_map(sweep_dir: str | Path, formats: list[str] | tuple[str, ...] = ("png
     written = []
     for fmt in formats:
         path = Path(sweep_dir) / f"map.{fmt}"
-        aside = path.with_name(f".map-{os.getpid()}.{fmt}")
-        try:
-            figure.savefig(aside, dpi=110)
-            os.replace(aside, path)
-        finally:
-            aside.unlink(missing_ok=True)
+        write_file(path, figure, lambda fig, aside, fmt=fmt: fig.savefig(aside, dpi=110,
+                                                                           format=fmt))
         written.append(path)
     return written
