@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from simpy import Interrupt
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -35,6 +36,48 @@ def _merge(into: dict, changes: dict) -> dict:
 def tiny(**changes) -> dict:
     """A small valid scenario dict (2 s, 10 workers), with *changes* merged section by section."""
     return _merge(copy.deepcopy(TINY), changes)
+
+
+def play_calls(env, downstream, starts: dict[str, float], until: float) -> dict:
+    """One caller process per name makes one call to *downstream* at its time (as a worker
+    does: a fast failure at once, else the call's event and ``finish``); runs *env* to
+    *until* and returns ``{name: (time heard, outcome)}``."""
+    log: dict[str, tuple[float, int]] = {}
+
+    def caller(name: str, at: float):
+        yield env.timeout(at)
+        call = downstream.call(env.active_process)
+        if call.__class__ is int:
+            log[name] = (env.now, call)
+            return
+        try:
+            outcome = downstream.finish(call, (yield call.event))
+        except Interrupt as failure:
+            outcome = failure.cause
+        log[name] = (round(env.now, 9), outcome)
+
+    for name, at in starts.items():
+        env.process(caller(name, at))
+    env.run(until=until)
+    return log
+
+
+def assert_every_job_ends_in_one_place(sim, res) -> None:
+    """Every job that arrived is in exactly one place, counted from the model (not from
+    the summary's ``pending = submitted - succeeded - dead``): finished once (the
+    recorder's finish rows) or still held (the queues, a worker, a caller); and the
+    per-job table and the summary count the same."""
+    finished = list(sim.recorder.finish_id)
+    held = [job.id for job in sim.pending_jobs()]
+    assert len(set(finished)) == len(finished), "a job finished twice"
+    assert len(set(held)) == len(held), "a job is in two places at once"
+    assert sorted(finished + held) == list(range(len(sim.recorder.arrivals))), \
+        "a job was lost, or finished and still held"
+    outcomes = res.jobs["outcome"].value_counts()
+    assert res.summary["jobs_pending"] == outcomes.get("pending", 0) == len(held)
+    assert res.summary["jobs_succeeded"] + res.summary["jobs_dead_lettered"] == len(finished)
+    assert res.summary["jobs_succeeded"] == outcomes.get("succeeded", 0)
+    assert res.summary["jobs_dead_lettered"] == outcomes.get("dead_lettered", 0)
 
 
 @pytest.fixture(scope="session")

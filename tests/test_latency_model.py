@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import simpy
+from conftest import assert_every_job_ends_in_one_place, play_calls
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simpy import Interrupt
 from test_conservation import scenarios
 
 import herdsim
@@ -41,24 +41,7 @@ def play(starts: dict[str, float], until: float, **fields) -> tuple[dict, Record
     network = constant(cfg.network_delay.mean) if cfg.network_delay else None
     downstream = Downstream(env, cfg, constant(cfg.service.mean), constant(1.0), recorder,
                             network)
-    log: dict[str, tuple[float, int]] = {}
-
-    def caller(name: str, at: float):
-        yield env.timeout(at)
-        call = downstream.call(env.active_process)
-        if call.__class__ is int:
-            log[name] = (env.now, call)
-            return
-        try:
-            outcome = downstream.finish(call, (yield call.event))
-        except Interrupt as failure:
-            outcome = failure.cause
-        log[name] = (round(env.now, 9), outcome)
-
-    for name, at in starts.items():
-        env.process(caller(name, at))
-    env.run(until=until)
-    return log, recorder
+    return play_calls(env, downstream, starts, until), recorder
 
 
 def rounded(values) -> list[float]:
@@ -144,11 +127,7 @@ def test_continuous_conserves_jobs_and_slots(data, latency):
         env.step()
         assert 0 <= ds.busy == len(ds.service.heap) <= sc.downstream.concurrency
         assert ds.n_waiting >= 0
-    s = Result.from_finished(sim.run()).summary
-    pending = sim.pending_jobs()
-    assert s["jobs_submitted"] == s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"]
-    assert s["jobs_pending"] == len(pending) == len({job.id for job in pending})
-    assert len(set(sim.recorder.finish_id)) == len(sim.recorder.finish_id), "finished twice"
+    assert_every_job_ends_in_one_place(sim, Result.from_finished(sim.run()))
 
 
 def test_at_start_is_the_default(make_scenario):

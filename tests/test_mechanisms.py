@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import scipy.stats
 import simpy
+from conftest import assert_every_job_ends_in_one_place, play_calls
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simpy import Interrupt
 from test_conservation import scenarios
 
 import herdsim
@@ -50,24 +50,7 @@ def play(starts: dict[str, float], until: float = 20.0, **fields):
                                                             cfg.request_delay)]
     downstream = Downstream(env, cfg, constant(cfg.service.mean), constant(1.0), recorder,
                             *legs)
-    log: dict[str, tuple[float, int]] = {}
-
-    def caller(name: str, at: float):
-        yield env.timeout(at)
-        call = downstream.call(env.active_process)
-        if call.__class__ is int:
-            log[name] = (env.now, call)
-            return
-        try:
-            outcome = downstream.finish(call, (yield call.event))
-        except Interrupt as failure:
-            outcome = failure.cause
-        log[name] = (round(env.now, 9), outcome)
-
-    for name, at in starts.items():
-        env.process(caller(name, at))
-    env.run(until=until)
-    return log, recorder, downstream
+    return play_calls(env, downstream, starts, until), recorder, downstream
 
 
 def rounded(values) -> list[float]:
@@ -172,9 +155,7 @@ def test_with_a_request_leg_every_job_ends_in_one_place(data, request, model):
         assert 0 <= ds.busy <= sc.downstream.concurrency
         assert ds.n_waiting <= (sc.downstream.queue_limit or math.inf)
         assert ds.n_waiting >= 0
-    s = Result.from_finished(sim.run()).summary
-    assert s["jobs_submitted"] == s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"]
-    assert len(set(sim.recorder.finish_id)) == len(sim.recorder.finish_id), "finished twice"
+    assert_every_job_ends_in_one_place(sim, Result.from_finished(sim.run()))
 
 
 def test_the_kernel_environment_keeps_simpy_time():
