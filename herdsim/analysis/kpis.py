@@ -225,7 +225,7 @@ def lower_bound(summary: dict, key: str) -> bool:
     the oldest pending job (``pending_age_max``) at least as old as the quantile."""
     oldest, value = summary.get("pending_age_max"), summary.get(key)
     return bool(summary.get("latency_censored")) and not undefined(oldest) \
-        and not undefined(value) and float(oldest) >= float(value)
+        and not undefined(value) and float(oldest) >= float(value)  # type: ignore[arg-type]  # defined
 
 
 def percent(value: float) -> str:

@@ -38,7 +38,7 @@ def evaluation_times(start: float, end: float, step: float) -> np.ndarray:
     start_ms, end_ms, step_ms = to_millis(start), to_millis(end), to_millis(step)
     if step_ms <= 0:
         raise ValueError(f"step must be at least 1ms, got {step!r}")
-    return np.arange(start_ms, end_ms + 1, step_ms) / 1000
+    return np.arange(int(start_ms), int(end_ms) + 1, int(step_ms)) / 1000
 
 
 def rate(samples: pd.Series, window: str | float = "10s", step: str | float | None = None,
@@ -71,7 +71,7 @@ def rate(samples: pd.Series, window: str | float = "10s", step: str | float | No
 
 
 def _extrapolated_rate(times: np.ndarray, values: np.ndarray, evals: np.ndarray,
-                       width: int, left_open: bool) -> np.ndarray:
+                       width: int | np.ndarray, left_open: bool) -> np.ndarray:
     """Vectorised ``extrapolatedRate(isCounter=True, isRate=True)`` at each of *evals*."""
     range_start = evals - width
     lo = np.searchsorted(times, range_start, side="right" if left_open else "left")

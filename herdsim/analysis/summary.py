@@ -5,6 +5,8 @@ Every rule here is documented in ``docs/model.md`` ("What the summary measures")
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -77,9 +79,10 @@ def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     within half a second of offered traffic of its pre-outage maximum. ``None`` when the
     run has no outage, ends unhealthy, or is healthy for less than its last second.
     """
-    if not scenario.downstream.outages:
+    first, last = scenario.first_outage_start, scenario.last_outage_end
+    if first is None or last is None:
         return None
-    return settle_time(ts, scenario, scenario.first_outage_start, scenario.last_outage_end)
+    return settle_time(ts, scenario, first, last)
 
 
 def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
@@ -231,7 +234,7 @@ def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
 
 
 def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
-              crash_times: list[float], scenario: Scenario, wall: float,
+              crash_times: Sequence[float], scenario: Scenario, wall: float,
               breaker_trips: int = 0, breaker_open_time: float = 0.0,
               extra: dict | None = None) -> dict:
     """The KPIs of one run, as a flat dict of plain numbers (None where undefined).

@@ -9,9 +9,8 @@ import sys
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -26,7 +25,7 @@ class Boundary(TyperGroup):
     """The one place where a user's mistake becomes one line on stderr and exit code 2,
     and Ctrl-C exit code 130."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: Any):  # typer types it with its own vendored click
         try:
             return super().invoke(ctx)
         except HerdsimError as exc:
@@ -38,7 +37,7 @@ class Boundary(TyperGroup):
             err_console.print("interrupted: nothing was written")
             raise typer.Exit(130) from None
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The command list with each one's whole first sentence, wrapped, never cut."""
         rows = [(name, command.get_short_help_str(limit=10_000))
                 for name in self.list_commands(ctx)

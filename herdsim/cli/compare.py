@@ -70,7 +70,7 @@ def compare(
         raise UsageError("--strategies and --presets: give one of them")
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
+    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
                               progress=not (quiet or json_), force=force,
                               presets=preset_names)
     save_comparison(comparison, target, formats, report=report)

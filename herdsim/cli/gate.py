@@ -45,7 +45,7 @@ class Condition:
             actual = math.inf
         if isinstance(self.value, str):
             return OPERATORS[self.op](str(actual), self.value)
-        return OPERATORS[self.op](float(actual), self.value)
+        return OPERATORS[self.op](float(actual), self.value)  # type: ignore[arg-type]  # a number here
 
 
 def parse(texts: list[str] | None) -> list[Condition]:

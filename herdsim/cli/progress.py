@@ -8,6 +8,8 @@ progress=...)``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -35,7 +37,7 @@ class SimProgress:
         else:
             self.display = Lines(unit="s simulated")
         self.label = label
-        self.task: int | None = None
+        self.task: Any = None  # the display's id of the bar
 
     def __enter__(self) -> SimProgress:
         if self.enabled:

@@ -631,7 +631,7 @@ def _strip_preset_fields(data: dict, names: list[Any]) -> None:
             *parents, leaf = path.split(".")
             node = data
             for part in parents:
-                node = node.get(part) if isinstance(node, dict) else None
+                node = node.get(part) if isinstance(node, dict) else None  # type: ignore[assignment]
             if isinstance(node, dict):
                 node.pop(leaf, None)
 
@@ -655,7 +655,7 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
     if "retry.preset" in overrides:
         value = parsed("retry.preset", overrides.pop("retry.preset"))
         retry = data.get("retry") if isinstance(data.get("retry"), dict) else {}
-        _strip_preset_fields(data, [retry.get("preset"), value])
+        _strip_preset_fields(data, [retry.get("preset"), value])  # type: ignore[union-attr]  # a dict
         _set_path(data, "retry.preset", value)
     for path, raw in overrides.items():
         value = parsed(path, raw)

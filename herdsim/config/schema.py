@@ -87,9 +87,13 @@ def gates(model: type[BaseModel]) -> dict[str, Callable[[Any], bool]]:
     for path, field in fields(model):
         for mark in field.metadata:
             if isinstance(mark, GatesCalls):
-                default = field.default
-                found[path] = mark.off or (lambda value, default=default: value == default)
+                found[path] = mark.off or _is(field.default)
     return found
+
+
+def _is(default: Any) -> Callable[[Any], bool]:
+    """``off(value)``: whether *value* is *default*."""
+    return lambda value: value == default
 
 
 def value_at(data: Any, path: str) -> Any:

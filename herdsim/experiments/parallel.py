@@ -169,10 +169,11 @@ def imap_unordered(
             results = ((index, func(arg)) for index, arg in enumerate(args))
         else:
             results = _pool(func, args, processes if total is None else min(processes, total))
-        with contextlib.closing(results):  # stops the workers if the caller stops early
+        # closing: stops the workers if the caller stops early
+        with contextlib.closing(results):  # type: ignore[type-var]  # a generator
             for item in results:
                 yield item
-                bar.advance(task)
+                bar.advance(task)  # type: ignore[arg-type]
 
 
 def _init_worker() -> None:

@@ -204,7 +204,7 @@ class Sweep:
             "replications": self.replications,
         }
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
-        for entry, axis in zip(content["axes"], self.axes, strict=True):
+        for entry, axis in zip(content["axes"], self.axes, strict=True):  # type: ignore[call-overload]
             entry.update(given=[str(v) for v in axis.values], unit=unit_of(axis.path))
         return {"digest": digest, "herdsim": version("herdsim"), "source": self.source,
                 "tasks": self.n_tasks, **content}

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from typing import Any
 
 import simpy
 from simpy import Interrupt
@@ -56,9 +57,9 @@ class Environment(simpy.Environment):
         while True:
             self._now, _, _, event = heappop(queue)
             if event is stop:
-                stop.callbacks = None
+                stop.callbacks = None  # type: ignore[assignment]  # processed, as SimPy marks it
                 return
-            callbacks, event.callbacks = event.callbacks, None
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
@@ -68,7 +69,8 @@ class Environment(simpy.Environment):
                 raise exc
 
 
-Environment.now = Environment.__dict__["_now"]  # the slot's descriptor, under its public name
+# the slot's descriptor, under its public name
+Environment.now = Environment.__dict__["_now"]  # type: ignore[method-assign,assignment]
 
 
 def trigger_later(env: simpy.Environment, event, value, delay: float = 0.0) -> None:
@@ -86,6 +88,10 @@ class Lean:
     is its own event)."""
 
     __slots__ = ("callbacks", "_ok", "_value")
+    callbacks: Any  # a list, a deque (a line of waiters), or None once processed
+    _ok: bool
+    _value: Any
+    value: Any
 
 
 Lean.value = Lean.__dict__["_value"]  # the slot's descriptor, under its public name
@@ -97,6 +103,7 @@ class Timer(Lean):
     """
 
     __slots__ = ("call",)
+    call: Any
 
 
 def unfired() -> Timer:
@@ -114,7 +121,7 @@ def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) 
     as the entry ``Environment.schedule`` makes, so it keeps SimPy's order."""
     timer = unfired()
     timer._value = value
-    heappush(env._queue, (when, priority, next(env._eid), timer))
+    heappush(env._queue, (when, priority, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
     return timer
 
 
@@ -138,6 +145,7 @@ class Runner:
     """
 
     __slots__ = ("env", "send", "_throw", "target")
+    target: Any  # the event an interrupt detaches the generator from
 
     def __init__(self, env: simpy.Environment):
         self.env = env

@@ -107,7 +107,7 @@ def contend(scenario: Scenario, recorder: Recorder) -> Contention:
             finish(job, heard, DEAD_LETTERED)
             continue
         if stateful:
-            pause, job.prev = draw(n + first, job.prev, rng)
+            pause, job.prev = draw(n + first, job.prev, rng)  # type: ignore[misc]  # a stateful strategy draws a pair
         else:
             pause = job.prev = draw(n + first, job.prev, rng)
         job.retries = n + 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 
 import simpy
 
@@ -41,7 +42,7 @@ class JobQueue:
         # Idle workers in line: one event nobody fires, its callbacks a deque of their
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
-        self._line.callbacks = self._waiting = deque()
+        self._line.callbacks = self._waiting = deque[Callable[[Timer], None]]()
         self._on_arrival = self._arrive  # bound once, not once per timer
         self._timer: Timer | None = None  # set for the next arrival while one is pending
         self._waited = False  # whether a worker waits on ``_timer``
@@ -113,7 +114,7 @@ class JobQueue:
 
     def put(self, job) -> None:
         if self._waited:  # the worker waiting on the arrival timer is first in line
-            timer = self._timer
+            timer: Timer = self._timer  # type: ignore[assignment]  # armed while one waits
             event = unfired()
             event.callbacks.append(timer.callbacks.pop())  # its resume: the last callback
             self._waited = False
@@ -136,7 +137,7 @@ class JobQueue:
             self._arm()
         if not self._waited:
             self._waited = True
-            return self._timer
+            return self._timer  # type: ignore[return-value]  # armed just above
         return self._line
 
     def __len__(self) -> int:

@@ -26,6 +26,19 @@ GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "br
 class Recorder:
     """Flat arrays of everything that happened in one run."""
 
+    # the COUNTERS: the time of each event
+    arrivals: array[float]
+    attempts: array[float]
+    rejected: array[float]
+    timeouts: array[float]
+    errors: array[float]
+    wasted: array[float]
+    recycled: array[float]
+    refused: array[float]
+    crashes: array[float]
+    short_circuited: array[float]
+    budget_refused: array[float]
+
     def __init__(self) -> None:
         for name in COUNTERS:
             setattr(self, name, array("d"))

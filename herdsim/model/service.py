@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from herdsim.model.calls import ABANDONED, COMPLETED, DELIVERED, DOOMED, RUNNING, SERVING, TIMEOUT
+from herdsim.model.calls import (
+    ABANDONED,
+    COMPLETED,
+    DELIVERED,
+    DOOMED,
+    RUNNING,
+    SERVING,
+    TIMEOUT,
+    Call,
+)
 from herdsim.model.kernel import later, trigger_later, unfired
 
 
@@ -101,7 +110,7 @@ class ProcessorSharing:
         self._per_call = latency_per_call
         self._network = network
         self._wasted = wasted
-        self.heap: list[tuple[float, int, object]] = []
+        self.heap: list[tuple[float, int, Call]] = []
         self._seq = 0  # heap tie-break: equal finish points leave in start order
         self._vclock = 0.0  # V at time self._vtime
         self._vtime = 0.0

@@ -133,7 +133,7 @@ class Simulation:
             self._arm_progress(1)
         if plain(scenario):  # the worker loop is chosen once, from what is configured
             plain_worker = make_plain_worker(self)
-            for _ in range(scenario.workers.count):
+            for _ in range(scenario.workers.count):  # type: ignore[arg-type]  # plain: queue workers
                 runner = Runner(env)
                 runner.start(plain_worker(runner))
             return
@@ -202,7 +202,7 @@ class Simulation:
             timer.callbacks.append(lambda _timer: self._report_progress(k))
 
     def _report_progress(self, k: int) -> None:
-        self.progress(self.env.now, self.scenario.duration)
+        self.progress(self.env.now, self.scenario.duration)  # type: ignore[misc]  # armed only with a progress
         self._arm_progress(k + 1)
 
     def pending_jobs(self) -> list[Job]:

@@ -180,7 +180,7 @@ def make_run_job(sim):
                     break
                 if not open_loop:  # a queue worker holding a job: wait, or park it
                     if sleep_mode:
-                        yield from gate.wait_jittered()
+                        yield from gate.wait_jittered()  # type: ignore[union-attr]
                         continue
                     delay(max(breaker.open_until, now), job)
                     break
@@ -229,7 +229,7 @@ def worker(sim, gate: BreakerGate | None):
     while True:
         if blocked is not None:
             while blocked(env.now):
-                yield from gate.wait_jittered()
+                yield from gate.wait_jittered()  # type: ignore[union-attr]  # blocked: a gate
         job = take(env.now)
         if job is None:
             job = yield get()

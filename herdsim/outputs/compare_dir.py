@@ -98,7 +98,8 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",))
         (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
         (staging / "scenario.yaml").write_text(result.scenario.to_yaml())
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
-        with _drawing(failures := []):
+        failures: list[str] = []
+        with _drawing(failures):
             save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
     _report_failures(Path(out), failures)
     return Path(out)
@@ -120,7 +121,8 @@ def save_comparison(comparison: Comparison, out: str | Path,
                 for a in comparison.arms]
         meta = {"replications": comparison.replications, "arms": arms}
         (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
-        with _drawing(failures := []):
+        failures: list[str] = []
+        with _drawing(failures):
             save_figures(comparison, staging, formats)
             if report:
                 write_report(staging, comparison)

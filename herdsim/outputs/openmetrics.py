@@ -164,7 +164,7 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         if "replication" in sleeps.columns:
             sleeps = sleeps[sleeps["replication"] == replication]
     concurrency = _arm_concurrency(directory, scenario)
-    arms = {}
+    arms: dict[str | None, tuple[pd.DataFrame, pd.DataFrame, int]] = {}
     for arm, frame in ts.groupby("arm", sort=False):
         arm_sleeps = sleeps[sleeps["arm"] == arm] if "arm" in sleeps.columns else sleeps.iloc[:0]
         arms[str(arm)] = (frame.reset_index(drop=True), arm_sleeps,

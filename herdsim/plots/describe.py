@@ -4,6 +4,7 @@ from the bundled file of the same name, and its non-default fields with units.""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -56,6 +57,7 @@ def field_docs(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str,
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    items: Iterable[tuple[Any, Any]]
     if isinstance(data, dict):
         items = data.items()
     elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):

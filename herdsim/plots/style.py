@@ -23,10 +23,10 @@ STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
 }
 OTHER_COLORS = ("#332288", "#999933", "#44AA99", "#AA4499", "#000000")  # Tol's muted, black
 LINE_STYLES = ("-", "--", ":", "-.")
-CAPACITY_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
+CAPACITY_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
 WIDE = (16.0, 9.0)  # inches: a 16:9 slide
-STYLE = {
+STYLE: Any = {  # matplotlib rc settings (its stubs want literal keys)
     "font.size": 14,
     "axes.titlesize": 15,
     "axes.titlelocation": "left",

@@ -26,6 +26,8 @@ Three mechanisms, each answering "may this job retry (or call) now?":
 
 from __future__ import annotations
 
+from typing import Any
+
 from herdsim.policies.windows import TimeWindow
 
 PRESETS = {
@@ -164,7 +166,7 @@ class CumulativeRatio:
 def build(cfg, draw) -> TokenBucketBudget | AdaptiveThrottle | RatioBudget | CumulativeRatio:
     """The budget object described by a scenario's ``budget`` section."""
     if cfg.kind == "token_bucket":
-        params = dict(PRESETS[cfg.preset]) if cfg.preset else {}
+        params: dict[str, Any] = dict(PRESETS[cfg.preset]) if cfg.preset else {}
         params.update(cfg.token_params())
         return TokenBucketBudget(**params, credit_on_first_try=cfg.credit_on == "first_try")
     if cfg.kind == "adaptive":

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
 import numpy as np
@@ -361,7 +361,7 @@ BUILT_IN: dict[str, type[Strategy]] = {
 }
 
 
-def installed() -> dict[str, object]:
+def installed() -> dict[str, EntryPoint]:
     """Strategies registered by other packages under the ``herdsim.strategies`` entry points."""
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
@@ -449,7 +449,7 @@ class Checked:
 
     def _check(self, attempt: int, value: Any) -> float:
         if isinstance(value, numbers.Real) and not isinstance(value, bool) \
-                and math.isfinite(value) and value >= 0:
+                and math.isfinite(value) and value >= 0:  # type: ignore[operator]  # a Real
             return float(value)
         raise StrategyError(f"strategy {self.name!r}: sleep(attempt={attempt}) returned "
                             f"{_short(repr(value))}; a sleep must be a finite number of "
