@@ -195,9 +195,9 @@ def aws_2015(runs: int = 100, clients: Sequence[int] = AWS_CLIENTS,
     unfinished = per_run["completion_time"].isna()
     if unfinished.any():
         first = per_run[unfinished].iloc[0]
-        raise RuntimeError(f"aws-2015: {unfinished.sum()} runs ended before every client "
-                           f"was done (e.g. {first.strategy} with {first.clients} clients); "
-                           "raise duration in scenarios/aws-2015.yaml")
+        raise ScenarioError([("duration", f"{unfinished.sum()} runs ended before every client "
+                               f"was done (e.g. {first.strategy} with {first.clients} "
+                               "clients); lengthen the run")], source="aws-2015")
     table = (per_run.groupby(["clients", "strategy"], observed=True)
              [["calls", "completion_time"]].mean().reset_index())
     return Reproduction("aws-2015", runs, table, per_run, plots.aws_2015(table))
@@ -307,7 +307,8 @@ def _retries_task(arg: tuple[dict, str, float, int]) -> dict:
     jobs = result.jobs
     counted = jobs[jobs["arrival"] < result.scenario.duration - RETRY_DRAIN]
     if (counted["outcome"] == "pending").any():
-        raise RuntimeError("retries: a counted request did not end; lengthen the run")
+        raise ScenarioError([("duration", "a counted request did not end; lengthen the run")],
+                            source="retries")
     return {"arm": arm, "error_rate": p, "run": run, "jobs": len(counted),
             "success": float((counted["outcome"] == "succeeded").mean()),
             "calls_per_job": float(counted["attempts"].mean())}
