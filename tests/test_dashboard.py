@@ -96,7 +96,7 @@ def test_every_panel_queries_only_metrics_herdsim_exports(dashboard, exported_na
 
 def test_windows_are_fixed_and_short_enough_for_the_impulse(dashboard):
     """$__rate_interval assumes 15 s scrapes; herdsim samples every bin (100 ms). 250 ms
-    holds the 2-3 samples rate() needs; 10 s only on the seed's own query."""
+    holds the 2-3 samples rate() needs; 10 s only on the brief's own query."""
     for title, target in targets(dashboard):
         assert "$__" not in target["expr"], title
         windows = set(re.findall(r"\[([^\]]*)\]", target["expr"]))
@@ -124,7 +124,7 @@ def test_every_panel_keeps_the_arms_apart(dashboard):
 
 
 def test_the_issue_panels_are_all_there(dashboard, exported_names):
-    """The seed's query verbatim; and panels over executions, sleeps (heatmap and
+    """The brief's query verbatim; and panels over executions, sleeps (heatmap and
     quantiles), downstream in flight and capacity, queue depth and breaker state."""
     exprs = [target["expr"] for _, target in targets(dashboard)]
     assert prom.RETRY_QUERY.replace('"retry"', '"retry", queue=~"$queue", arm=~"$arm"') in exprs

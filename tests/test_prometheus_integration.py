@@ -1,4 +1,4 @@
-"""The exported metrics in a real Prometheus: backfilled whole, the seed's query answering
+"""The exported metrics in a real Prometheus: backfilled whole, the brief's query answering
 exactly what ``herdsim.analysis.promql.rate`` computes, and the impulse visible where it should be.
 
 ``scenarios/outage.yaml`` runs under ``exponential`` and ``full_jitter`` (as the two arms of
@@ -118,7 +118,7 @@ def test_prometheus_holds_every_sample_of_the_file(server):
 
 
 def test_the_seeds_query_equals_herdsim_promql(server, compare_dir, outage):
-    """query_range of the seed's query, by arm and by queue, against promql.rate on the same
+    """query_range of the brief's query, by arm and by queue, against promql.rate on the same
     counters: equal to floating-point noise."""
     start, end = server.export.start, server.export.end
     left_open = prometheus_major() >= 3
@@ -133,7 +133,7 @@ def test_the_seeds_query_equals_herdsim_promql(server, compare_dir, outage):
         assert np.allclose(theirs.to_numpy(), mine.to_numpy(), rtol=1e-9, atol=1e-9)
         assert np.allclose(theirs.index, mine.index, atol=1e-6)
     assert server.query_range(prometheus.RETRY_QUERY, start, end, STEP) == results
-    # the seed's query verbatim adds the arms into one line: why it is not the default
+    # the brief's query verbatim adds the arms into one line: why it is not the default
     (total,) = server.query_range(SEED_QUERY, start, end, STEP)
     assert total["metric"] == {"queue": outage.queue}
     assert np.allclose(as_series(total).to_numpy(),

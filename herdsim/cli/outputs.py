@@ -122,7 +122,7 @@ def prometheus_command(
                           datetime.fromtimestamp(running.export.end))
             console.print(f"Prometheus over {safe(directory)}: [bold]{running.url}[/] "
                           f"(data from {begin:%H:%M:%S} to {end:%H:%M:%S})")
-            console.print(f"the seed's query, per arm: {running.graph_url()}", highlight=False,
+            console.print(f"the brief's query, per arm: {running.graph_url()}", highlight=False,
                           soft_wrap=True)
             console.print("Ctrl-C stops it and deletes its data.")
             code = running.process.wait()

@@ -177,7 +177,7 @@ class Overload(Section):
 
 
 class Occ(Section):
-    """The optimistic-concurrency row (``downstream.model: occ``, see herdsim/occ.py)."""
+    """The optimistic-concurrency row (``downstream.model: occ``, see herdsim/model/occ.py)."""
 
     hop_mean: PositiveDuration = 0.010
     hop_sd: NonNegativeDuration = 0.002
@@ -293,7 +293,7 @@ _TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "succ
 
 
 class Budget(Section):
-    """A retry budget or client-side throttle (see herdsim/budget.py)."""
+    """A retry budget or client-side throttle (see herdsim/policies/budget.py)."""
 
     kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
     scope: Literal["worker", "pool", "client"] = "pool"

@@ -34,8 +34,8 @@ STATUSES = ("success", "retry", "failed_dlq")
 FILE_NAME = "metrics.om"
 LATEST_PLAUSIBLE_START = 1e11  # s; a larger --start is a timestamp in milliseconds
 SEED_QUERY = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue)'
-# the seed's query with ``arm`` kept apart: a comparison's arms never add into one line
-# (for a single run, which has no arm label, it is the seed's query exactly)
+# the brief's query with ``arm`` kept apart: a comparison's arms never add into one line
+# (for a single run, which has no arm label, it is the brief's query exactly)
 RETRY_QUERY = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue, arm)'
 
 # timeseries.csv gauge column -> metric family

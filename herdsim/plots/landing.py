@@ -1,6 +1,6 @@
 """``landing``: when retries land, at 10 ms resolution, aligned at the outage's end.
 
-The seed's picture: a retry lands when its sleep ends (``time + sleep`` of every retry
+The brief's picture: a retry lands when its sleep ends (``time + sleep`` of every retry
 sleep drawn). Synchronised backoff lands a cohort in the same 10 ms (a Dirac delta);
 jitter spreads it into a flat density. One row per arm on a shared logarithmic scale, so a
 spike 20x (or 1,000x) another arm's stays readable next to a flat density.
@@ -26,7 +26,7 @@ from herdsim.plots.style import (
     wide_size,
 )
 
-RESOLUTION = 0.01  # s: the seed's impulse is a few milliseconds wide
+RESOLUTION = 0.01  # s: the brief's impulse is a few milliseconds wide
 ZOOM = 1.0  # s shown around each arm's busiest 10 ms
 
 

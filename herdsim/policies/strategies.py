@@ -2,7 +2,7 @@
 
 A strategy is built from ``base`` and ``cap`` (seconds) plus optional parameters, and
 ``sleep(attempt, prev, rng)`` returns the sleep before the next try. ``attempt`` is 0 for
-the first retry (the seed's convention), ``prev`` is the job's previous sleep (``base``
+the first retry (the brief's convention), ``prev`` is the job's previous sleep (``base``
 before its first retry) and ``rng`` a :class:`numpy.random.Generator`.
 
 A strategy whose memory is not its last sleep sets ``stateful = True``: its ``sleep``
