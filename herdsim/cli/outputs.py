@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,11 +24,36 @@ from herdsim.cli.app import (
     parse_list,
     safe,
 )
+from herdsim.config.durations import parse_duration
 from herdsim.errors import UsageError
 from herdsim.plots.kinds import FIGURES
 
 if TYPE_CHECKING:
     from herdsim.outputs import openmetrics
+
+def parse_start(text: str) -> float:
+    """``--start``: unix seconds (``1700000000``) or an ISO date-time (UTC unless it says)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--start {text!r}: neither unix seconds nor an ISO "
+                         "date-time such as 2024-05-01T12:00:00Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def parse_buckets(text: str) -> list[float]:
+    """``--buckets``: comma-separated bounds in seconds or durations (``0.1,1,250ms``)."""
+    try:
+        return [parse_duration(item) for item in text.split(",") if item.strip()]
+    except ValueError as exc:
+        raise UsageError(f"--buckets: {exc}") from None
+
 
 KindsOpt = Annotated[str, typer.Option(
     "--kinds", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
@@ -97,9 +122,9 @@ def export_prometheus(
     """Write the run's metrics as OpenMetrics text for promtool's backfill."""
     from herdsim.outputs import openmetrics
 
-    bounds = openmetrics.DEFAULT_BUCKETS if buckets is None else openmetrics.parse_buckets(buckets)
+    bounds = openmetrics.DEFAULT_BUCKETS if buckets is None else parse_buckets(buckets)
     report_export(openmetrics.export(
-        directory, out, None if start is None else openmetrics.parse_start(start), interval,
+        directory, out, None if start is None else parse_start(start), interval,
         bounds, replication))
 
 
@@ -110,9 +135,9 @@ def prometheus_command(
     start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
 ) -> None:
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
-    from herdsim.outputs import openmetrics, prometheus_server
+    from herdsim.outputs import prometheus_server
 
-    at = None if start is None else openmetrics.parse_start(start)
+    at = None if start is None else parse_start(start)
     console.print("exporting, backfilling and starting Prometheus…")
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal cleans up
         signal.signal(signum, _terminate)           # like Ctrl-C (HUP must not just reload)

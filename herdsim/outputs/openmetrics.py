@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -291,30 +290,6 @@ def _start_millis(start: float) -> int:
         hint = " (that looks like milliseconds; give seconds)" if start > 0 else ""
         raise UsageError(f"--start {start:g}: not a unix time in seconds{hint}")
     return int(round(start * 1000))
-
-
-def parse_start(text: str) -> float:
-    """``--start``: unix seconds (``1700000000``) or an ISO date-time (UTC unless it says)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--start {text!r}: neither unix seconds nor an ISO "
-                         "date-time such as 2024-05-01T12:00:00Z") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
-def parse_buckets(text: str) -> list[float]:
-    """``--buckets``: comma-separated bounds in seconds or durations (``0.1,1,250ms``)."""
-    try:
-        return [parse_duration(item) for item in text.split(",") if item.strip()]
-    except ValueError as exc:
-        raise UsageError(f"--buckets: {exc}") from None
 
 
 def export(directory: str | Path, out: str | Path | None = None, start: float | None = None,
