@@ -14,6 +14,7 @@ directory removed before :func:`testbed` returns or raises.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -31,6 +32,7 @@ from herdsim.model.finished import Finished
 from herdsim.model.recorder import Recorder
 from herdsim.model.workload import Job
 from herdsim.outputs.compare_dir import save_run
+from herdsim.outputs.prometheus_server import OWNER, clear_stale
 from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
@@ -54,17 +56,20 @@ class Testbed:
     table: pd.DataFrame
 
 
-def check_supported(scenario: Scenario) -> None:
-    """Refuse, in one line naming the field, what the testbed does not emulate."""
+def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
+    """Refuse, in one line naming the field, what the testbed (or, *downstream_only*,
+    ``herdsim serve``) does not emulate."""
     ds, workers = scenario.downstream, scenario.workers
     unsupported = [
         ("downstream.model", ds.model == "occ", "the occ model"),
-        ("workers.count", workers.count is None, "open-loop callers (workers.count: null)"),
         ("downstream.network_delay", ds.network_delay is not None, "a network delay"),
         ("downstream.request_delay", ds.request_delay is not None, "a request delay"),
         ("downstream.overload.latency_model", ds.overload.latency_model == "continuous",
          "processor sharing (latency_model: continuous)"),
         ("downstream.serve_abandoned", ds.serve_abandoned, "serving abandoned calls"),
+    ]
+    unsupported += [] if downstream_only else [
+        ("workers.count", workers.count is None, "open-loop callers (workers.count: null)"),
         ("workers.attempt_overhead", workers.attempt_overhead > 0, "a per-attempt overhead"),
         ("breaker.scope", scenario.breaker.enabled and scenario.breaker.scope == "client",
          "per-client breakers"),
@@ -87,9 +92,11 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     if processes < 1:
         raise TestbedError(f"--processes {processes}: needs at least one worker process")
     processes = min(processes, scenario.workers.count)
+    clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
     workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
     fleet = Fleet(workdir)
     try:
+        (workdir / OWNER).write_text(str(os.getpid()))
         real, lateness = _run(scenario, fleet, processes, say)
     finally:
         fleet.stop()

@@ -20,13 +20,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from herdsim.config.scenario import Scenario
+from herdsim.errors import TestbedError
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.testbed.emulator import OUTCOME_NAMES, Emulator
+from herdsim.testbed.timing import Clock
 
 STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
 OUTCOME_HEADER = "X-Outcome"
@@ -83,3 +89,24 @@ async def start_site(app: web.Application, host: str, port: int
     site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
     return runner, site._server.sockets[0].getsockname()[1]
+
+
+async def serve_forever(scenario: Scenario, host: str, port: int,
+                        ready: Callable[[str], None]) -> None:
+    """``herdsim serve``: the downstream of *scenario* on *host*:*port* until cancelled,
+    its outages timed from the moment it listens; ``ready(url)`` once it does."""
+    clock = Clock(0.0)
+    emulator = Emulator(scenario, clock)
+    try:
+        runner, bound = await start_site(make_app(emulator), host, port)
+    except OSError as exc:
+        raise TestbedError(f"--port {port}: cannot listen on {host}:{port} "
+                           f"({exc.strerror or exc}); choose another --port") from None
+    clock.t0 = asyncio.get_running_loop().time()
+    emulator.start()
+    shown = f"[{host}]" if ":" in host else host
+    ready(f"http://{shown}:{bound}")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
