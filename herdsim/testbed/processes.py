@@ -127,8 +127,15 @@ class Fleet:
                     return int(line.split()[1])
             elif child.process.poll() is not None:
                 break
+            self._check_others(child)
         child.process.poll()
         raise TestbedError(f"{child.reason()} (while starting)")
+
+    def _check_others(self, but: Child) -> None:
+        """Raise naming any other child that has exited already (none should have)."""
+        for other in self.children:
+            if other is not but and other.process.poll() is not None:
+                raise TestbedError(f"{other.reason()} (while starting)")
 
     def go(self, children: list[Child], t0: float) -> None:
         """Hand every child the run's ``t0``."""
