@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,11 +27,12 @@ import pytest
 import redis.asyncio as aioredis
 
 from herdsim.config.scenario import load_scenario
+from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
 from herdsim.testbed import agreement
+from herdsim.testbed import run as testbed_run
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob, move_due
 from herdsim.testbed.processes import Fleet
-from herdsim.testbed import run as testbed_run
 
 SHORT = {"duration": "9s", "downstream.outages.0.start": "3s", "workers.count": 150,
          "workload.rate": 100, "downstream.concurrency": 30}
@@ -146,3 +148,28 @@ def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_pa
         assert "Traceback" not in err
     else:
         assert proc.returncode == 130, err
+
+
+def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_path):
+    """A PATH without redis-server: one line naming the Debian package, exit 2, nothing
+    written, nothing started."""
+    env = {**os.environ, "PATH": str(tmp_path)}  # an empty folder: no redis-server on it
+    done = subprocess.run([sys.executable, "-m", "herdsim", "testbed", "testbed", "--out",
+                           str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: redis-server not found on PATH; install the Debian package redis-server "
+        "(apt-get install redis-server)"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("workers.count", None), ("downstream.model", "occ"),
+    ("downstream.network_delay", {"mean": "1ms"}), ("workers.attempt_overhead", "1ms")])
+def test_what_the_testbed_does_not_emulate_is_refused_naming_the_field(field, value):
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+                       {field: value, **({"workers.count": 10} if field ==
+                                         "downstream.model" else {})})
+    with pytest.raises(TestbedError, match=f"^testbed: {field}: the testbed does not emulate"):
+        testbed_run.check_supported(sc)

@@ -38,7 +38,7 @@ from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
 from herdsim.testbed import agreement, timing
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob
-from herdsim.testbed.processes import Fleet
+from herdsim.testbed.processes import Fleet, redis_binary
 
 WORKDIR_PREFIX = "herdsim-testbed-"
 START_DELAY = 1.0  # s between handing out t0 and t0: every child is waiting by then
@@ -89,6 +89,7 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     processes, write the output directory *out*, and return the real and simulated runs.
     *say* hears what is happening (one line at a time)."""
     check_supported(scenario)
+    redis_binary()  # missing: said before anything starts
     if processes < 1:
         raise TestbedError(f"--processes {processes}: needs at least one worker process")
     processes = min(processes, scenario.workers.count)
