@@ -34,7 +34,7 @@ from herdsim.testbed import run as testbed_run
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob, move_due
 from herdsim.testbed.processes import Fleet
 
-SHORT = {"duration": "9s", "downstream.outages.0.start": "3s", "workers.count": 150,
+SHORT = {"duration": "8s", "downstream.outages.0.start": "3s", "workers.count": 150,
          "workload.rate": 100, "downstream.concurrency": 30}
 
 
@@ -70,8 +70,13 @@ def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     assert parked == [1, 8]
 
 
-def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path):
-    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml", SHORT)
+@pytest.mark.parametrize("mode", ["sleep", "requeue"])
+def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode):
+    """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
+    (every 100 ms) brings it back; max_retries 3 sends some jobs to the DLQ list."""
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+                       {**SHORT, "workers.retry_mode": mode, "workers.poll_interval": "100ms",
+                        "retry.max_retries": 3})
     out = tmp_path / "real"
     done = testbed_run.testbed(sc, out)
     me = psutil.Process()

@@ -157,7 +157,7 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "recovery_time", "latency_p50", "latency_p99", "wall_seconds",
              "lateness_p99_ms", "lateness_timer_p99_ms", "lateness_loop_p99_ms",
              "lateness_producer_p99_ms", "lateness_max_ms", "testbed_valid",
-             "testbed_invalid_reason", "testbed_unaccounted_jobs")
+             "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
     "recovery_time": "recovery s", "peak_to_baseline": "peak/pre ×",

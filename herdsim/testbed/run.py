@@ -29,7 +29,7 @@ import redis
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError
 from herdsim.model.finished import Finished
-from herdsim.model.recorder import Recorder
+from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job
 from herdsim.outputs.compare_dir import save_run
 from herdsim.outputs.prometheus_server import OWNER, clear_stale
@@ -37,7 +37,7 @@ from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
 from herdsim.testbed import agreement, timing
-from herdsim.testbed.jobs import DELAYED, MAIN, WireJob
+from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.processes import Fleet, redis_binary
 
 WORKDIR_PREFIX = "herdsim-testbed-"
@@ -151,6 +151,7 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say
     client = redis.Redis.from_url(redis_url)
     try:
         queued = client.lrange(MAIN, 0, -1) + client.zrange(DELAYED, 0, -1)
+        dead_letters = client.llen(DLQ)
     finally:
         client.close()
     server_log = _load(logs / "server.npz")
@@ -160,7 +161,7 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say
                                       (server_log, producer_log, *worker_logs)])
                 for kind in timing.KINDS}
     return _result(scenario, server_log, producer_log, worker_logs,
-                   [WireJob.decode(p) for p in queued], wall), lateness
+                   [WireJob.decode(p) for p in queued], dead_letters, wall), lateness
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
@@ -169,8 +170,10 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 
 
 def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict],
-            queued: list[WireJob], wall: float) -> Result:
-    """The model's raw record rebuilt from the processes' logs, then frames and KPIs."""
+            queued: list[WireJob], dead_letters: int, wall: float) -> Result:
+    """The model's raw record rebuilt from the processes' logs, then frames and KPIs.
+    ``testbed_unaccounted_jobs`` counts the jobs found in no place or in two, and the
+    difference between the DLQ list's length and the dead letters the workers logged."""
     rec = Recorder()
 
     def fill(name: str, values: np.ndarray) -> None:
@@ -212,8 +215,10 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     result = Result.from_finished(Finished(scenario, rec, n_bins, pending, wall))
     submitted = len(rec.arrivals)
     seen = np.concatenate([finished["id"], [job.id for job in pending]]).astype(int)
+    unique = len(np.unique(seen))
+    logged_dead = int((finished["outcome"] == DEAD_LETTERED).sum())
     result.summary["testbed_unaccounted_jobs"] = int(
-        submitted - len(np.unique(seen)) + (len(seen) - len(np.unique(seen))))
+        submitted - unique + len(seen) - unique + abs(dead_letters - logged_dead))
     return result
 
 
