@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from herdsim.config.scenario import validate
 from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.server import make_app, start_site
-from herdsim.testbed.timing import Clock
+from herdsim.testbed.timing import Clock, summarize
 
 LATE = 0.15  # s: how late a shared 2-core machine may answer (p99 loop lag seen: ~20 ms)
 
@@ -167,3 +167,15 @@ def test_metrics_are_prometheus_text_with_calls_by_outcome_in_flight_and_waiting
     assert samples[("herdsim_downstream_in_flight", None)] == 2
     assert samples[("herdsim_downstream_waiting", None)] == 1
     assert samples[("herdsim_downstream_up", None)] == 1
+
+
+def test_a_run_is_invalid_exactly_when_a_kind_of_lateness_has_its_p99_over_the_bound():
+    """100 samples: the p99 (linear interpolation) of 98 zeros and two 10 ms samples is
+    10 ms, over the 5 ms bound; 99 zeros and one 10 ms sample give 0.1 ms, within it."""
+    ok = summarize({"timer": [0.0] * 99 + [0.010], "loop": [0.001] * 50, "producer": []})
+    assert ok["testbed_valid"] and ok["testbed_invalid_reason"] is None
+    assert ok["lateness_max_ms"] == 10.0 and ok["lateness_loop_p99_ms"] == 1.0
+    late = summarize({"timer": [0.0] * 98 + [0.010] * 2, "loop": [], "producer": []})
+    assert not late["testbed_valid"]
+    assert late["testbed_invalid_reason"] == (
+        "the machine could not keep up: timer p99 10.0 ms above the 5 ms bound")
