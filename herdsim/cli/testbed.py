@@ -1,6 +1,6 @@
 """``herdsim serve`` and ``herdsim testbed``: the scenario's downstream, and the whole
-scenario, for real. The testbed (aiohttp, redis) is imported by these two commands only:
-every other command starts as fast as before."""
+scenario, for real. The testbed (aiohttp, redis) and the KPI tables are imported by these
+two commands when they run: ``--help`` and every other command start as fast as before."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from herdsim.analysis.kpis import show
 from herdsim.cli.app import (
     FormatOpt,
     JsonOpt,
@@ -28,7 +27,6 @@ from herdsim.cli.app import (
     parse_formats,
     safe,
 )
-from herdsim.cli.tables import summary_table
 
 
 def _stop_on_signals() -> None:
@@ -79,6 +77,7 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 
     Needs redis-server on PATH. The summary records the lateness measured; a run whose
     p99 lateness exceeds 5 ms is marked invalid, with the reason."""
+    from herdsim.cli.tables import summary_table
     from herdsim.testbed import run as testbed_run
 
     formats = parse_formats(fmt)
@@ -116,6 +115,8 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 
 
 def _cell(key: str, value, summary: dict) -> str:
+    from herdsim.analysis.kpis import show
+
     try:
         return show(key, value, summary)
     except KeyError:  # a check of its own (peak_after_outage), not a registry KPI
