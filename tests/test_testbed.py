@@ -13,6 +13,7 @@ installs it; without it these tests fail, they do not skip).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -71,6 +72,18 @@ def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["sleep", "requeue"])
+def test_two_testbeds_at_once_take_different_ports(tmp_path):
+    fleets = [Fleet(tmp_path / "a"), Fleet(tmp_path / "b")]
+    try:
+        for fleet in fleets:
+            fleet.workdir.mkdir()
+        urls = [fleet.start_redis() for fleet in fleets]
+    finally:
+        for fleet in fleets:
+            fleet.stop()
+    assert urls[0] != urls[1] and all(u.startswith("redis://127.0.0.1:") for u in urls)
+
+
 def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
     (every 100 ms) brings it back; max_retries 3 sends some jobs to the DLQ list."""
@@ -125,6 +138,16 @@ def _running_fleet(proc: psutil.Popen) -> list[psutil.Process]:
     raise AssertionError("the testbed's processes did not all start")
 
 
+def _listening(kids: list[psutil.Process]) -> list[str]:
+    """The addresses the testbed's processes listen on."""
+    found = []
+    for kid in kids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found += [c.laddr.ip for c in kid.net_connections(kind="inet")
+                      if c.status == psutil.CONN_LISTEN]
+    return found
+
+
 def _gone(pids: list[psutil.Process], grace: float = 10.0) -> list[int]:
     _, alive = psutil.wait_procs(pids, timeout=grace)
     return [p.pid for p in alive if p.status() != psutil.STATUS_ZOMBIE]
@@ -134,6 +157,11 @@ def _gone(pids: list[psutil.Process], grace: float = 10.0) -> list[int]:
 def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_path, how):
     proc = _start(tmp_path)
     kids = _running_fleet(proc)
+    deadline = time.monotonic() + 60
+    while len(_listening(kids)) < 2:  # Redis and the downstream
+        assert time.monotonic() < deadline, "Redis and the downstream never listened"
+        time.sleep(0.1)
+    assert set(_listening(kids)) == {"127.0.0.1"}  # nothing listens beyond loopback
     workdirs = {Path(p) for k in kids for p in k.cmdline()
                 if testbed_run.WORKDIR_PREFIX in p and p.endswith(".json")}
     assert workdirs  # the spec files of the children live in the temporary directory
