@@ -71,7 +71,6 @@ def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     assert parked == [1, 8]
 
 
-@pytest.mark.parametrize("mode", ["sleep", "requeue"])
 def test_two_testbeds_at_once_take_different_ports(tmp_path):
     fleets = [Fleet(tmp_path / "a"), Fleet(tmp_path / "b")]
     try:
@@ -84,6 +83,7 @@ def test_two_testbeds_at_once_take_different_ports(tmp_path):
     assert urls[0] != urls[1] and all(u.startswith("redis://127.0.0.1:") for u in urls)
 
 
+@pytest.mark.parametrize("mode", ["sleep", "requeue"])
 def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
     (every 100 ms) brings it back; max_retries 3 sends some jobs to the DLQ list."""
