@@ -552,6 +552,10 @@ def test_set_preset_replaces_the_files_policy_and_other_sets_win():
                           {"retry.preset": "envoy"})
     assert not again.breaker.enabled and again.retry.strategy == "envoy"
     assert again == load_scenario(_tiny("envoy"))
+    older = load_scenario(load_scenario(_tiny("aws-standard")).to_dict(),
+                          {"retry.preset": "aws-standard-1.43"})
+    assert older.retry.throttling_base is None and older.retry.retry_after_limit is None
+    assert older == load_scenario(_tiny("aws-standard-1.43"))
 
 
 def test_unknown_preset_is_one_line_listing_the_choices():
