@@ -27,6 +27,7 @@ from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
 from herdsim.policies import budget as budgets
+from herdsim.policies import retry_after
 from herdsim.policies.breaker import CLOSED, CircuitBreaker
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.timing import Clock, Lateness
@@ -48,6 +49,11 @@ class WorkerPool:
         self.clock = clock
         self.lateness = lateness
         self.strategy = scenario.retry.build()
+        # after a throttling answer (429 or a full waiting room) when its base differs
+        self.throttling = (scenario.retry.build(throttling=True)
+                           if scenario.retry.throttling_base is not None else None)
+        self.heed = retry_after.rule(scenario.retry.retry_after,
+                                     scenario.retry.retry_after_limit)
         self.rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index]))
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
@@ -147,7 +153,6 @@ class WorkerPool:
         sleep_mode = sc.workers.retry_mode == "sleep"
         retries_only = sc.breaker.retries_only
         slow_threshold = sc.breaker.slow_call_threshold
-        hinted, use_hint = retry.retry_after != "ignore", retry.retry_after == "use"
         late = self.lateness.samples["timer"]
         while True:
             now = clock.now()
@@ -187,17 +192,19 @@ class WorkerPool:
             if (job.poison and not retry.poison_retryable) or (
                     retry.max_retries is not None and n >= retry.max_retries):
                 return await self._give_up(job, now)
+            throttled = outcome in (THROTTLED, REJECTED)
             if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
                 if not allowed:
                     self.log["budget_refused"].append(now)
                     return await self._give_up(job, now)
-            if self.strategy.stateful:
-                pause, job.prev = self.strategy.sleep(n, job.prev, self.rng)
+            strategy = self.throttling if throttled and self.throttling else self.strategy
+            if strategy.stateful:
+                pause, job.prev = strategy.sleep(n, job.prev, self.rng)
             else:
-                pause = job.prev = self.strategy.sleep(n, job.prev, self.rng)
-            if hinted and outcome in (THROTTLED, REJECTED) and hint is not None:
-                pause = hint if use_hint or hint > pause else pause
+                pause = job.prev = strategy.sleep(n, job.prev, self.rng)
+            if self.heed is not None and throttled and hint is not None:
+                pause = self.heed(pause, hint)
             job.retries = n + 1
             for name, value in zip(("time", "job", "attempt", "sleep"), (now, job.id, n, pause),
                                    strict=True):
