@@ -71,6 +71,7 @@ TURNED_ON = {
     "workers.retry_mode": "requeue",
     "workers.attempt_overhead": "1ms",
     "retry.retry_after": "use",
+    "retry.throttling_base": "50ms",
     "breaker.enabled": True,
     "budget": {"kind": "ratio"},
 }

@@ -19,6 +19,7 @@ from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.policies import retry_after
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -99,9 +100,10 @@ def make_retry(sim, give_up):
     retry_cfg = sim.scenario.retry
     max_retries, poison_retryable = retry_cfg.max_retries, retry_cfg.poison_retryable
     draw, stateful, rng = sim.strategy.sleep, sim.strategy.stateful, sim.strategy_rng
+    # after a throttling answer (a 429: THROTTLED or REJECTED) when its base differs
+    throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
     downstream = sim.downstream
-    hinted = retry_cfg.retry_after != "ignore"  # Retry-After: read only after a 429 or reject
-    use_hint = retry_cfg.retry_after == "use"
+    heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)  # after a 429
 
     def retry(job, now, outcome, budget):
         n = job.retries
@@ -110,20 +112,22 @@ def make_retry(sim, give_up):
         ):
             give_up(job, now)
             return None
+        throttled = outcome in (THROTTLED, REJECTED)
         if budget is not None:
-            allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+            allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
             if not allowed:
                 budget_refused(now)
                 give_up(job, now)
                 return None
+        sleep = throttling_draw if throttled and throttling_draw else draw
         if stateful:
-            pause, job.prev = draw(n, job.prev, rng)
+            pause, job.prev = sleep(n, job.prev, rng)
         else:
-            pause = job.prev = draw(n, job.prev, rng)
-        if hinted and outcome in (THROTTLED, REJECTED):
+            pause = job.prev = sleep(n, job.prev, rng)
+        if heed is not None and throttled:
             hint = downstream.retry_after
             if hint is not None:
-                pause = hint if use_hint or hint > pause else pause
+                pause = heed(pause, hint)
         job.retries = n + 1
         record_sleep(now, job.id, n, pause)
         return pause
