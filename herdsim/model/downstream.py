@@ -136,7 +136,7 @@ class Downstream:
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)
-        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
+        elif self.queue_limit is None or self.in_room() < self.queue_limit:
             c.event = unfired()
             self._waiting.append(c)
             self.n_waiting += 1
@@ -195,7 +195,7 @@ class Downstream:
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)
-        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
+        elif self.queue_limit is None or self.in_room() < self.queue_limit:
             self._waiting.append(c)
             self.n_waiting += not abandoned
         else:
@@ -228,6 +228,11 @@ class Downstream:
         return outcome
 
     # -- for the parts ---------------------------------------------------------------------
+
+    def in_room(self) -> int:
+        """Calls that occupy the waiting room: the live ones, and with
+        ``serve_abandoned`` those whose client left too (they wait to be served)."""
+        return len(self._waiting) if self.serve_abandoned else self.n_waiting
 
     def free_slot(self, now: float) -> None:
         """A slot's work is done: the waiting room's head takes it, or it is free."""
