@@ -82,6 +82,12 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="calls a circuit breaker refused"),
     KPI("budget_refused_total", "retries refused by budget", kind="count", optional=True,
         meaning="retries a retry budget or throttle refused"),
+    KPI("shed_admission_total", "shed by the admission limit", kind="count", optional=True,
+        meaning="calls the downstream's admission limit refused (only with admission)"),
+    KPI("shed_shedding_total", "shed at random", kind="count", optional=True,
+        meaning="calls probabilistic shedding refused (only with shedding)"),
+    KPI("shed_codel_total", "shed by CoDel", kind="count", optional=True,
+        meaning="waiting calls CoDel rejected instead of serving (only with codel)"),
     KPI("breaker_trips", "breaker trips", kind="count", optional=True,
         meaning="times a circuit breaker opened"),
     KPI("breaker_open_time", "breaker open time", "s", optional=True,
@@ -131,7 +137,8 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "capacity_rate", "peak_attempt_rate", "peak_to_capacity", "peak_to_baseline",
              "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
-             "calls_avoided", "budget_refused_total", "completion_time", "conflicts",
+             "calls_avoided", "budget_refused_total", "shed_admission_total",
+             "shed_shedding_total", "shed_codel_total", "completion_time", "conflicts",
              "recovery_time", "latency_p50", "latency_p99", "wall_seconds")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
