@@ -2,11 +2,13 @@
 an admission limit, on top of :class:`~herdsim.model.downstream.Downstream`.
 
 Built only when the scenario's ``downstream`` asks for one of them (``defends()``), so a
-plain downstream keeps its lean core. The order a call meets them: down, blackhole, the
-rate limiter and collapse guard (as in the core), then the **admission limit** (calls
-admitted, in service plus waiting, against ``limit_at(now)`` of a limiter from
-:mod:`herdsim.policies.limiters`), then **shedding** (from ``above`` waiting calls, a call
-is admitted with ``probability``), then a slot or the waiting room. Calls over the limit
+plain downstream keeps its lean core. The order a call meets them: down, blackhole (as
+in the core), then the **admission limit** (calls admitted, in service plus waiting,
+against ``limit_at(now)`` of a limiter from :mod:`herdsim.policies.limiters`), then
+**shedding** (from ``above`` waiting calls, a call is admitted with ``probability``), then
+the rate limiter and the collapse guard (as in the core: a call refused in front of the
+server, like one the rate limiter throttles, does not count towards a crash), then a slot
+or the waiting room. Calls over the limit
 or shed are refused at once with ``admission.status`` (503: ``REJECTED``, 429:
 ``THROTTLED``; shedding always 503) and the downstream's Retry-After.
 
@@ -110,13 +112,13 @@ class DefendedDownstream(Downstream):
             c = Call(proc, self.epoch, now + self.timeout)
             c.event = later(env, self.timeout, TIMEOUT)
             return c
+        refused = self._screen(now)
+        if refused is not None:
+            return refused
         if self._gated:
             refused = self._overload(now)
             if refused is not None:
                 return refused
-        refused = self._screen(now)
-        if refused is not None:
-            return refused
         timeout = self.timeout
         c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
         c.admitted = None
@@ -150,13 +152,13 @@ class DefendedDownstream(Downstream):
                 c.state = SERVING
                 trigger_later(env, c.event, TIMEOUT, c.deadline - now)
             return None
+        refused = self._screen(now)
+        if refused is not None:
+            return refused
         if self._gated:
             refused = self._overload(now)
             if refused is not None:
                 return refused
-        refused = self._screen(now)
-        if refused is not None:
-            return refused
         c.epoch = self.epoch
         if not abandoned:
             c.state = WAITING
