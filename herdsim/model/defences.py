@@ -167,7 +167,10 @@ class DefendedDownstream(Downstream):
             self.busy += 1
             self._start(c, now)
         elif self.queue_limit is None or self.in_room() < self.queue_limit:
-            self._admitted(c, now)
+            if abandoned and not self.serve_abandoned:
+                c.admitted = None  # it will be skipped, never served: not admitted
+            else:
+                self._admitted(c, now)
             self._enqueue(c, now)
             self.n_waiting += not abandoned
         else:
