@@ -156,3 +156,22 @@ def test_envoy_at_its_defaults_recovers_metastable_at_a_price(metastable):
     assert summary["state"] != "metastable"
     assert summary["goodput"] >= 0.9
     assert summary["shed_admission_total"] > 0
+
+
+def test_the_timeline_draws_the_limit_and_the_verdict_names_the_mechanism(scenarios_dir):
+    from herdsim.outputs.report.verdict import verdict
+    from herdsim.plots.figures import timeline
+
+    sc = herdsim.load_scenario(scenarios_dir / "metastable.yaml",
+                               {"duration": "15s", "downstream.admission": "{kind: aimd}"})
+    c = herdsim.compare(sc, strategies=["exponential"], progress=False)
+    def titles(c) -> list[str]:
+        return [ax.get_title(loc) for ax in timeline(c).axes for loc in ("left", "center")]
+
+    assert any(t.startswith("Admission limit") for t in titles(c))
+    assert any("the admission limit (aimd) refused" in s for s in verdict(c))
+    plain = herdsim.compare(herdsim.load_scenario(scenarios_dir / "metastable.yaml",
+                                                  {"duration": "15s"}),
+                            strategies=["exponential"], progress=False)
+    assert not any(t.startswith("Admission limit") for t in titles(plain))
+    assert not any("held the load back" in s for s in verdict(plain))
