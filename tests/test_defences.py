@@ -175,3 +175,18 @@ def test_the_timeline_draws_the_limit_and_the_verdict_names_the_mechanism(scenar
                             strategies=["exponential"], progress=False)
     assert not any(t.startswith("Admission limit") for t in titles(plain))
     assert not any("held the load back" in s for s in verdict(plain))
+
+
+@pytest.mark.parametrize(("downstream", "field"), [
+    ({"admission": {"kind": "aimd", "limit": 5}}, "downstream.admission.limit"),
+    ({"admission": {"kind": "fixed"}}, "downstream.admission.limit"),
+    ({"admission": {"kind": "envoy", "status": 500}}, "downstream.admission.status"),
+    ({"discipline": "adaptive_lifo"}, "downstream.lifo_threshold"),
+    ({"lifo_threshold": 5}, "downstream.lifo_threshold"),
+    ({"shedding": {"above": 3, "probability": 1.5}}, "downstream.shedding.probability"),
+    ({"codel": {"target": "-1s"}}, "downstream.codel.target"),
+])
+def test_a_bad_defence_names_its_field(downstream, field):
+    with pytest.raises(herdsim.ScenarioError) as caught:
+        herdsim.load_scenario(scenario(**downstream))
+    assert field in str(caught.value)
