@@ -139,8 +139,9 @@ class Downstream:
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)
-        elif self.queue_limit is None or self.in_room() < self.queue_limit:
-            c.event = unfired()
+        elif self.queue_limit is None or (len(self._waiting) if self.serve_abandoned
+                                          else self.n_waiting) < self.queue_limit:
+            c.event = unfired()  # (the bound: see in_room, inlined on the hot path)
             self._waiting.append(c)
             self.n_waiting += 1
             if timeout is not None:
