@@ -23,7 +23,7 @@ from herdsim.results.result import Result
 
 
 def breaker(**fields) -> CircuitBreaker:
-    """A breaker from a validated ``breaker`` section (defaults: the seed's 0.4 / 30 s)."""
+    """A breaker from a validated ``breaker`` section (defaults: the brief's 0.4 / 30 s)."""
     return CircuitBreaker(Breaker(enabled=True, **fields))
 
 
@@ -347,7 +347,7 @@ def watched(scenario) -> tuple[Simulation, list[tuple[float, str, float]]]:
 @pytest.mark.parametrize("mode", ["sleep", "requeue"])
 def test_a_pool_breaker_opens_during_the_outage_and_no_call_is_made_while_open(
         scenarios_dir, mode):
-    """The seed's rule: while the breaker is open, no worker calls downstream. Checked on
+    """The brief's rule: while the breaker is open, no worker calls downstream. Checked on
     every open period against the raw call times; the series and summary agree."""
     sim, log = watched(herdsim.load_scenario(scenarios_dir / "outage.yaml",
                                              {**SCALED, "workers.retry_mode": mode}))

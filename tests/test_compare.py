@@ -120,7 +120,7 @@ def test_plotted_peak_series_peaks_where_the_summary_does(times, window, width):
 
 
 def test_exponential_spikes_at_least_twice_full_jitter_on_outage(scenarios_dir):
-    """The seed's claim on the bundled scenario: exponential's peak over capacity, in the
+    """The brief's claim on the bundled scenario: exponential's peak over capacity, in the
     summary and in the series the timeline plots, is at least twice full jitter's.
 
     Cut to 40 s to keep the test fast: the outage ends at 24 s and the synchronised waves

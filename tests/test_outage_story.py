@@ -1,4 +1,4 @@
-"""The seed's story on the bundled scenarios/outage.yaml.
+"""The brief's story on the bundled scenarios/outage.yaml.
 
 A 4 s blip fails every call in flight at once. Deterministic backoff (exponential, fixed)
 brings the failed cohort back together and knocks the recovering downstream over again;

@@ -20,10 +20,16 @@ WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 class Call(Lean):
     """One downstream call in flight (in service or in the waiting room)."""
 
-    # retry_after: set only on a fast failure crossing the network (see Wire). A call
-    # served at once can be its own completion event (``event is call``), as a kernel
-    # Timer is one.
-    __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after")
+    # retry_after: set only on a fast failure crossing the network (see Wire) or one
+    # answered from the waiting room (CoDel). A call served at once can be its own
+    # completion event (``event is call``), as a kernel Timer is one. ``admitted`` and
+    # ``inflight``: set only by a downstream that defends itself (when the call was
+    # admitted, and how many then).
+    __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after", "admitted",
+                 "inflight")
+    retry_after: float | None
+    admitted: float
+    inflight: int
 
     def __init__(self, proc, epoch: int, deadline: float | None):
         self.proc = proc
