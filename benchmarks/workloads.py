@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-from scipy import stats
+# numpy and scipy are imported where they are used: a model's process imports what its
+# own library does, so its peak memory is its own.
 
 C = 100  # servers
 LAMBDA = 800.0  # arrivals / s
@@ -53,6 +53,8 @@ def backoff(retry: int) -> float:
 
 def erlang_c(c: int, a: float) -> float:
     """Probability that an arrival waits in an M/M/c queue offered *a* erlangs (a < c)."""
+    from scipy import stats
+
     # a^c/c! and sum_{k<c} a^k/k!, both times e^-a: Poisson terms, stable for large c
     top = stats.poisson.pmf(c, a) * c / (c - a)
     return top / (stats.poisson.cdf(c - 1, a) + top)
@@ -78,6 +80,8 @@ def failures(t: float, outage: tuple[float, float]) -> int:
 def retries_theory(outage: tuple[float, float], lam: float = LAMBDA, mu: float = MU
                    ) -> tuple[float, float]:
     """W2's expected retries and their standard deviation (see the module docstring)."""
+    import numpy as np
+
     start, length = outage
     grid = start + (np.arange(200_000) + 0.5) * (length / 200_000)  # midpoints
     f = np.array([failures(t, outage) for t in grid], dtype=float)
@@ -89,13 +93,14 @@ def retries_theory(outage: tuple[float, float], lam: float = LAMBDA, mu: float =
 
 def batch_waits(starts, waits, until: float) -> list[float]:
     """Mean wait of the calls starting to wait in each ``BATCH`` before *until*."""
-    starts, waits = np.asarray(starts, dtype=float), np.asarray(waits, dtype=float)
     n = int(until // BATCH)
-    index = (starts // BATCH).astype(np.int64)
-    keep = index < n
-    sums = np.bincount(index[keep], weights=waits[keep], minlength=n)
-    counts = np.bincount(index[keep], minlength=n)
-    return list(sums / np.maximum(counts, 1))
+    sums, counts = [0.0] * n, [0] * n
+    for start, wait in zip(starts, waits, strict=True):
+        k = int(start // BATCH)
+        if k < n:
+            sums[k] += wait
+            counts[k] += 1
+    return [s / max(c, 1) for s, c in zip(sums, counts, strict=True)]
 
 
 def check_window(workload: str) -> float:
@@ -106,6 +111,9 @@ def check_window(workload: str) -> float:
 
 def interval(batches: list[float]) -> tuple[float, float, float]:
     """Mean and the ``LEVEL`` t-interval of the batch means."""
+    import numpy as np
+    from scipy import stats
+
     x = np.asarray(batches, dtype=float)
     half = stats.t.ppf(0.5 + LEVEL / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
     return x.mean(), x.mean() - half, x.mean() + half
