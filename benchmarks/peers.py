@@ -46,7 +46,12 @@ import workloads as wl
 
 HERE = Path(__file__).resolve().parent
 STORY_WORKERS, STORY_DURATION = 10_000, "60s"
-STORY_TOLERANCE = 0.05  # the story's calls and retries may differ from herdsim's this much
+# The story's calls, retries and dead letters may differ from herdsim's by this fraction.
+# The models draw different random numbers, and the herd's retries are set by the outage
+# (every worker fails at its start): plain SimPy's differed from herdsim's by 0.1% (calls)
+# and 0.03% (retries) at 60 s, 0.3% and 0.003% at 30 s, so 5% is noise x 15 or more and
+# still catches a missing mechanism (in-flight calls not failed, no backoff cap, no DLQ).
+STORY_TOLERANCE = 0.05
 
 
 # -- herdsim ---------------------------------------------------------------------------------
