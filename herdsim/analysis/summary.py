@@ -5,6 +5,8 @@ Every rule here is documented in ``docs/model.md`` ("What the summary measures")
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -132,20 +134,47 @@ def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[np.ndarray, float | N
     return latency, (float(ages.max()) if ages.size else None)
 
 
+QUANTILES = {"latency_p50": 0.5, "latency_p99": 0.99}  # summary key -> quantile
+
+
+def order_statistic(values: np.ndarray, q: float) -> int:
+    """The 0-based rank of the *q*-quantile of *values* as an order statistic (the
+    inverted CDF: the smallest value with at least a share *q* of values at or below it),
+    so that a bound on every value is a bound on the quantile."""
+    return max(0, math.ceil(q * len(values) - 1e-9) - 1)
+
+
 def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
-    """``latency_p50``, ``latency_p99`` (linear interpolation over every submitted job, see
-    :func:`job_latencies`), ``pending_age_max`` (the oldest pending job's age, None with
-    none pending) and ``latency_censored``: that age reaches a reported quantile (is at
-    least ``latency_p50``), so jobs whose true latency is unknown lie at or above it and
-    every quantile it reaches is only a lower bound."""
+    """Each latency quantile of :data:`QUANTILES` over every submitted job, as two exact
+    bounds: ``latency_pXX`` with pending jobs at their age (the lower bound, see
+    :func:`job_latencies`) and ``latency_pXX_upper`` with pending jobs at +inf (None when
+    that makes it infinite: the pending share reaches 1 - q). The quantile is an order
+    statistic (one job's latency, no interpolation between two), so the true one lies
+    in [lower, upper] and is exact when they meet. Also ``pending_age_max`` (None with
+    none pending), ``latency_censored`` (a quantile's bounds differ), and the same
+    quantiles over the succeeded jobs alone (``latency_succeeded_pXX``, exact)."""
     latency, oldest = job_latencies(jobs, end)
-    if latency.size == 0:
-        return {"latency_p50": None, "latency_p99": None, "pending_age_max": oldest,
-                "latency_censored": False}
-    # linear interpolation, as pandas' quantile; the array is ours to reorder
-    p50, p99 = (float(v) for v in np.quantile(latency, [0.5, 0.99], overwrite_input=True))
-    return {"latency_p50": p50, "latency_p99": p99, "pending_age_max": oldest,
-            "latency_censored": oldest is not None and oldest >= p50}
+    finished = latency[(jobs["outcome"] != "pending").to_numpy()]
+    succeeded = latency[(jobs["outcome"] == "succeeded").to_numpy()]
+    out: dict = {}
+    for key, q in QUANTILES.items():
+        lower = upper = None
+        if latency.size:
+            k = order_statistic(latency, q)
+            lower = float(np.partition(latency, k)[k])
+            upper = float(np.partition(finished, k)[k]) if k < finished.size else None
+        out[key], out[f"{key}_upper"] = lower, upper
+    out["pending_age_max"] = oldest
+    out["latency_censored"] = any(out[key] != out[f"{key}_upper"] for key in QUANTILES
+                                  if out[key] is not None)
+    for key, q in QUANTILES.items():
+        name = key.replace("latency_", "latency_succeeded_")
+        if succeeded.size:
+            k = order_statistic(succeeded, q)
+            out[name] = float(np.partition(succeeded, k)[k])
+        else:
+            out[name] = None
+    return out
 
 
 def offered_rate(scenario: Scenario, start: float, end: float) -> float:
@@ -253,6 +282,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
     attempts_total = int(len(attempt_times))
+    calling = int((jobs["attempts"].to_numpy() > 0).sum())
     summary = {
         "scenario": scenario.name,
         "strategy": scenario.retry.strategy,
@@ -270,6 +300,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "attempts_total": attempts_total,
         "retries_total": int(ts["retry"].sum()),
         "amplification": attempts_total / succeeded if succeeded else None,
+        "calls_per_calling_job": attempts_total / calling if calling else None,
         "rejected_total": None if occ else int(ts["rejected"].sum()),
         "timeouts_total": int(ts["timeouts"].sum()),
         "errors_total": int(ts["errors"].sum()),
@@ -280,6 +311,8 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "breaker_trips": int(breaker_trips),
         "breaker_open_time": float(breaker_open_time),
         "capacity_rate": capacity,
+        "peak_window": scenario.peak_window,
+        "peak_calls": int(round(peak * scenario.peak_window)),
         "peak_attempt_rate": peak,
         "peak_to_capacity": peak / capacity if capacity else None,
         "peak_to_baseline": peak_to_baseline(attempt_times, scenario),

@@ -6,7 +6,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
+from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.cli.app import safe
 from herdsim.results.comparison import RANK_RULE, Comparison
 
@@ -31,7 +31,7 @@ def summary_table(summary: dict, title: str) -> Table:
             shown = f"[red]{shown}[/]"
         table.add_row(kpi.label, shown, "" if undefined(summary[key]) else kpi.unit)
     if summary.get("latency_censored"):
-        table.caption = "≥: a lower bound (pending jobs counted at their age when the run ended)"
+        table.caption = f"latency {BOUNDS_NOTE}"
     return table
 
 
@@ -65,8 +65,8 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
     notes.append("± = 95% confidence interval" if reps > 1 else
                  "one replication: no interval, small differences may be noise "
                  "(use --replications)")
-    if frame.map(lambda v: v.startswith("≥")).any().any():
-        notes.append("≥ = a lower bound (pending jobs at their age)")
+    if frame.map(lambda v: v.startswith("≥") or "–" in v).any().any():
+        notes.append(f"latency {BOUNDS_NOTE}")
     if dropped:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
     table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "

@@ -10,12 +10,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, BeforeValidator
 
+from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
 from herdsim.config import bundled
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
-
-UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
 
 
 def _is_duration_metadata(metadata: Any) -> bool:
@@ -115,15 +114,17 @@ def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> li
             and not key.startswith(ignore)]
 
 
-def capacity(sc: Scenario, busiest: float | None = None) -> float | None:
-    """The downstream's capacity in calls/s, or None when it binds nothing: the occ model,
-    or a capacity :data:`UNBOUNDED` times above the *busiest* call rate seen."""
+def capacity(sc: Scenario) -> float | None:
+    """The downstream's capacity in calls/s as the summary's ``capacity_rate`` has it
+    (:func:`~herdsim.analysis.summary.bounded_capacity`): None for the occ model or an
+    effectively unbounded downstream."""
     if sc.downstream.model == "occ":
         return None
-    rate = sc.downstream.capacity_rate()
-    if busiest is not None and rate > UNBOUNDED * max(busiest, 1e-9):
-        return None
-    return rate
+    return bounded_capacity(sc)
+
+
+UNBOUNDED_TEXT = ("the downstream is effectively unbounded (its capacity is over "
+                  f"{UNBOUNDED_FACTOR:,}× the offered rate), so no peak is compared with it")
 
 
 def _rate(value: float) -> str:
@@ -140,8 +141,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
     else:
         parts = [f"{w.count:,} workers" if w.count is not None
                  else "open loop (a caller per job)"]
-        calls_per_job = 1 + (sc.retry.max_retries if sc.retry.max_retries is not None else 10)
-        if d.capacity_rate() > UNBOUNDED * sc.workload.rate * calls_per_job:
+        if capacity(sc) is None:
             where = "a downstream that never saturates"
         else:
             load = sc.workload.rate / d.capacity_rate()

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from herdsim.analysis.kpis import FIGURE, format_kpi
+from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, show
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
@@ -116,12 +116,11 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         top = fig.add_subplot(grid[0])
         rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
         panels = {k: fig.add_subplot(grid[n + i], sharex=top) for i, k in enumerate(extra)}
-        busiest = max(float(call_rate(c, a, replication)[1].max(initial=0)) for a in arms)
         what = ""
         for ax, arm in zip(rows, arms, strict=True):
-            _calls_row(ax, c, arm, styles[arm.label], replication, busiest)
+            _calls_row(ax, c, arm, styles[arm.label], replication)
             what = call_rate(c, arm, replication)[2]
-        capacity = describe.capacity(base, busiest)
+        capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
                     f"; dashed: capacity {capacity:,.0f} calls/s")
         grey = "; grey: outage" if base.outage_windows else ""
@@ -180,11 +179,10 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     return fig
 
 
-def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int,
-               busiest: float) -> None:
+def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
     """One arm's calls/s: its own y scale up to its peak (and the capacity line)."""
     time, calls, _ = call_rate(c, arm, replication)
-    capacity = describe.capacity(arm.scenario, busiest)
+    capacity = describe.capacity(arm.scenario)
     ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
     ax.step(time, calls, where="post", color=style["color"], lw=1.2)
     peak = calls.max(initial=0.0)
@@ -289,12 +287,11 @@ SUCCEEDED = ("Succeeded", "% of jobs submitted")
 def _kpi_panels(c: Comparison, ranked: pd.DataFrame) -> dict[str, tuple[str, str]]:
     """The KPI panels with something to show: succeeded always; recovery only after an
     outage; peak over capacity only when a capacity binds; dead-lettered when any was."""
-    busiest = float(np.nan_to_num(ranked.get("peak_attempt_rate", pd.Series([0.0])).max()))
     panels = {"succeeded_pct": SUCCEEDED}
     for key, value in FIGURE.items():
         if key == "recovery_time" and not c.scenario.downstream.outages:
             continue
-        if key == "peak_to_capacity" and describe.capacity(c.scenario, busiest) is None:
+        if key == "peak_to_capacity" and describe.capacity(c.scenario) is None:
             continue
         if key == "jobs_dead_lettered" and not ranked[key].fillna(0).gt(0).any():
             continue
@@ -334,15 +331,23 @@ def kpis(c: Comparison) -> Figure:
                     error_kw={"ecolor": "0.2", "capsize": 4})
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
+            if key in BOUNDED:  # room for the upper bounds
+                found = [bounds(key, c.context(row)) for _, row in ranked.iterrows()]
+                span = max([span, *(b[1] for b in found if b is not None and b[1] is not None)])
+            right_edge = span * 1.15  # where an unbounded range's arrow points
             missing = ("not recovered\nwithin the run" if key == "recovery_time" and outage
                        else c.missing(key))
             for i, (yi, value) in enumerate(zip(y, values, strict=True)):
                 spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
-                text = format_kpi(value, missing=missing)
-                if key.startswith("latency") and np.isfinite(value) and bool(
-                        ranked.get("latency_censored", pd.Series(False, index=ranked.index))
-                        .fillna(False).iloc[i]):
-                    text = "≥ " + text  # pending jobs reach it: a lower bound
+                row = ranked.iloc[i]
+                text = (format_kpi(value, missing=missing) if key == "succeeded_pct"
+                        or not np.isfinite(value) else show(key, value, c.context(row)))
+                found = bounds(key, c.context(row)) if key in BOUNDED else None
+                if found is not None and found[1] != found[0]:  # the range it lies in
+                    high = right_edge if found[1] is None else found[1]
+                    ax.plot([found[0], high], [yi, yi], color="0.2", lw=2.5,
+                            marker=">" if found[1] is None else "|", markevery=[1])
+                    spread = max(spread, high - value)
                 ax.text((value + spread if np.isfinite(value) else 0) + span * 0.03, yi,
                         text + ("%" if key == "succeeded_pct" and np.isfinite(value) else ""),
                         va="center", fontsize=13,
