@@ -13,7 +13,9 @@ import pandas as pd
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
 
-RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check
+RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
+RECOVERY_EXPECTED = 100  # successes the window must expect: widened until it does
+NOISE_SIGMAS = 4  # a window this many Poisson standard deviations low is a relapse, not noise
 RECOVERY_GOODPUT = 0.9  # success rate must be back to 90% of its pre-outage level
 RECOVERY_BACKLOG_SLACK = 0.5  # s of offered traffic allowed above the pre-outage backlog
 PRE_OUTAGE_WINDOW = 10.0  # s before the first outage used as "normal"
@@ -72,12 +74,17 @@ def retry_storm(ts: pd.DataFrame, scenario: Scenario) -> np.ndarray:
 def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     """Seconds from the end of the last outage until the run is healthy for good.
 
-    Healthy: the downstream is up, the success rate over the trailing second is at least
+    Healthy: the downstream is up, the success rate over the trailing window is at least
     90% of its level in the 10 s before the first outage (or of the offered goodput when
-    there is no such period; 3 Poisson standard deviations below it when that is lower),
-    and the backlog (main queue + jobs waiting to retry) is
-    within half a second of offered traffic of its pre-outage maximum. ``None`` when the
-    run has no outage, ends unhealthy, or is healthy for less than its last second.
+    there is no such period; 4 Poisson standard deviations below it when that is lower),
+    and the backlog is within half a second of offered traffic of its pre-outage maximum.
+    The window is a second, widened until it expects :data:`RECOVERY_EXPECTED` successes
+    at the offered rate (at 9.5 jobs/s about 11 s), so that the floor means something: at
+    16 or fewer expected successes 4 standard deviations reach zero and a dead downstream
+    would pass (at 100 the floor is 60). The backlog is what callers wait in: the main
+    queue and jobs waiting to retry; in open loop (no main queue) every caller still
+    waiting (in flight, in the waiting room, or sleeping before a retry). ``None`` when
+    the run has no outage, ends unhealthy, or is healthy for less than its last window.
     """
     outages = scenario.downstream.outages
     if not outages:
@@ -91,11 +98,14 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
     *first* (the rule of :func:`recovery_time`, for any trigger window)."""
     width = scenario.bin
     times = ts["time"].to_numpy()
-    k = max(1, int(round(RECOVERY_RATE_WINDOW / width)))
+    offered = scenario.workload.rate
+    k = window_bins(scenario)
     success_rate = ts["success"].rolling(k, min_periods=k).sum().to_numpy() / (k * width)
     backlog = (ts["queue_depth"] + ts["delayed"]).to_numpy()
-    offered = scenario.workload.rate
-    pre = (times >= first - PRE_OUTAGE_WINDOW) & (times < first - width * k)
+    if scenario.workers.count is None:  # open loop: every caller still waiting
+        backlog = backlog + (ts["in_flight"] + ts["waiting"]).to_numpy()
+    before = max(PRE_OUTAGE_WINDOW, 4 * k * width)  # "normal": at least four windows
+    pre = (times >= first - before) & (times < first - width * k)
     if pre.sum() >= k:
         reference = float(np.nanmean(success_rate[pre]))
         backlog_limit = float(backlog[times < first][-k * 10:].max())
@@ -103,10 +113,11 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
         reference = offered * (1 - scenario.workload.poison_fraction)
         backlog_limit = 0.0
     backlog_limit += RECOVERY_BACKLOG_SLACK * offered
-    # 90% of the reference, or 3 Poisson standard deviations below it when that is lower
-    # (at low rates a 10% dip over one second is noise, not a relapse).
+    # 90% of the reference, or NOISE_SIGMAS Poisson standard deviations below it when that
+    # is lower (at low rates a 10% dip over one window is noise, not a relapse).
     expected = reference * k * width
-    floor = min(RECOVERY_GOODPUT * expected, expected - 3 * np.sqrt(expected)) / (k * width)
+    floor = min(RECOVERY_GOODPUT * expected,
+                expected - NOISE_SIGMAS * np.sqrt(expected)) / (k * width)
     healthy = (
         (ts["downstream_up"].to_numpy() > 0)
         & (np.nan_to_num(success_rate) >= floor)
@@ -117,9 +128,18 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
         return None
     unhealthy = np.flatnonzero(after & ~healthy)
     first_good = unhealthy[-1] + 1 if unhealthy.size else np.flatnonzero(after)[0]
-    if times[-1] + width - times[first_good] < RECOVERY_RATE_WINDOW:
+    if times[-1] + width - times[first_good] < k * width:
         return None
     return float(max(0.0, times[first_good] - end))
+
+
+def window_bins(scenario: Scenario) -> int:
+    """Bins of the success-rate window: :data:`RECOVERY_RATE_WINDOW`, widened until the
+    offered rate of jobs that can succeed expects :data:`RECOVERY_EXPECTED` in it."""
+    good = scenario.workload.rate * (1 - scenario.workload.poison_fraction)
+    base = int(round(RECOVERY_RATE_WINDOW / scenario.bin))
+    wide = math.ceil(RECOVERY_EXPECTED / good / scenario.bin - 1e-9) if good > 0 else 0
+    return max(1, base, wide)
 
 
 def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[np.ndarray, float | None]:

@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 
+from herdsim.cli import complete
 from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
+    FORMAT,
     FailIfOpt,
     ForceOpt,
     FormatOpt,
@@ -43,17 +45,19 @@ from herdsim.outputs.compare_dir import save_comparison
 def compare(
     scenario: ScenarioArg, set_: SetOpt = None, strategies_: StrategiesOpt = None,
     presets_: Annotated[str | None, typer.Option(
-        "--presets", help="Comma-separated library presets to compare instead of strategies "
+        "--presets", metavar="A,B,...", autocompletion=complete.presets,
+        help="Comma-separated library presets to compare instead of strategies "
                           "(herdsim presets); each replaces the fields it sets.",
         show_default=False)] = None,
     vary: VaryOpt = None,
     replications: Annotated[int, typer.Option(
-        "--replications", min=1, help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
+        "--replications", min=1, metavar="N",
+        help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
     ] = 1,
-    out: OutOpt = None, fmt: FormatOpt = "png,svg",
+    out: OutOpt = None, fmt: FormatOpt = FORMAT,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html.")] = False,
     processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, help="Parallel processes (default: all cores).",
+        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
         show_default=False)] = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False,

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from herdsim.cli.app import (
+    FORMAT,
     Boundary,
     FormatOpt,
     IntervalOpt,
@@ -31,11 +32,11 @@ from herdsim.outputs.report import write_report, write_sweep_report
 from herdsim.plots.figures import FIGURES
 
 KindsOpt = Annotated[str, typer.Option(
-    "--kinds", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
+    "--kinds", metavar="KINDS", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
 
 
 @app.command()
-def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
+def plot(directory: OutputDirArg, fmt: FormatOpt = FORMAT,
          kinds: KindsOpt = ",".join(FIGURES)) -> None:
     """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
     formats = parse_formats(fmt)
@@ -80,10 +81,12 @@ def report_export(exported: openmetrics.Export) -> None:
 @export_app.command("prometheus")
 def export_prometheus(
     directory: RunDirArg, out: Annotated[Path | None, typer.Option(
-        "--out", help="File to write (default: DIR/metrics.om).", show_default=False)] = None,
+        "--out", metavar="FILE", help="File to write (default: DIR/metrics.om).",
+        show_default=False)] = None,
     start: StartOpt = None, interval: IntervalOpt = None,
     buckets: Annotated[str, typer.Option(
-        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms).")] =
+        "--buckets", metavar="BOUNDS",
+        help="Histogram bucket bounds, comma-separated (s or 250ms).")] =
         ",".join(f"{b:g}" for b in openmetrics.DEFAULT_BUCKETS),
     replication: ReplicationOpt = 0,
 ) -> None:
@@ -96,7 +99,7 @@ def export_prometheus(
 @app.command("prometheus")
 def prometheus_command(
     directory: RunDirArg,
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 9090,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port on 127.0.0.1.")] = 9090,
     start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
 ) -> None:
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
