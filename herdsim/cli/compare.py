@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import typer
@@ -36,6 +37,7 @@ from herdsim.cli.app import (
 from herdsim.cli.outputs import report_export
 from herdsim.cli.tables import ranked_table
 from herdsim.errors import UsageError
+from herdsim.experiments.compare import Interrupted
 from herdsim.experiments.compare import compare as compare_arms
 from herdsim.outputs import openmetrics
 from herdsim.outputs.compare_dir import save_comparison
@@ -74,17 +76,30 @@ def compare(
         raise UsageError("--strategies and --presets: give one of them")
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
-                              progress=not (quiet or json_), force=force,
-                              presets=preset_names)
+    try:
+        comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
+                                  progress=not (quiet or json_), force=force,
+                                  presets=preset_names)
+    except Interrupted as stop:  # save the arms that finished, whole, marked as such
+        partial = stop.comparison
+        save_comparison(partial, target, formats, report=report)
+        err_console.print(f"interrupted: {len(partial.arms)} finished arms saved in "
+                          f"[bold]{safe(target)}[/] as a complete comparison of those arms "
+                          f"({len(partial.unfinished)} not run: "
+                          f"{safe(', '.join(partial.unfinished))}; arms.json lists them)",
+                          soft_wrap=True)
+        raise typer.Exit(130) from None
+    started = time.perf_counter()
     save_comparison(comparison, target, formats, report=report)
+    saved = time.perf_counter() - started
     if json_:
         emit_json(comparison.to_json())
     elif not quiet:
         console.print(ranked_table(comparison, console.width))
     if not quiet:
-        (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
-                                                  soft_wrap=True)
+        (err_console if json_ else console).print(
+            f"outputs: [bold]{safe(target)}[/] (tables and figures written in {saved:.1f} s)",
+            soft_wrap=True)
     if prometheus:
         exported = openmetrics.export(target)
         if not (quiet or json_):

@@ -81,7 +81,8 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
     table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "
                         f"varying {safe(comparison.varied)}, "
-                        f"{reps} replication{'s' * (reps > 1)} each",
+                        f"{reps} replication{'s' * (reps > 1)} each"
+                        f"{safe(comparison.interrupted)}",
                   caption="; ".join(notes), header_style="bold", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
     table.add_column("#", justify="right", no_wrap=True)

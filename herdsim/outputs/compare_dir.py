@@ -10,7 +10,8 @@ A comparison directory (``herdsim compare --out DIR``):
   plots; its maximum is the summary's ``peak_attempt_rate``);
 - ``sleeps.csv``: ``arm``, ``replication``, then every retry sleep (time, job, attempt, sleep);
 - ``scenario.yaml``: the base scenario; ``arms.json``: each arm's label, strategy and
-  settings, and the number of replications;
+  settings, and the number of replications (and ``unfinished``: the arms an interrupted
+  comparison did not run; the arms saved are whole);
 - ``timeline``, ``landing``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
   ``report.html`` when asked for.
 
@@ -119,6 +120,8 @@ def save_comparison(comparison: Comparison, out: str | Path,
         arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
                 for a in comparison.arms]
         meta = {"replications": comparison.replications, "arms": arms}
+        if comparison.unfinished:  # an interrupted comparison: these arms were not run
+            meta["unfinished"] = list(comparison.unfinished)
         (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
         with _drawing(failures := []):
             save_figures(comparison, staging, formats)
@@ -182,7 +185,12 @@ def _load_comparison(directory: Path) -> Comparison:
         if strange or len(frame.groupby(list(keys))) != len(labels) * meta["replications"]:
             raise OutputDirError(f"{directory / name}: its arms and replications do not match "
                                  f"{COMPARE_MARKER}")
-    return Comparison(base, arms, meta["replications"], runs, timeseries, sleeps, peaks)
+    unfinished = meta.get("unfinished", [])
+    if not isinstance(unfinished, list) or not all(isinstance(a, str) for a in unfinished):
+        raise OutputDirError(f"{directory / COMPARE_MARKER}: 'unfinished' must be a list of "
+                             "arm labels")
+    return Comparison(base, arms, meta["replications"], runs, timeseries, sleeps, peaks,
+                      unfinished)
 
 
 def _load_run(directory: Path) -> Comparison:

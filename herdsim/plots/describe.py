@@ -203,6 +203,7 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
     reps = (f" (replication {replication}; {c.replications} per arm)"
             if replication is not None and c.replications > 1 else "")
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
+    arms += getattr(c, "interrupted", "")
     lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
              *_wrap(facts(sc, strategy=n == 1,
                           varied=varied_sections(c.arms) if n > 1 else frozenset()

@@ -111,6 +111,7 @@ class Comparison:
     timeseries: pd.DataFrame
     sleeps: pd.DataFrame
     peaks: pd.DataFrame | None
+    unfinished: list[str] = field(default_factory=list)  # arms an interruption left out
     summary: pd.DataFrame = field(init=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +134,16 @@ class Comparison:
                              for (arm, r), out in zip(keys, outputs, strict=True)])
         return cls(base, arms, replications, runs, tidy("timeseries"), tidy("sleeps"),
                    tidy("peaks"))
+
+    @property
+    def interrupted(self) -> str:
+        """``""``, or what an interruption left out: ``; interrupted: 2 arms not run
+        (celery, sidekiq)``, for titles."""
+        if not self.unfinished:
+            return ""
+        n = len(self.unfinished)
+        return (f"; interrupted: {n} arm{'s' * (n > 1)} not run "
+                f"({', '.join(self.unfinished)})")
 
     @property
     def varied(self) -> str:
@@ -230,7 +241,7 @@ class Comparison:
         best = self.ranked().iloc[0]
         return (f"<Comparison {self.scenario.name}: {len(self.arms)} arms varying "
                 f"{self.varied}, {self.replications} replication(s) each; best: "
-                f"{best['arm']} ({best.get('state', '?')})>")
+                f"{best['arm']} ({best.get('state', '?')}){self.interrupted}>")
 
     def _repr_html_(self) -> str:
         table = self.table()

@@ -179,6 +179,7 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
     c, sc = comparison, comparison.scenario
     n, reps = len(c.arms), c.replications
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
+    arms += c.interrupted
     table, keys = _kpi_table(c)
     if reps > 1:
         how = (f"Mean ± 95% Student-t interval over {reps} replications per arm; arms whose "
