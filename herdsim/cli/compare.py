@@ -83,7 +83,8 @@ def compare(
     except Interrupted as stop:  # save the arms that finished, whole, marked as such
         partial = stop.comparison
         save_comparison(partial, target, formats, report=report)
-        err_console.print(f"interrupted: {len(partial.arms)} finished arms saved in "
+        done = len(partial.arms)
+        err_console.print(f"interrupted: {done} finished arm{'s' * (done > 1)} saved in "
                           f"[bold]{safe(target)}[/] as a complete comparison of those arms "
                           f"({len(partial.unfinished)} not run: "
                           f"{safe(', '.join(partial.unfinished))}; arms.json lists them)",
