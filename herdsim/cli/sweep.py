@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.table import Table
 
-from herdsim.analysis import metastability
 from herdsim.cli import complete
-from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
     ForceOpt,
@@ -30,8 +27,9 @@ from herdsim.cli.app import (
 )
 from herdsim.config import bundled
 from herdsim.errors import UsageError
-from herdsim.experiments import sweep
-from herdsim.outputs import sweep_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @app.command("sweep")
@@ -72,6 +70,10 @@ def sweep_command(
     """Run a scenario over a grid of settings x strategies x replications (resumable).
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any run."""
+    from herdsim.cli import gate as gate_rules
+    from herdsim.experiments import sweep
+    from herdsim.outputs import sweep_dir
+
     conditions = gate_rules.parse(fail_if)
     arms = parse_list("--strategies", strategies_)
     presets = parse_list("--presets", presets_)
@@ -132,6 +134,8 @@ def _by_run(runs: pd.DataFrame, manifest: dict) -> dict[str, dict]:
 def _json(runs: pd.DataFrame, manifest: dict, counts: pd.DataFrame, first: str,
           target: Path) -> dict:
     """``herdsim sweep --json``: the class counts and one record per cell."""
+    from herdsim.analysis import metastability
+
     axes = [axis["path"] for axis in manifest["axes"]]
     cells = metastability.cells(runs, axes)
     scenario = manifest.get("scenario")
@@ -146,6 +150,12 @@ def _json(runs: pd.DataFrame, manifest: dict, counts: pd.DataFrame, first: str,
 
 def _preset_counts(target: Path) -> pd.DataFrame:
     """Cells of each class under each preset of a finished sweep over ``retry.preset``."""
+    import pandas as pd
+
+    from herdsim.analysis import metastability
+    from herdsim.experiments import sweep
+    from herdsim.outputs import sweep_dir
+
     runs, manifest = sweep_dir.load_sweep(target)
     table = metastability.cells(runs, [axis["path"] for axis in manifest["axes"]])
     presets = next(a["values"] for a in manifest["axes"] if a["path"] == sweep.PRESET)
