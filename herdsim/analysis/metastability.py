@@ -133,6 +133,13 @@ def classify(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(classes, index=runs.index, name="class")
 
 
+def class_counts(runs: pd.DataFrame, axes: list[str], strategies: list[str]) -> pd.DataFrame:
+    """Cells of each class (columns, best first) under each of *strategies* (rows)."""
+    table = cells(runs, axes)
+    counts = pd.crosstab(table["strategy"], table["class"])
+    return counts.reindex(index=strategies, columns=list(CLASSES), fill_value=0)
+
+
 def cells(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """One row per strategy and cell: ``class``, ``runs``, ``agree`` (runs of that class)
     and ``recovery_time`` (median over the runs that recovered; NaN if none did)."""

@@ -84,6 +84,8 @@ def report_export(exported: openmetrics.Export) -> None:
                   f"({span}) to [bold]{safe(exported.path)}[/]")
     console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
                   f"{safe(exported.path)} DATA_DIR", highlight=False, soft_wrap=True)
+    console.print(f"in Grafana, append to the dashboard's URL: ?from={exported.start * 1000:.0f}"
+                  f"&to={exported.end * 1000:.0f}", highlight=False, soft_wrap=True)
 
 
 @export_app.command("prometheus")
