@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, show
+from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
@@ -26,6 +26,7 @@ from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
     CAPACITY_STYLE,
+    SLIDE_ARMS,
     STRATEGY_COLORS,
     STYLE,
     WIDE,
@@ -99,7 +100,7 @@ def _succeeded(c: Comparison, label: str, replication: int) -> str:
         return ""
     row = runs.iloc[0]
     share = row.get("succeeded_fraction", row["jobs_succeeded"] / row["jobs_submitted"])
-    return f" ({share:.0%} of jobs succeeded)"
+    return f" ({percent(float(share))} succeeded)"
 
 
 def timeline(c: Comparison, replication: int = 0) -> Figure:
@@ -109,10 +110,10 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     n = len(arms)
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("retries", "backlog", "state") if show[k]]
-    heights = [1.0] * n + [{"state": 0.35 * n + 0.5}.get(k, 1.9) for k in extra]
+    heights = [1.0] * n + [{"state": 0.3 * n + 0.5}.get(k, 1.9) for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(n, 1.0), layout="constrained")
+        fig = Figure(figsize=wide_size(n, 1.5), layout="constrained")
         grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
         top = fig.add_subplot(grid[0])
         rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
@@ -149,8 +150,10 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
                      f"{offered}", fontsize=13)
         ax.set_ylabel("jobs/s")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, handlelength=2.4,
-                  fontsize=12)
+        # the arms' legend in a column of its own, beside every panel (no blank band under it)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False,
+                   handlelength=2.4, fontsize=12, title="arm (jobs succeeded)",
+                   title_fontsize=12)
         if "retries" in panels:
             panels["retries"].set_title("Retry sleeps started per second "
                                         f"(per {format_duration(base.bin)} bin)", fontsize=13)
@@ -197,9 +200,10 @@ def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> No
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
                  weight="bold" if capacity and peak >= 2 * capacity else "normal")
     ax.set_ylim(0, 1.12 * max(peak, capacity or 0.0, 1.0))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=3))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=3 if len(c.arms) <= SLIDE_ARMS else 2))
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    ax.set_ylabel("calls/s", fontsize=12)
+    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls/s" says it once
+        ax.set_ylabel("calls/s", fontsize=12)
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
