@@ -150,10 +150,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
                      f"{offered}", fontsize=13)
         ax.set_ylabel("jobs/s")
-        # the arms' legend in a column of its own, beside every panel (no blank band under it)
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False,
-                   handlelength=2.4, fontsize=12, title="arm (jobs succeeded)",
-                   title_fontsize=12)
+        # the arms' legend in a band of its own under the panels (no blank band beside one)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", frameon=False,
+                   handlelength=2.4, fontsize=12, ncols=min(n, 4))
         if "retries" in panels:
             panels["retries"].set_title("Retry sleeps started per second "
                                         f"(per {format_duration(base.bin)} bin)", fontsize=13)

@@ -21,9 +21,9 @@ STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
     "decorrelated_jitter_v2": "#E69F00",  # orange
     "proportional_jitter": "#882255",  # wine (Tol)
 }
-# Tol's muted olive, teal, purple, rose, green; black; Okabe-Ito's yellow: far from the
-# built-ins' blues (Tol's indigo read as full jitter's blue beside it)
-OTHER_COLORS = ("#999933", "#44AA99", "#AA4499", "#CC6677", "#117733", "#000000", "#F0E442")
+# Tol's muted olive, teal, purple, rose, green; black; a dark brown: far from the built-ins'
+# blues (Tol's indigo read as full jitter's blue beside it)
+OTHER_COLORS = ("#999933", "#44AA99", "#AA4499", "#CC6677", "#117733", "#000000", "#663333")
 LINE_STYLES = ("-", "--", ":", "-.")
 CAPACITY_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
