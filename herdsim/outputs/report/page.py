@@ -102,6 +102,7 @@ def _kpi_table(c) -> tuple[str, list[str]]:
             and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
     best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
     head = ["arm", "state"] + [heading(k) for k in keys]
+    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].meaning for k in keys]
     rows = []
     for _, row in ranked.iterrows():
         label = row["arm"]
@@ -114,7 +115,9 @@ def _kpi_table(c) -> tuple[str, list[str]]:
             cells.append(f"<td>{html.escape(c.shown(key, row, np.nan if ci is None else ci))}"
                          "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    table = ("<table><thead><tr>" + "".join(  # the registry's definition on hover
+        f'<th title="{html.escape(m)}">{html.escape(h)}</th>' for h, m in zip(head, meanings,
+                                                                             strict=True))
              + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     return table, ["state"] + keys
 

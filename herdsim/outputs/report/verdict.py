@@ -122,7 +122,8 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
              f"{show('succeeded_fraction', row.get('succeeded_fraction'), context)} of jobs "
              "succeeded"]
     if c.scenario.downstream.outages:
-        parts.append("recovery " + _unit(c.shown("recovery_time", row), "s"))
+        recovery = c.shown("recovery_time", row)
+        parts.append(f"recovery {recovery} s" if recovery[:1].isdigit() else recovery)
         crashes = row.get("collapses_after_outage")
         if c.scenario.downstream.overload.collapse is not None and not pd.isna(crashes):
             parts.append(f"{show('collapses_after_outage', crashes, context)} crash"
@@ -135,10 +136,6 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
         parts.append(f"busiest {window}: {show('peak_calls', row.get('peak_calls'), context)}"
                      " calls")
     return "; ".join(parts)
-
-
-def _unit(text: str, unit: str) -> str:
-    return f"{text} {unit}" if text[:1].isdigit() else text
 
 
 def assumptions(c) -> list[str]:
