@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas.testing as pd_testing
 import pytest
 import yaml
 from conftest import tiny
@@ -74,3 +75,18 @@ def _scenario(tmp_path) -> str:
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny()))
     return str(path)
+
+
+def test_a_large_sleeps_table_is_parquet_and_reads_back_the_same(monkeypatch, tmp_path):
+    """Beyond LARGE_TABLE rows the sleeps go to sleeps.parquet (no sleeps.csv); every
+    reader (the directory loader, the OpenMetrics export) takes it as the CSV."""
+    from herdsim.outputs import compare_dir, openmetrics
+
+    c = compare_module.compare(load_scenario(tiny()), ["fixed"], processes=1, progress=False)
+    monkeypatch.setattr(compare_dir, "LARGE_TABLE", len(c.sleeps) - 1)
+    out = save_comparison(c, tmp_path / "out", ["png"])
+    assert (out / "sleeps.parquet").is_file() and not (out / "sleeps.csv").exists()
+    back = load_outputs(out)
+    pd_testing.assert_frame_equal(back.sleeps.reset_index(drop=True),
+                                  c.sleeps.reset_index(drop=True), check_dtype=False)
+    assert openmetrics.export(out).samples > 0
