@@ -246,6 +246,14 @@ def sleeps(c: Comparison) -> Figure:
             data = c.sleeps[c.sleeps["arm"] == arm.label]
             edges = _sleep_edges(data["sleep"])
             ordered = sleep_prev(data, arm.scenario.retry.base)
+            if len(ordered) and not ordered["sleep"].gt(0).any():  # nothing to histogram
+                ax.set_title(f"{arm.label}\n{len(ordered):,} sleeps", fontsize=14,
+                             color=styles[arm.label]["color"])
+                ax.text(0.5, 0.5, "every sleep is 0 s:\nretries at once", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=13)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                continue
             observed = binned(ordered["sleep"].to_numpy(), edges)
             ax.stairs(observed, edges, fill=True, color=styles[arm.label]["color"],
                       alpha=0.55, label="simulated")
@@ -262,6 +270,7 @@ def sleeps(c: Comparison) -> Figure:
             ax.set_title(f"{arm.label}\n{note}", color=styles[arm.label]["color"],
                          fontsize=14)
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+            ax.xaxis.set_major_locator(MaxNLocator(4))  # short labels never overlap
             ax.set_xlabel("sleep before retry (s)")
             ax.set_ylabel(f"sleeps per {edges[1] - edges[0]:g} s bin")
         handles = [Line2D([], [], color="0.5", lw=8, alpha=0.55, label="simulated sleeps"),
