@@ -49,7 +49,7 @@ def sweep_command(
              "(instead of --strategies; herdsim presets).",
         show_default=False)] = None,
     replications: Annotated[int, typer.Option(
-        "--replications", min=1, metavar="N",
+        "--replications", metavar="N",
         help="Runs per cell and strategy (seeds seed, seed+1, ...).")] = 1,
     set_: SetOpt = None,
     out: Annotated[Path | None, typer.Option(
