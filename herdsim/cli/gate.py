@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from herdsim.analysis.kpis import BY_KEY, show, undefined
+from herdsim.analysis.metastability import recovery_or_inf
 from herdsim.config.durations import parse_duration
 from herdsim.errors import UsageError
 
@@ -40,10 +41,12 @@ class Condition:
     def holds(self, summary: dict[str, Any]) -> bool:
         """Whether the condition holds for *summary* (see the module doc for n/a)."""
         actual = summary.get(self.key)
-        if undefined(actual):
-            if self.key != "recovery_time" or not summary.get("outages"):
+        if self.key == "recovery_time":  # the state module's rule: not recovered is +inf
+            actual = recovery_or_inf(actual, summary.get("outages") or 0)
+            if math.isnan(actual):
                 return False
-            actual = math.inf
+        elif undefined(actual):
+            return False
         if isinstance(self.value, str):
             return OPERATORS[self.op](str(actual), self.value)
         return OPERATORS[self.op](float(actual), self.value)
