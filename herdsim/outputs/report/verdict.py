@@ -195,9 +195,37 @@ def verdict(c) -> list[str]:
     lines = [lead]
     for _, row in c.ranked().iterrows():
         lines.append(arm_line(c, row, st[row["arm"]]))
+    mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
+    if any(mechanisms.values()):
+        lines.append("What held the load back: " + "; ".join(
+            f"{a}: {', '.join(m) if m else 'nothing'}" for a, m in mechanisms.items()) + ".")
     if len(c.arms) > 1 and c.replications > 1:
         share = arm_stats(c, "succeeded_fraction")
         best = ties(share, BY_KEY["succeeded_fraction"].better)
         tied = f"{_names(best)} tie" if len(best) > 1 else f"{best[0]} leads"
         lines.append(f"On jobs succeeded, {tied} (95% intervals overlap when tied).")
     return lines
+
+
+MECHANISMS = (  # summary key -> what did the work, for the verdict
+    ("shed_admission_total", "the admission limit ({kind}) refused {n} calls"),
+    ("shed_codel_total", "CoDel rejected {n} waiting calls"),
+    ("shed_shedding_total", "probabilistic shedding refused {n} calls"),
+    ("budget_refused_total", "the retry budget refused {n} retries"),
+    ("calls_avoided", "the circuit breaker short-circuited {n} calls"),
+)
+
+
+def _mechanisms(c, arm) -> list[str]:
+    """What held an arm's load back, by mechanism, as mean counts per run."""
+    ds = arm.scenario.downstream
+    kind = ds.admission.kind if getattr(ds, "admission", None) is not None else ""
+    found = []
+    if getattr(ds, "discipline", "fifo") != "fifo":
+        found.append(f"the waiting room served newest first ({ds.discipline})")
+    runs = c.runs[c.runs["arm"] == arm.label]
+    for key, text in MECHANISMS:
+        n = stat(derived(runs, key)).mean
+        if not np.isnan(n) and n > 0:
+            found.append(text.format(kind=kind, n=f"{n:,.0f}"))
+    return found
