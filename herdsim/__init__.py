@@ -1,7 +1,8 @@
 """herdsim: a discrete-event simulator of retry storms (the thundering herd).
 
 The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`compare`
-(a :class:`Comparison`), and :func:`save` to write either as an output directory.
+(a :class:`Comparison`), :func:`sweep` (a grid of settings, its classes and map), and
+:func:`save` to write a run or a comparison as an output directory.
 
 Each name is imported on first use, so ``import herdsim`` (and the command line's
 ``--help``) does not pay for pandas and matplotlib until a run needs them.
@@ -30,10 +31,11 @@ _WHERE = {
     "load_scenario": "herdsim.config.scenario",
     "run": "herdsim.results.result",
     "save": "herdsim.outputs.compare_dir",
+    "sweep": "herdsim.experiments.sweep",
 }
 
 __all__ = ["Comparison", "HerdsimError", "Result", "Scenario", "ScenarioError", "Strategy",
-           "compare", "load_scenario", "run", "save"]
+           "compare", "load_scenario", "run", "save", "sweep"]
 
 
 def __getattr__(name: str):
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from herdsim.config.scenario import Scenario, load_scenario
     from herdsim.errors import HerdsimError, ScenarioError
     from herdsim.experiments.compare import compare
+    from herdsim.experiments.sweep import sweep
     from herdsim.outputs.compare_dir import save
     from herdsim.policies.strategies import Strategy
     from herdsim.results.comparison import Comparison

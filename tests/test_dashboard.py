@@ -137,3 +137,13 @@ def test_the_issue_panels_are_all_there(dashboard, exported_names):
     titles = [panel["title"] for panel in dashboard["panels"]]
     assert len(set(titles)) == len(titles)
     assert len({panel["id"] for panel in dashboard["panels"]}) == len(titles)
+
+
+def test_the_default_time_range_keeps_a_backfill_in_view_for_a_day(dashboard):
+    """A run backfilled with the default --start ends about when it was exported; the
+    dashboard's default range (now-N) must still show it hours later, not 15 minutes."""
+    frm = dashboard["time"]["from"]
+    assert dashboard["time"]["to"] == "now" and frm.startswith("now-")
+    amount, unit = int(frm[4:-1]), frm[-1]
+    seconds = amount * {"m": 60, "h": 3600, "d": 86400}[unit]
+    assert seconds >= 8 * 3600

@@ -25,7 +25,6 @@ from herdsim.outputs.report import interactive, render
 from herdsim.outputs.report.verdict import NOT_RECOVERED, Stat, ties
 from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
-from herdsim.plots.landing import RESOLUTION
 
 
 class Collector(HTMLParser):
@@ -181,21 +180,26 @@ def test_the_scenario_as_written_loads_back_the_same(name):
     assert herdsim.load_scenario({**shown, "description": sc.description}) == sc
 
 
-def test_interactive_data_hold_every_retry_at_10_ms_near_spikes(single):
-    """The page's data: per bin, landings per second; near spikes, 10 ms bins. Both count
-    exactly the retries that land there (a retry lands at sleep time + sleep)."""
+def test_interactive_panels_share_one_resolution(single):
+    """Both panels are, per bin, the busiest peak_window: calls from the saved peaks
+    (analysis.peak_rate's sliding window), retries landing from a brute-force count of
+    sleep ends per 10 ms; a landing retry is a call, so in no bin do more retries land
+    than calls are made (the sliding window over calls can only see more)."""
     data = interactive.payload(single)
-    width = single.scenario.bin
-    for arm, payload in zip(single.arms, data["arms"], strict=True):
+    sc = single.scenario
+    width, window = sc.bin, sc.peak_window
+    assert data["window"] == window and "busiest" in data["what"]
+    for arm, plotted in zip(single.arms, data["arms"], strict=True):
         sleeps = single.sleeps[single.sleeps["arm"] == arm.label]
-        lands = (sleeps["time"] + sleeps["sleep"]).to_numpy()
-        inside = lands[lands < single.scenario.duration]
-        assert sum(payload["landBins"]) * width == pytest.approx(len(inside), abs=1e-6)
-        for start, rates in payload["fine"]:
-            end = start + len(rates) * RESOLUTION
-            between = ((inside >= start - 1e-9) & (inside < end - 1e-9)).sum()
-            assert sum(rates) * RESOLUTION == pytest.approx(between, abs=1e-6)
-    assert data["arms"][0]["fine"], "the fixed arm's synchronised landing is a spike"
+        lands = np.sort((sleeps["time"] + sleeps["sleep"]).to_numpy())
+        peaks = single.peaks[single.peaks["arm"] == arm.label]["peak_rate"].to_numpy()
+        assert plotted["calls"] == pytest.approx(np.round(peaks, 1).tolist())
+        for i, rate in enumerate(plotted["landBins"]):
+            counts = [((lands >= i * width + k * window - 1e-9)
+                       & (lands < i * width + (k + 1) * window - 1e-9)).sum()
+                      for k in range(int(round(width / window)))]
+            assert rate == pytest.approx(max(counts) / window, abs=0.05)
+            assert rate <= plotted["calls"][i] + 0.05
     script = interactive.section(single).split('type="application/json">')[1]
     assert "</script" not in script.split("</script>")[0]
 

@@ -10,9 +10,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
+
 Kind = Literal["count", "real", "fraction", "flag", "text"]
-STATES = ("recovered", "degraded", "metastable")  # the metastability classes, best first
-NOT_RECOVERED = "not recovered within the run"  # a recovery_time that is undefined
+STATES = CLASSES  # the metastability classes, best first
 STATE_MEANING = {  # one vocabulary for tables, figures, the map and the report
     "recovered": "recovered within the run, about as fast as a smooth queue drains",
     "degraded": "recovered slowly, or still working off its backlog when the run ended",
@@ -65,9 +66,15 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("attempts_total", "downstream calls", kind="count",
         meaning="calls made to the downstream, first tries and retries"),
     KPI("retries_total", "retries", kind="count", meaning="retry sleeps drawn"),
-    KPI("amplification", "amplification", "calls/succeeded job", better="lower",
-        meaning="downstream calls per succeeded job: work burnt without success counts",
+    KPI("amplification", "calls per success", "calls/succeeded job", better="lower",
+        meaning="downstream calls per succeeded job: work burnt without success counts; "
+                "read it beside calls_per_calling_job (a job that never got to call "
+                "costs nothing here but is no success either)",
         missing="no job succeeded"),
+    KPI("calls_per_calling_job", "calls per calling job", "calls/job", better="lower",
+        meaning="downstream calls per job that made at least one call: how hard each job "
+                "that reached the downstream hammered it",
+        missing="no job made a call"),
     KPI("rejected_total", "calls rejected at once", kind="count", optional=True,
         meaning="calls failed fast: down, waiting room full, rate limited"),
     KPI("timeouts_total", "client timeouts", kind="count", optional=True,
@@ -95,15 +102,21 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("capacity_rate", "downstream capacity", "calls/s",
         meaning="calls per second the healthy downstream serves",
         missing="unbounded, or no service rate (occ)"),
+    KPI("peak_window", "peak window", "s",
+        meaning="the short window every peak is measured on (the scenario's peak_window)"),
+    KPI("peak_calls", "peak calls in one window", "calls", kind="count", better="lower",
+        meaning="downstream calls in the busiest peak_window of the run"),
     KPI("peak_attempt_rate", "peak call rate", "calls/s", better="lower",
-        meaning="calls per second in the busiest peak_window"),
+        meaning="peak_calls over peak_window: a rate over that short window, not calls "
+                "made in any whole second"),
     KPI("peak_to_capacity", "peak / capacity", "×", better="lower",
         meaning="peak call rate over capacity", missing="no bounded capacity"),
     KPI("peak_to_baseline", "peak / pre-outage peak", "×", better="lower",
         meaning="busiest peak_window from the first outage on over the busiest before it",
         missing="no pre-outage period"),
-    KPI("retry_peak_to_mean", "retry peak / mean", "×", better="lower",
-        meaning="busiest bin of retries over their mean during the storm",
+    KPI("retry_peak_to_mean", "retry peak / mean", "×",
+        meaning="busiest bin of retries over their mean during the storm: the storm's "
+                "shape, not a ranking (a long storm has a high mean and reads smooth)",
         missing="no retry storm"),
     KPI("collapses", "collapses (crashes)", kind="count", better="lower",
         meaning="times the overloaded downstream crashed"),
@@ -113,15 +126,30 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="seconds from the last outage's end until healthy for good",
         missing=NOT_RECOVERED),
     KPI("latency_p50", "latency p50", "s", better="lower",
-        meaning="median time to success or dead letter over every submitted job, pending "
-                "ones at their age (≥: a lower bound)", missing="no job"),
+        meaning="median time to success or dead letter over every submitted job, an order "
+                "statistic; jobs still pending count at their age, so this is a lower "
+                "bound: shown exact when it meets latency_p50_upper, else 'lo–hi', or "
+                "'≥ lo' when unbounded", missing="no job"),
+    KPI("latency_p50_upper", "latency p50 upper bound", "s",
+        meaning="the same quantile with pending jobs at +∞ (its upper bound)",
+        missing="unbounded: half the jobs or more were pending"),
     KPI("latency_p99", "latency p99", "s", better="lower",
-        meaning="99th percentile of the same (≥: a lower bound)", missing="no job"),
+        meaning="99th percentile of the same, shown the same way", missing="no job"),
+    KPI("latency_p99_upper", "latency p99 upper bound", "s",
+        meaning="the same quantile with pending jobs at +∞ (its upper bound)",
+        missing="unbounded: 1% of the jobs or more were pending"),
+    KPI("latency_succeeded_p50", "latency p50 of successes", "s", better="lower",
+        meaning="median time to success over the jobs that succeeded (exact)",
+        missing="no job succeeded"),
+    KPI("latency_succeeded_p99", "latency p99 of successes", "s", better="lower",
+        meaning="99th percentile of the same (exact; read it beside the succeeded share)",
+        missing="no job succeeded"),
     KPI("pending_age_max", "oldest pending job", "s",
         meaning="age of the oldest job still pending when the run stopped",
         missing="none pending"),
-    KPI("latency_censored", "latency is a lower bound", kind="flag",
-        meaning="the oldest pending job's age reaches a reported quantile (≥ p50)"),
+    KPI("latency_censored", "latency is a range", kind="flag",
+        meaning="pending jobs leave a reported latency quantile between two bounds "
+                "(latency_pXX and latency_pXX_upper differ)"),
     KPI("completion_time", "completion time", "s", better="lower",
         meaning="occ: when the last client finished", missing="not every client succeeded"),
     KPI("conflicts", "conflicts", kind="count", better="lower",
@@ -156,12 +184,14 @@ BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 
 RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_succeeded",
              "jobs_dead_lettered", "jobs_pending", "attempts_total", "amplification",
-             "capacity_rate", "peak_attempt_rate", "peak_to_capacity", "peak_to_baseline",
+             "calls_per_calling_job", "capacity_rate", "peak_calls", "peak_attempt_rate",
+             "peak_to_capacity", "peak_to_baseline",
              "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
              "calls_avoided", "budget_refused_total", "shed_admission_total",
              "shed_shedding_total", "shed_codel_total", "completion_time", "conflicts",
-             "recovery_time", "latency_p50", "latency_p99", "wall_seconds",
+             "recovery_time", "latency_p50", "latency_p99", "latency_succeeded_p50",
+             "latency_succeeded_p99", "wall_seconds",
              "lateness_p99_ms", "lateness_timer_p99_ms", "lateness_loop_p99_ms",
              "lateness_producer_p99_ms", "lateness_max_ms", "testbed_valid",
              "testbed_unaccounted_jobs")
@@ -172,12 +202,18 @@ COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "jobs_dead_lettered": "DLQ", "jobs_pending": "pending",
     "collapses_after_outage": "crashes after", "latency_p99": "p99 s",
 }
+REPORT_TABLE = (  # the report's per-arm table, after the arm and its state
+    "succeeded_fraction", "goodput", "recovery_time", "peak_to_capacity", "peak_to_baseline",
+    "peak_calls", "amplification", "calls_per_calling_job", "jobs_dead_lettered",
+    "jobs_pending", "collapses_after_outage", "latency_p99", "latency_succeeded_p99")
 FIGURE = {  # key -> (panel title, axis label) of the KPI figure
     "peak_to_capacity": ("Peak call rate", "× capacity (busiest {window})"),
-    "amplification": ("Amplification", "downstream calls per succeeded job"),
+    "amplification": ("Calls per success", "downstream calls per succeeded job"),
+    "calls_per_calling_job": ("Calls per calling job",
+                              "downstream calls per job that made one"),
     "recovery_time": ("Recovery time", "s after the outage ends"),
     "jobs_dead_lettered": ("Dead-lettered", "jobs"),
-    "latency_p99": ("Latency p99", "s (every job; pending ones at their age)"),
+    "latency_p99": ("Latency p99", "s, every job; line: the range pending jobs leave"),
 }
 
 
@@ -231,7 +267,8 @@ def missing_text(key: str, summary: dict | None = None) -> str:
 
 def show(key: str, value: Any, summary: dict | None = None, ci: float = np.nan) -> str:
     """KPI *key*'s *value* (a mean, ± *ci* when given) as every table shows it: counts
-    grouped, fractions as percentages, ``≥`` on latency quantiles that are lower bounds,
+    grouped, fractions as percentages, latency quantiles with their bounds (``≥ lo``,
+    ``lo–hi``; see :func:`bounded_text`),
     ``n/a (why)`` or ``not recovered within the run`` when undefined."""
     if undefined(value):
         return missing_text(key, summary)
@@ -248,16 +285,44 @@ def show(key: str, value: Any, summary: dict | None = None, ci: float = np.nan) 
         text = f"{int(value):,}"
     else:
         text = format_kpi(float(value), ci)
-    bound = key.startswith("latency_p") and summary is not None and lower_bound(summary, key)
-    return f"≥ {text}" if bound else text
+    if key in BOUNDED and summary is not None:
+        return bounded_text(key, text, value, summary, ci)
+    return text
 
 
-def lower_bound(summary: dict, key: str) -> bool:
-    """Whether the latency quantile *key* is only a lower bound: ``latency_censored`` and
-    the oldest pending job (``pending_age_max``) at least as old as the quantile."""
-    oldest, value = summary.get("pending_age_max"), summary.get(key)
-    return bool(summary.get("latency_censored")) and not undefined(oldest) \
-        and not undefined(value) and float(oldest) >= float(value)  # type: ignore[arg-type]  # defined
+BOUNDED = ("latency_p50", "latency_p99")  # quantiles given as [value, <key>_upper]
+
+
+def bounds(key: str, summary: dict) -> tuple[float, float | None] | None:
+    """The exact bounds ``(lower, upper)`` of latency quantile *key* (upper None:
+    unbounded), from ``<key>`` and ``<key>_upper`` of *summary*; None when *key* is
+    undefined. A summary saved before the upper bounds existed gives ``(value, value)``
+    with no job pending, else ``(value, None)``."""
+    value = summary.get(key)
+    if undefined(value):
+        return None
+    lower = float(value)
+    if f"{key}_upper" not in summary:  # saved before the bounds: exact only if none pending
+        return (lower, lower) if not summary.get("jobs_pending") else (lower, None)
+    upper = summary[f"{key}_upper"]
+    return lower, (None if undefined(upper) else float(upper))
+
+
+def bounded_text(key: str, text: str, value: Any, summary: dict, ci: float = np.nan) -> str:
+    """A latency quantile as every surface shows it: *text* (the *value* formatted) when
+    its bounds meet, ``≥ text`` when unbounded above, ``lo–hi`` otherwise (:func:`bounds`)."""
+    found = bounds(key, {**summary, key: value})
+    if found is None or found[1] is not None and math.isclose(found[0], found[1],
+                                                                rel_tol=1e-9):
+        return text
+    if found[1] is None:
+        return f"≥ {text}"
+    spread = "" if undefined(ci) else f" ±{number_text(float(ci))}"
+    return f"{number_text(found[0])}–{number_text(found[1])}{spread}"
+
+
+BOUNDS_NOTE = ("≥ lo: a lower bound, lo–hi: the range the true value lies in (pending "
+               "jobs counted at their age, or as still waiting forever)")
 
 
 def percent(value: float) -> str:

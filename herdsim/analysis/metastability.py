@@ -20,8 +20,13 @@ A smooth queue that loses d seconds of service at load rho works off the backlog
   (still working through its backlog).
 
 A cell (its replications) takes the class of most of its runs, ties going to the worse
-class; its label is the median ``recovery_time`` of its runs that recovered.
-A run must last long enough after the outage for "not yet recovered" to mean something.
+class (:func:`majority`); its label is the median ``recovery_time`` of its runs that
+recovered. A run must last long enough after the outage for "not yet recovered" to mean
+something: an undefined ``recovery_time`` after an outage means *not recovered within the
+run* (:func:`recovery_or_inf`), never "fast".
+
+This module owns the vocabulary every surface asks (the CLI, the figures, the report and
+the sweep): the classes, the majority of replications, how arms are ranked (:func:`rank`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,55 @@ SLOW_FACTOR = 2.0  # recovery slower than twice the ideal drain time is degraded
 SLOW_FLOOR = 5.0  # s: a recovery within this is never called slow
 GOODPUT_FLOOR = 0.5  # tail goodput below half the offered jobs counts as down
 TAIL_FRACTION = 0.1  # the tail is the last 10% of the run
+NOT_RECOVERED = "not recovered within the run"  # a recovery_time undefined after an outage
+RANK_ORDER = (  # (KPI, ascending): how arms are ranked, first key first
+    ("state", True), ("recovery_time", True), ("completion_time", True), ("goodput", False),
+    ("succeeded_fraction", False), ("peak_to_capacity", True), ("peak_to_baseline", True),
+)
+RANK_RULE = ("ranked by state (recovered, degraded, metastable), then recovery time "
+             "(not recovered last), then goodput, then peak")
+
+
+def recovery_or_inf(value, outages: int) -> float:
+    """A ``recovery_time`` to compare: its value, +inf when undefined after an outage (not
+    recovered within the run), NaN when there was no outage to recover from."""
+    if value is None or pd.isna(value):
+        return math.inf if outages else math.nan
+    return float(value)
+
+
+def majority(states) -> str:
+    """The class of most of *states* (one per replication), ties going to the worse."""
+    counts = pd.Series(list(states)).value_counts()
+    worst_first = [c for c in reversed(CLASSES) if c in counts.index]
+    return max(worst_first or list(counts.index), key=lambda c: counts[c])
+
+
+def state_text(states) -> str:
+    """``recovered``, or ``degraded (2 of 3 runs; 1 recovered)`` when replications
+    disagree (the :func:`majority` first)."""
+    values = list(states)
+    if not values:
+        return "n/a"
+    counts = pd.Series(values).value_counts()
+    top = majority(values)
+    if counts[top] == len(values):
+        return top
+    rest = ", ".join(f"{counts[s]} {s}" for s in counts.index if s != top)
+    return f"{top} ({counts[top]} of {len(values)} runs; {rest})"
+
+
+def rank(summary: pd.DataFrame) -> pd.DataFrame:
+    """Arms (rows of a comparison's summary) best first by :data:`RANK_ORDER`: by state,
+    recovered before degraded before metastable; then by recovery time (undefined last),
+    completion time (occ), goodput and succeeded fraction (higher first), then peak over
+    capacity and over baseline."""
+    order = summary.assign(state_rank=summary["state"].map(CLASSES.index)
+                           if "state" in summary else 0)
+    keys = [("state_rank", True)] + [(key, up) for key, up in RANK_ORDER[1:] if key in order]
+    order = order.sort_values([k for k, _ in keys], ascending=[up for _, up in keys],
+                              kind="stable", na_position="last")
+    return order.drop(columns="state_rank").reset_index(drop=True)
 
 
 def run_kpis(result) -> dict[str, float | None]:
@@ -79,6 +133,13 @@ def classify(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(classes, index=runs.index, name="class")
 
 
+def class_counts(runs: pd.DataFrame, axes: list[str], strategies: list[str]) -> pd.DataFrame:
+    """Cells of each class (columns, best first) under each of *strategies* (rows)."""
+    table = cells(runs, axes)
+    counts = pd.crosstab(table["strategy"], table["class"])
+    return counts.reindex(index=strategies, columns=list(CLASSES), fill_value=0)
+
+
 def cells(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """One row per strategy and cell: ``class``, ``runs``, ``agree`` (runs of that class)
     and ``recovery_time`` (median over the runs that recovered; NaN if none did)."""
@@ -86,8 +147,7 @@ def cells(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     rows = []
     for key, group in frame.groupby(["strategy", *axes], sort=False, dropna=False):
         counts = group["class"].value_counts()
-        worst_first = [c for c in reversed(CLASSES) if c in counts.index]
-        winner = max(worst_first, key=lambda c: counts[c])
+        winner = majority(group["class"])
         recovery = pd.to_numeric(group["recovery_time"], errors="coerce").median()
         rows.append({**dict(zip(["strategy", *axes], key, strict=True)), "class": winner,
                      "runs": len(group), "agree": int(counts[winner]), "recovery_time": recovery})

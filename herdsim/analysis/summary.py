@@ -5,6 +5,7 @@ Every rule here is documented in ``docs/model.md`` ("What the summary measures")
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,7 +15,9 @@ from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
 from herdsim.model.defences import SHED
 
-RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check
+RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
+RECOVERY_EXPECTED = 100  # successes the window must expect: widened until it does
+NOISE_SIGMAS = 4  # a window this many Poisson standard deviations low is a relapse, not noise
 RECOVERY_GOODPUT = 0.9  # success rate must be back to 90% of its pre-outage level
 RECOVERY_BACKLOG_SLACK = 0.5  # s of offered traffic allowed above the pre-outage backlog
 PRE_OUTAGE_WINDOW = 10.0  # s before the first outage used as "normal"
@@ -73,12 +76,17 @@ def retry_storm(ts: pd.DataFrame, scenario: Scenario) -> np.ndarray:
 def recovery_time(ts: pd.DataFrame, scenario: Scenario) -> float | None:
     """Seconds from the end of the last outage until the run is healthy for good.
 
-    Healthy: the downstream is up, the success rate over the trailing second is at least
+    Healthy: the downstream is up, the success rate over the trailing window is at least
     90% of its level in the 10 s before the first outage (or of the offered goodput when
-    there is no such period; 3 Poisson standard deviations below it when that is lower),
-    and the backlog (main queue + jobs waiting to retry) is
-    within half a second of offered traffic of its pre-outage maximum. ``None`` when the
-    run has no outage, ends unhealthy, or is healthy for less than its last second.
+    there is no such period; 4 Poisson standard deviations below it when that is lower),
+    and the backlog is within half a second of offered traffic of its pre-outage maximum.
+    The window is a second, widened until it expects :data:`RECOVERY_EXPECTED` successes
+    at the offered rate (at 9.5 jobs/s about 11 s), so that the floor means something: at
+    16 or fewer expected successes 4 standard deviations reach zero and a dead downstream
+    would pass (at 100 the floor is 60). The backlog is what callers wait in: the main
+    queue and jobs waiting to retry; in open loop (no main queue) every caller still
+    waiting (in flight, in the waiting room, or sleeping before a retry). ``None`` when
+    the run has no outage, ends unhealthy, or is healthy for less than its last window.
     """
     first, last = scenario.first_outage_start, scenario.last_outage_end
     if first is None or last is None:
@@ -92,11 +100,14 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
     *first* (the rule of :func:`recovery_time`, for any trigger window)."""
     width = scenario.bin
     times = ts["time"].to_numpy()
-    k = max(1, int(round(RECOVERY_RATE_WINDOW / width)))
+    offered = scenario.workload.rate
+    k = window_bins(scenario)
     success_rate = ts["success"].rolling(k, min_periods=k).sum().to_numpy() / (k * width)
     backlog = (ts["queue_depth"] + ts["delayed"]).to_numpy()
-    offered = scenario.workload.rate
-    pre = (times >= first - PRE_OUTAGE_WINDOW) & (times < first - width * k)
+    if scenario.workers.count is None:  # open loop: every caller still waiting
+        backlog = backlog + (ts["in_flight"] + ts["waiting"]).to_numpy()
+    before = max(PRE_OUTAGE_WINDOW, 4 * k * width)  # "normal": at least four windows
+    pre = (times >= first - before) & (times < first - width * k)
     if pre.sum() >= k:
         reference = float(np.nanmean(success_rate[pre]))
         backlog_limit = float(backlog[times < first][-k * 10:].max())
@@ -104,10 +115,11 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
         reference = offered * (1 - scenario.workload.poison_fraction)
         backlog_limit = 0.0
     backlog_limit += RECOVERY_BACKLOG_SLACK * offered
-    # 90% of the reference, or 3 Poisson standard deviations below it when that is lower
-    # (at low rates a 10% dip over one second is noise, not a relapse).
+    # 90% of the reference, or NOISE_SIGMAS Poisson standard deviations below it when that
+    # is lower (at low rates a 10% dip over one window is noise, not a relapse).
     expected = reference * k * width
-    floor = min(RECOVERY_GOODPUT * expected, expected - 3 * np.sqrt(expected)) / (k * width)
+    floor = min(RECOVERY_GOODPUT * expected,
+                expected - NOISE_SIGMAS * np.sqrt(expected)) / (k * width)
     healthy = (
         (ts["downstream_up"].to_numpy() > 0)
         & (np.nan_to_num(success_rate) >= floor)
@@ -118,9 +130,18 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
         return None
     unhealthy = np.flatnonzero(after & ~healthy)
     first_good = unhealthy[-1] + 1 if unhealthy.size else np.flatnonzero(after)[0]
-    if times[-1] + width - times[first_good] < RECOVERY_RATE_WINDOW:
+    if times[-1] + width - times[first_good] < k * width:
         return None
     return float(max(0.0, times[first_good] - end))
+
+
+def window_bins(scenario: Scenario) -> int:
+    """Bins of the success-rate window: :data:`RECOVERY_RATE_WINDOW`, widened until the
+    offered rate of jobs that can succeed expects :data:`RECOVERY_EXPECTED` in it."""
+    good = scenario.workload.rate * (1 - scenario.workload.poison_fraction)
+    base = int(round(RECOVERY_RATE_WINDOW / scenario.bin))
+    wide = math.ceil(RECOVERY_EXPECTED / good / scenario.bin - 1e-9) if good > 0 else 0
+    return max(1, base, wide)
 
 
 def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[np.ndarray, float | None]:
@@ -135,20 +156,47 @@ def job_latencies(jobs: pd.DataFrame, end: float) -> tuple[np.ndarray, float | N
     return latency, (float(ages.max()) if ages.size else None)
 
 
+QUANTILES = {"latency_p50": 0.5, "latency_p99": 0.99}  # summary key -> quantile
+
+
+def order_statistic(values: np.ndarray, q: float) -> int:
+    """The 0-based rank of the *q*-quantile of *values* as an order statistic (the
+    inverted CDF: the smallest value with at least a share *q* of values at or below it),
+    so that a bound on every value is a bound on the quantile."""
+    return max(0, math.ceil(q * len(values) - 1e-9) - 1)
+
+
 def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
-    """``latency_p50``, ``latency_p99`` (linear interpolation over every submitted job, see
-    :func:`job_latencies`), ``pending_age_max`` (the oldest pending job's age, None with
-    none pending) and ``latency_censored``: that age reaches a reported quantile (is at
-    least ``latency_p50``), so jobs whose true latency is unknown lie at or above it and
-    every quantile it reaches is only a lower bound."""
+    """Each latency quantile of :data:`QUANTILES` over every submitted job, as two exact
+    bounds: ``latency_pXX`` with pending jobs at their age (the lower bound, see
+    :func:`job_latencies`) and ``latency_pXX_upper`` with pending jobs at +inf (None when
+    that makes it infinite: the pending share reaches 1 - q). The quantile is an order
+    statistic (one job's latency, no interpolation between two), so the true one lies
+    in [lower, upper] and is exact when they meet. Also ``pending_age_max`` (None with
+    none pending), ``latency_censored`` (a quantile's bounds differ), and the same
+    quantiles over the succeeded jobs alone (``latency_succeeded_pXX``, exact)."""
     latency, oldest = job_latencies(jobs, end)
-    if latency.size == 0:
-        return {"latency_p50": None, "latency_p99": None, "pending_age_max": oldest,
-                "latency_censored": False}
-    # linear interpolation, as pandas' quantile; the array is ours to reorder
-    p50, p99 = (float(v) for v in np.quantile(latency, [0.5, 0.99], overwrite_input=True))
-    return {"latency_p50": p50, "latency_p99": p99, "pending_age_max": oldest,
-            "latency_censored": oldest is not None and oldest >= p50}
+    finished = latency[(jobs["outcome"] != "pending").to_numpy()]
+    succeeded = latency[(jobs["outcome"] == "succeeded").to_numpy()]
+    out: dict = {}
+    for key, q in QUANTILES.items():
+        lower = upper = None
+        if latency.size:
+            k = order_statistic(latency, q)
+            lower = float(np.partition(latency, k)[k])
+            upper = float(np.partition(finished, k)[k]) if k < finished.size else None
+        out[key], out[f"{key}_upper"] = lower, upper
+    out["pending_age_max"] = oldest
+    out["latency_censored"] = any(out[key] != out[f"{key}_upper"] for key in QUANTILES
+                                  if out[key] is not None)
+    for key, q in QUANTILES.items():
+        name = key.replace("latency_", "latency_succeeded_")
+        if succeeded.size:
+            k = order_statistic(succeeded, q)
+            out[name] = float(np.partition(succeeded, k)[k])
+        else:
+            out[name] = None
+    return out
 
 
 def offered_rate(scenario: Scenario, start: float, end: float) -> float:
@@ -254,6 +302,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     after = [t for t in crash_times if last_end is not None and t >= last_end]
     storm = retry_storm(ts, scenario)
     attempts_total = int(len(attempt_times))
+    calling = int((jobs["attempts"].to_numpy() > 0).sum())
     summary = {
         "scenario": scenario.name,
         "strategy": scenario.retry.strategy,
@@ -271,6 +320,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "attempts_total": attempts_total,
         "retries_total": int(ts["retry"].sum()),
         "amplification": attempts_total / succeeded if succeeded else None,
+        "calls_per_calling_job": attempts_total / calling if calling else None,
         "rejected_total": None if occ else int(ts["rejected"].sum()),
         "timeouts_total": int(ts["timeouts"].sum()),
         "errors_total": int(ts["errors"].sum()),
@@ -281,6 +331,8 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "breaker_trips": int(breaker_trips),
         "breaker_open_time": float(breaker_open_time),
         "capacity_rate": capacity,
+        "peak_window": scenario.peak_window,
+        "peak_calls": int(round(peak * scenario.peak_window)),
         "peak_attempt_rate": peak,
         "peak_to_capacity": peak / capacity if capacity else None,
         "peak_to_baseline": peak_to_baseline(attempt_times, scenario),

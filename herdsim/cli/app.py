@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from herdsim.cli import complete
 from herdsim.config import bundled
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
 
@@ -63,7 +64,7 @@ err_console = Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(
     help="Scenario YAML file, or the name of a bundled one (herdsim scenarios).",
-    show_default=False, metavar="SCENARIO")]
+    show_default=False, metavar="SCENARIO", autocompletion=complete.scenarios)]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", metavar="PATH=VALUE",
@@ -137,17 +138,19 @@ def output_dir(out: Path | None, name: str) -> Path:
 
 
 StrategiesOpt = Annotated[str | None, typer.Option(
-    "--strategies", metavar="A,B,...",
+    "--strategies", metavar="A,B,...", autocompletion=complete.strategies,
     help="Comma-separated strategies to compare (default: every built-in).",
     show_default=False)]
 VaryOpt = Annotated[list[str] | None, typer.Option(
     "--vary", metavar="PATH=V1,V2",
     help="Try several values of a field: --vary breaker.enabled=false,true "
                    "(repeatable; arms are every strategy x every combination).")]
+FORMAT = "png"  # the one default of every command that draws figures
 FormatOpt = Annotated[str, typer.Option(
-    "--format", help="Figure formats, comma-separated: png, svg, pdf.")]
+    "--format", metavar="FORMATS", help="Figure formats, comma-separated: png, svg, pdf.")]
 OutputDirArg = Annotated[Path, typer.Argument(
-    help="Output directory of 'herdsim run' or 'herdsim compare'.", show_default=False)]
+    help="Output directory of 'herdsim run' or 'herdsim compare'.", show_default=False,
+    metavar="DIR")]
 
 
 def parse_list(option: str, text: str | None) -> list[str]:
@@ -183,16 +186,17 @@ def parse_formats(text: str) -> list[str]:
 
 
 RunDirArg = Annotated[Path, typer.Argument(help="Output directory of 'herdsim run' or "
-                                                "'herdsim compare'.", show_default=False)]
+                                                "'herdsim compare'.", show_default=False,
+                                           metavar="DIR")]
 StartOpt = Annotated[str | None, typer.Option(
-    "--start", help="Unix time (s) or ISO date-time of the run's t=0 "
+    "--start", metavar="TIME", help="Unix time (s) or ISO date-time of the run's t=0 "
                     "(default: now minus the run's duration).", show_default=False)]
 IntervalOpt = Annotated[str | None, typer.Option(
     "--interval", metavar="DURATION",
     help="Sample every DURATION (a multiple of the bin, e.g. 1s; default: the bin).",
     show_default=False)]
 ReplicationOpt = Annotated[int, typer.Option(
-    "--replication", help="Which replication of a comparison to export.")]
+    "--replication", metavar="N", help="Which replication of a comparison to export.")]
 
 
 

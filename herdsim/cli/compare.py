@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import typer
 
+from herdsim.cli import complete
 from herdsim.cli.app import (
+    FORMAT,
     FailIfOpt,
     ForceOpt,
     FormatOpt,
@@ -38,17 +41,19 @@ from herdsim.errors import UsageError
 def compare(
     scenario: ScenarioArg, set_: SetOpt = None, strategies_: StrategiesOpt = None,
     presets_: Annotated[str | None, typer.Option(
-        "--presets", help="Comma-separated library presets to compare instead of strategies "
+        "--presets", metavar="A,B,...", autocompletion=complete.presets,
+        help="Comma-separated library presets to compare instead of strategies "
                           "(herdsim presets); each replaces the fields it sets.",
         show_default=False)] = None,
     vary: VaryOpt = None,
     replications: Annotated[int, typer.Option(
-        "--replications", min=1, help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
+        "--replications", min=1, metavar="N",
+        help="Runs per arm, seeds seed..seed+N-1 shared by all arms.")
     ] = 1,
-    out: OutOpt = None, fmt: FormatOpt = "png,svg",
+    out: OutOpt = None, fmt: FormatOpt = FORMAT,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html.")] = False,
     processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, help="Parallel processes (default: all cores).",
+        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
         show_default=False)] = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False,
@@ -59,6 +64,7 @@ def compare(
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
     from herdsim.cli import gate as gate_rules
     from herdsim.cli.tables import ranked_table
+    from herdsim.experiments.compare import Interrupted
     from herdsim.experiments.compare import compare as compare_arms
     from herdsim.outputs import openmetrics
     from herdsim.outputs.compare_dir import save_comparison
@@ -71,17 +77,31 @@ def compare(
         raise UsageError("--strategies and --presets: give one of them")
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
-                              progress=not (quiet or json_), force=force,
-                              presets=preset_names)
+    try:
+        comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
+                                  progress=not (quiet or json_), force=force,
+                                  presets=preset_names)
+    except Interrupted as stop:  # save the arms that finished, whole, marked as such
+        partial = stop.comparison
+        save_comparison(partial, target, formats, report=report)
+        done = len(partial.arms)
+        err_console.print(f"interrupted: {done} finished arm{'s' * (done > 1)} saved in "
+                          f"[bold]{safe(target)}[/] as a complete comparison of those arms "
+                          f"({len(partial.unfinished)} not run: "
+                          f"{safe(', '.join(partial.unfinished))}; arms.json lists them)",
+                          soft_wrap=True)
+        raise typer.Exit(130) from None
+    started = time.perf_counter()
     save_comparison(comparison, target, formats, report=report)
+    saved = time.perf_counter() - started
     if json_:
         emit_json(comparison.to_json())
     elif not quiet:
         console.print(ranked_table(comparison, console.width))
     if not quiet:
-        (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
-                                                  soft_wrap=True)
+        (err_console if json_ else console).print(
+            f"outputs: [bold]{safe(target)}[/] (tables and figures written in {saved:.1f} s)",
+            soft_wrap=True)
     if prometheus:
         exported = openmetrics.export(target)
         if not (quiet or json_):

@@ -9,6 +9,7 @@ satisfies a condition. On a comparison a condition holds when it holds for any a
 
 from __future__ import annotations
 
+import difflib
 import math
 import operator
 import re
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from herdsim.analysis.kpis import BY_KEY, undefined
+from herdsim.analysis.kpis import BY_KEY, show, undefined
+from herdsim.analysis.metastability import recovery_or_inf
 from herdsim.config.durations import parse_duration
 from herdsim.errors import UsageError
 
@@ -39,10 +41,12 @@ class Condition:
     def holds(self, summary: dict[str, Any]) -> bool:
         """Whether the condition holds for *summary* (see the module doc for n/a)."""
         actual = summary.get(self.key)
-        if undefined(actual):
-            if self.key != "recovery_time" or not summary.get("outages"):
+        if self.key == "recovery_time":  # the state module's rule: not recovered is +inf
+            actual = recovery_or_inf(actual, summary.get("outages") or 0)
+            if math.isnan(actual):
                 return False
-            actual = math.inf
+        elif undefined(actual):
+            return False
         if isinstance(self.value, str):
             return OPERATORS[self.op](str(actual), self.value)
         return OPERATORS[self.op](float(actual), self.value)  # type: ignore[arg-type]  # a number here
@@ -61,8 +65,10 @@ def _parse(text: str) -> Condition:
     key, op, raw = match.groups()
     kpi = BY_KEY.get(key)
     if kpi is None:
-        raise UsageError(f"--fail-if {text!r}: unknown KPI {key!r}; see the KPI table of "
-                         "docs/model.md (e.g. state, goodput, recovery_time)")
+        close = difflib.get_close_matches(key, list(BY_KEY), n=3, cutoff=0.6)
+        hint = (f"did you mean {' or '.join(close)}?" if close else
+                "see the KPI table of docs/model.md (e.g. state, goodput, recovery_time)")
+        raise UsageError(f"--fail-if {text!r}: unknown KPI {key!r}; {hint}")
     if kpi.kind == "text":
         if op not in ("==", "!="):
             raise UsageError(f"--fail-if {text!r}: {key} is text: use == or !=")
@@ -85,10 +91,14 @@ def _number(text: str, raw: str, kind: str) -> float:
 
 
 def failing(conditions: list[Condition], summaries: dict[str, dict]) -> list[str]:
-    """One line per condition that holds, naming the arms (keys of *summaries*) it holds for."""
+    """One line per condition that holds, naming the arms (keys of *summaries*) it holds
+    for and the value observed in each, as the tables show it:
+    ``fail-if goodput < 0.9: holds for exponential (goodput 0.0593)``."""
     lines = []
     for condition in conditions:
-        arms = [name for name, summary in summaries.items() if condition.holds(summary)]
-        if arms:
-            lines.append(f"fail-if {condition.text}: holds for {', '.join(arms)}")
+        key = condition.key
+        held = [f"{name} ({key} {show(key, summary.get(key), summary)})"
+                for name, summary in summaries.items() if condition.holds(summary)]
+        if held:
+            lines.append(f"fail-if {condition.text}: holds for {', '.join(held)}")
     return lines

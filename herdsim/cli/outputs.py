@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from herdsim.cli.app import (
+    FORMAT,
     Boundary,
     FormatOpt,
     IntervalOpt,
@@ -56,11 +57,12 @@ def parse_buckets(text: str) -> list[float]:
 
 
 KindsOpt = Annotated[str, typer.Option(
-    "--kinds", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
+    "--kinds", metavar="KINDS",
+    help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
 
 
 @app.command()
-def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
+def plot(directory: OutputDirArg, fmt: FormatOpt = FORMAT,
          kinds: KindsOpt = ",".join(FIGURES)) -> None:
     """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
     from herdsim.outputs import sweep_dir
@@ -107,16 +109,20 @@ def report_export(exported: openmetrics.Export) -> None:
                   f"({span}) to [bold]{safe(exported.path)}[/]")
     console.print(f"load it with: promtool tsdb create-blocks-from openmetrics "
                   f"{safe(exported.path)} DATA_DIR", highlight=False, soft_wrap=True)
+    console.print(f"in Grafana, append to the dashboard's URL: ?from={exported.start * 1000:.0f}"
+                  f"&to={exported.end * 1000:.0f}", highlight=False, soft_wrap=True)
 
 
 @export_app.command("prometheus")
 def export_prometheus(
     directory: RunDirArg, out: Annotated[Path | None, typer.Option(
-        "--out", help="File to write (default: DIR/metrics.om).", show_default=False)] = None,
+        "--out", metavar="FILE", help="File to write (default: DIR/metrics.om).",
+        show_default=False)] = None,
     start: StartOpt = None, interval: IntervalOpt = None,
     buckets: Annotated[str | None, typer.Option(
-        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms); default: "
-                          "Prometheus's default buckets, 5ms to 10s.", show_default=False)] = None,
+        "--buckets", metavar="BOUNDS",
+        help="Histogram bucket bounds, comma-separated (s or 250ms); default: "
+             "Prometheus's default buckets, 5ms to 10s.", show_default=False)] = None,
     replication: ReplicationOpt = 0,
 ) -> None:
     """Write the run's metrics as OpenMetrics text for promtool's backfill."""
@@ -131,7 +137,7 @@ def export_prometheus(
 @app.command("prometheus")
 def prometheus_command(
     directory: RunDirArg,
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 9090,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port on 127.0.0.1.")] = 9090,
     start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
 ) -> None:
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 import yaml
 
+from herdsim.cli import complete
 from herdsim.cli.app import app, console
 from herdsim.config.durations import format_duration
 from herdsim.errors import UsageError
@@ -57,6 +58,7 @@ def _line(text: str, markup: bool = False) -> None:
 @app.command("presets")
 def list_presets(
     name: Annotated[str | None, typer.Argument(
+        metavar="NAME", autocompletion=complete.presets,
         help="Show the scenario fields one preset sets.", show_default=False)] = None,
 ) -> None:
     """List the library presets: formula, defaults, hold or requeue, and the release and

@@ -8,6 +8,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from herdsim.cli import complete
 from herdsim.cli.app import OutOpt, SetOpt, app, console, output_dir, parse_sets, safe
 from herdsim.errors import UsageError
 
@@ -15,14 +16,15 @@ from herdsim.errors import UsageError
 @app.command("reproduce")
 def reproduce_command(
     experiment: Annotated[str, typer.Argument(
+        metavar="EXPERIMENT", autocompletion=complete.experiments,
         help="aws-2015, collapse or retries (see docs/validation.md).", show_default=False)],
     runs: Annotated[int | None, typer.Option(
-        "--runs", min=1, help="Runs per point (default: the published number, 100 for "
+        "--runs", min=1, metavar="N", help="Runs per point (default: the published number, 100 for "
                               "aws-2015; 20 for collapse, 5 for retries).", show_default=False)
     ] = None,
     out: OutOpt = None,
     processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, help="Parallel processes (default: all cores).",
+        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
         show_default=False)] = None,
     set_: SetOpt = None,
 ) -> None:

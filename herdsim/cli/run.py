@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from herdsim.cli.app import (
+    FORMAT,
     FailIfOpt,
     ForceOpt,
     FormatOpt,
@@ -38,7 +39,7 @@ from herdsim.errors import OutputExistsError
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-        fail_if: FailIfOpt = None, fmt: FormatOpt = "png", force: ForceOpt = False) -> None:
+        fail_if: FailIfOpt = None, fmt: FormatOpt = FORMAT, force: ForceOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
@@ -105,7 +106,8 @@ def list_strategies() -> None:
 @app.command("scenarios")
 def list_scenarios(
     copy_to: Annotated[Path | None, typer.Option(
-        "--copy-to", help="Copy every bundled scenario into this folder, for editing.",
+        "--copy-to", metavar="DIR",
+        help="Copy every bundled scenario into this folder, for editing.",
         show_default=False)] = None,
 ) -> None:
     """List the bundled scenarios (run one by name: herdsim run outage)."""

@@ -6,7 +6,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
+from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
+from herdsim.analysis.metastability import NOT_RECOVERED
 from herdsim.cli.app import safe
 from herdsim.results.comparison import RANK_RULE, Comparison
 
@@ -31,7 +32,7 @@ def summary_table(summary: dict, title: str) -> Table:
             shown = f"[red]{shown}[/]"
         table.add_row(kpi.label, shown, "" if undefined(summary[key]) else kpi.unit)
     if summary.get("latency_censored"):
-        table.caption = "≥: a lower bound (pending jobs counted at their age when the run ended)"
+        table.caption = f"latency {BOUNDS_NOTE}"
     return table
 
 
@@ -51,12 +52,19 @@ def ranked_table(comparison: Comparison, width: int | None = None) -> Table:
 def _needed(frame) -> int:
     """Columns the table needs: its unbreakable cells (``arm`` up to 20) and padding."""
     def widest(name: str, values) -> int:
-        words = [name.replace(" ", "\n"), *(v.replace(" ±", "\n±") for v in values)]
-        return max(len(line) for text in words for line in text.split(
-            " " if text.startswith("not recovered") else "\n"))
+        words = [name.replace(" ", "\n"), *(_cell(v) for v in values)]
+        return max(len(line) for text in words for line in text.split("\n"))
     columns = [min(20, widest(name, frame[name])) if name == "arm" else widest(name, frame[name])
                for name in frame.columns]
-    return 4 + sum(columns) + 3 * len(columns)
+    return 2 + sum(columns) + 2 * len(columns)
+
+
+def _cell(value: str) -> str:
+    """A ranked-table cell as printed: ± on its own line, ``not recovered`` for a recovery
+    not reached within the run (the caption says so), never wrapped word by word."""
+    if value == NOT_RECOVERED:
+        return "not recovered"
+    return value.replace(" ±", "\n±")
 
 
 def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
@@ -65,14 +73,18 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
     notes.append("± = 95% confidence interval" if reps > 1 else
                  "one replication: no interval, small differences may be noise "
                  "(use --replications)")
-    if frame.map(lambda v: v.startswith("≥")).any().any():
-        notes.append("≥ = a lower bound (pending jobs at their age)")
+    if frame.map(lambda v: v.startswith("≥") or "–" in v).any().any():
+        notes.append(f"latency {BOUNDS_NOTE}")
+    if frame.map(lambda v: v == NOT_RECOVERED).any().any():
+        notes.append(f"not recovered = {NOT_RECOVERED}")
     if dropped:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
     table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "
                         f"varying {safe(comparison.varied)}, "
-                        f"{reps} replication{'s' * (reps > 1)} each",
-                  caption="; ".join(notes), header_style="bold", box=box.SIMPLE_HEAD)
+                        f"{reps} replication{'s' * (reps > 1)} each"
+                        f"{safe(comparison.interrupted)}",
+                  caption="; ".join(notes), header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("arm", overflow="fold", min_width=11)
     for column in frame.columns[1:]:  # never "…": a hidden digit would mislead
@@ -82,11 +94,11 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
         for column, value in row.items():
             if column == "arm":
                 continue
-            text = escape(value).replace(" ±", "\n±")
+            text = escape(_cell(value))
             if column == "state":
                 text = f"[{STATE_STYLE[value]}]{text}[/]"
             elif value.startswith("not recovered"):
-                text = "[red]" + text.replace(" ", "\n") + "[/]"
+                text = f"[red]{text}[/]"
             cells.append(text)
         table.add_row(str(rank), *cells)
     return table

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import rich
+from rich.console import Console
 
+from herdsim.analysis.kpis import show
 from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
@@ -117,6 +119,39 @@ def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     }
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`compare` after at least one arm finished all its replications:
+    ``comparison`` holds those arms whole (a complete comparison of them, its
+    ``unfinished`` naming the arms left out); no arm is in it in part."""
+
+    def __init__(self, comparison: Comparison):
+        super().__init__(f"interrupted: {len(comparison.arms)} arms finished")
+        self.comparison = comparison
+
+
+def plan_text(arms: list[Arm], replications: int, at_once: int) -> str:
+    """What a comparison is about to run, from :mod:`herdsim.model.estimate`: runs, the
+    largest run's jobs, calls and memory, how many at once."""
+    largest = max((estimate.estimate(arm.scenario) for arm in arms), key=lambda e: e.events)
+    runs = len(arms) * replications
+    return (f"{runs} run{'s' * (runs > 1)} ({len(arms)} arms x {replications}), {at_once} at "
+            f"a time; the largest: {largest.describe()}")
+
+
+def _finished(base: Scenario, arms: list[Arm], replications: int,
+              outputs: list[dict[str, Any]]) -> Comparison | None:
+    """The arms whose every replication finished, as a comparison of them (None if none)."""
+    done = [i for i in range(len(arms))
+            if all(outputs[i * replications + r] for r in range(replications))]
+    if not done:
+        return None
+    partial = Comparison.from_outputs(
+        base, [arms[i] for i in done], replications,
+        [outputs[i * replications + r] for i in done for r in range(replications)])
+    partial.unfinished = [arm.label for i, arm in enumerate(arms) if i not in done]
+    return partial
+
+
 def _runs_in_main_only(arms: list[Arm]) -> bool:
     """True when a strategy lives in ``__main__`` (a notebook cell): workers cannot import it."""
     return any(arm.strategy.startswith("__main__:") for arm in arms)
@@ -136,7 +171,9 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     progress bar (default: in a terminal, not in Jupyter, where rich needs ipywidgets).
     A bad strategy or setting raises :class:`ScenarioError` before anything runs, and arms
     this machine cannot hold, run ``processes`` at a time, :class:`CapacityError` (unless
-    *force*).
+    *force*). With progress, the plan is printed first (:func:`plan_text`) and a line as
+    each arm finishes. Ctrl-C after an arm finished raises :class:`Interrupted`, holding
+    the finished arms.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     if replications < 1:
@@ -150,9 +187,30 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     if progress is None:
         progress = not rich.get_console().is_jupyter
     label = f"{base.name}: {len(arms)} arms x {replications}" if progress else None
+    if progress:
+        Console(stderr=True, highlight=False).print(
+            f"{base.name}: {plan_text(arms, replications, at_once)}", markup=False)
     outputs: list[dict[str, Any]] = [{}] * len(tasks)
-    for index, output in imap_unordered(_simulate, tasks, processes, label):
-        outputs[index] = output
+    left = {i: replications for i in range(len(arms))}
+
+    def note(index: int, output: dict[str, Any]) -> str | None:
+        arm = index // replications
+        left[arm] -= 1
+        if left[arm]:
+            return None
+        s = output["summary"]
+        finished = sum(1 for n in left.values() if n == 0)
+        return (f"  arm {arms[arm].label} done ({finished} of {len(arms)}): {s['state']}, "
+                f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded")
+
+    try:
+        for index, output in imap_unordered(_simulate, tasks, processes, label, note=note):
+            outputs[index] = output
+    except KeyboardInterrupt:
+        partial = _finished(base, arms, replications, outputs)
+        if partial is None:
+            raise
+        raise Interrupted(partial) from None
     return Comparison.from_outputs(base, arms, replications, outputs)
 
 

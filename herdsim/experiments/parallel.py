@@ -104,6 +104,10 @@ class Lines:
         if now - entry[4] >= self.every:
             self._print(task)
 
+    def print(self, text: str) -> None:
+        """A line of its own (an arm finished), between the progress lines."""
+        print(text, file=self.stream, flush=True)
+
     def _print(self, task: int) -> None:
         description, total, done, started, _, _ = self.tasks[task]
         now = time.monotonic()
@@ -149,6 +153,7 @@ def imap_unordered(
     label: str | None = None,
     scheduler: str | None = None,
     total: int | None = None,
+    note: Callable[[int, T], str | None] | None = None,
 ) -> Iterator[tuple[int, T]]:
     """Yield ``(index, func(arg))`` for every arg, in completion order.
 
@@ -156,7 +161,8 @@ def imap_unordered(
     otherwise ``processes`` local processes (default: every core), or, with
     ``scheduler``, the workers of a Dask cluster (``processes`` then sizes a
     ``"local"`` cluster). *args* may be a lazy iterable: pass ``total`` for the progress
-    bar when it has no length. ``label`` shows a progress bar on stderr.
+    bar when it has no length. ``label`` shows a progress bar on stderr, and *note*, given
+    each ``(index, result)``, a line to print above it (None: nothing), e.g. an arm done.
     """
     if total is None and isinstance(args, Sized):
         total = len(args)
@@ -174,6 +180,9 @@ def imap_unordered(
             for item in results:
                 yield item
                 bar.advance(task)  # type: ignore[arg-type]
+                text = note(*item) if note is not None and label is not None else None
+                if text:
+                    (bar.print if isinstance(bar, Lines) else bar.console.print)(text)
 
 
 def _init_worker() -> None:

@@ -41,6 +41,7 @@ from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import sweep_dir
 from herdsim.outputs.atomic import write_file
 from herdsim.results.result import run
+from herdsim.results.sweep_result import SweepResult
 
 RESERVED = {"retry.strategy": "use --strategies to compare strategies"}
 PRESET = "retry.preset"
@@ -304,3 +305,20 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
     return out
 
 
+
+
+def sweep(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[str] = (),
+          replications: int = 1, *, out: str | Path | None = None,
+          sets: dict[str, Any] | None = None, presets: Sequence[str] = (),
+          processes: int | None = None, scheduler: str | None = None,
+          progress: bool = False, force: bool = False) -> SweepResult:
+    """Run *scenario* over *grid* (``"path=v1,v2"`` or ``"path=start:stop:n[:log]"``) x
+    *strategies* (or *presets*) x *replications*, as ``herdsim sweep`` does, and return
+    the finished sweep (:class:`~herdsim.results.sweep_result.SweepResult`). *out*
+    (default ``runs/<name>-sweep-<digest>``) holds it; the same call resumes it."""
+    planned = plan(scenario, grid, strategies, replications, sets, presets, force)
+    target = Path(out) if out is not None else planned.default_out()
+    sweep_dir.check(target, planned.manifest())
+    run_sweep(planned, target, processes, scheduler, progress=progress)
+    runs, manifest = sweep_dir.load_sweep(target)
+    return SweepResult(runs, manifest, target)

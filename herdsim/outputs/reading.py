@@ -36,11 +36,16 @@ def scenario(directory: Path) -> Scenario:
 
 def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[str] = (),
         empty_ok: bool = True) -> pd.DataFrame:
-    """``directory/name`` as a frame with at least the *numeric* and *text* columns."""
+    """``directory/name`` as a frame with at least the *numeric* and *text* columns; a
+    table the writer stored as Parquet for its size (``sleeps.parquet`` beside no
+    ``sleeps.csv``, see :data:`herdsim.outputs.compare_dir.LARGE_TABLE`) is read instead."""
+    twin = Path(name).with_suffix(".parquet").name
+    if not (directory / name).exists() and (directory / twin).is_file():
+        name = twin
     path = directory / name
     verify(directory, name)
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path)
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
     except pd.errors.EmptyDataError:

@@ -124,10 +124,8 @@ def load_sweep(out: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 def class_counts(sweep_dir: str | Path) -> pd.DataFrame:
     """Cells of each class (columns) under each strategy (rows) of a finished sweep."""
     runs, manifest = load_sweep(sweep_dir)
-    table = metastability.cells(runs, [axis["path"] for axis in manifest["axes"]])
-    counts = pd.crosstab(table["strategy"], table["class"])
-    return counts.reindex(index=manifest["strategies"], columns=list(metastability.CLASSES),
-                          fill_value=0)
+    return metastability.class_counts(runs, [axis["path"] for axis in manifest["axes"]],
+                                      manifest["strategies"])
 
 
 def save_map(sweep_dir: str | Path, formats: list[str] | tuple[str, ...] = ("png",)

@@ -10,13 +10,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
 from herdsim.config import bundled
 from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.errors import ScenarioError
-
-UNBOUNDED = 20.0  # a capacity this many times above the busiest load binds nothing
 
 
 def _with_units(model: type[BaseModel], data: dict) -> dict:
@@ -90,15 +89,17 @@ def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> li
             and not (value is None and key not in before)]  # a new section's unset fields
 
 
-def capacity(sc: Scenario, busiest: float | None = None) -> float | None:
-    """The downstream's capacity in calls/s, or None when it binds nothing: the occ model,
-    or a capacity :data:`UNBOUNDED` times above the *busiest* call rate seen."""
+def capacity(sc: Scenario) -> float | None:
+    """The downstream's capacity in calls/s as the summary's ``capacity_rate`` has it
+    (:func:`~herdsim.analysis.summary.bounded_capacity`): None for the occ model or an
+    effectively unbounded downstream."""
     if sc.downstream.model == "occ":
         return None
-    rate = sc.downstream.capacity_rate()
-    if busiest is not None and rate > UNBOUNDED * max(busiest, 1e-9):
-        return None
-    return rate
+    return bounded_capacity(sc)
+
+
+UNBOUNDED_TEXT = ("the downstream is effectively unbounded (its capacity is over "
+                  f"{UNBOUNDED_FACTOR:,}× the offered rate), so no peak is compared with it")
 
 
 def _rate(value: float) -> str:
@@ -115,8 +116,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
     else:
         parts = [f"{w.count:,} workers" if w.count is not None
                  else "open loop (a caller per job)"]
-        calls_per_job = 1 + (sc.retry.max_retries if sc.retry.max_retries is not None else 10)
-        if d.capacity_rate() > UNBOUNDED * sc.workload.rate * calls_per_job:
+        if capacity(sc) is None:
             where = "a downstream that never saturates"
         else:
             load = sc.workload.rate / d.capacity_rate()
@@ -178,6 +178,7 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
     reps = (f" (replication {replication}; {c.replications} per arm)"
             if replication is not None and c.replications > 1 else "")
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
+    arms += getattr(c, "interrupted", "")
     lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
              *_wrap(facts(sc, strategy=n == 1,
                           varied=varied_sections(c.arms) if n > 1 else frozenset()

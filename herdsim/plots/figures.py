@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from herdsim.analysis.kpis import FIGURE, format_kpi
+from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
@@ -26,6 +26,7 @@ from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
     CAPACITY_STYLE,
+    SLIDE_ARMS,
     STRATEGY_COLORS,
     STYLE,
     WIDE,
@@ -100,7 +101,7 @@ def _succeeded(c: Comparison, label: str, replication: int) -> str:
         return ""
     row = runs.iloc[0]
     share = row.get("succeeded_fraction", row["jobs_succeeded"] / row["jobs_submitted"])
-    return f" ({share:.0%} of jobs succeeded)"
+    return f" ({percent(float(share))} succeeded)"
 
 
 def timeline(c: Comparison, replication: int = 0) -> Figure:
@@ -111,20 +112,19 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     n = len(arms)
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("retries", "backlog", "admission", "state") if show[k]]
-    heights = [1.0] * n + [{"state": 0.35 * n + 0.5}.get(k, 1.9) for k in extra]
+    heights = [1.0] * n + [{"state": 0.3 * n + 0.5}.get(k, 1.9) for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(n, 1.0), layout="constrained")
+        fig = Figure(figsize=wide_size(n, 1.5), layout="constrained")
         grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
         top = fig.add_subplot(grid[0])
         rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
         panels = {k: fig.add_subplot(grid[n + i], sharex=top) for i, k in enumerate(extra)}
-        busiest = max(float(call_rate(c, a, replication)[1].max(initial=0)) for a in arms)
         what = ""
         for ax, arm in zip(rows, arms, strict=True):
-            _calls_row(ax, c, arm, styles[arm.label], replication, busiest)
+            _calls_row(ax, c, arm, styles[arm.label], replication)
             what = call_rate(c, arm, replication)[2]
-        capacity = describe.capacity(base, busiest)
+        capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
                     f"; dashed: capacity {capacity:,.0f} calls/s")
         grey = "; grey: outage" if base.outage_windows else ""
@@ -158,8 +158,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
                      f"{offered}", fontsize=13)
         ax.set_ylabel("jobs/s")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, handlelength=2.4,
-                  fontsize=12)
+        # the arms' legend in a band of its own under the panels (no blank band beside one)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", frameon=False,
+                   handlelength=2.4, fontsize=12, ncols=min(n, 4))
         if "retries" in panels:
             panels["retries"].set_title("Retry sleeps started per second "
                                         f"(per {format_duration(base.bin)} bin)", fontsize=13)
@@ -193,11 +194,10 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     return fig
 
 
-def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int,
-               busiest: float) -> None:
+def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
     """One arm's calls/s: its own y scale up to its peak (and the capacity line)."""
     time, calls, _ = call_rate(c, arm, replication)
-    capacity = describe.capacity(arm.scenario, busiest)
+    capacity = describe.capacity(arm.scenario)
     ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
     ax.step(time, calls, where="post", color=style["color"], lw=1.2)
     peak = calls.max(initial=0.0)
@@ -211,9 +211,10 @@ def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int,
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
                  weight="bold" if capacity and peak >= 2 * capacity else "normal")
     ax.set_ylim(0, 1.12 * max(peak, capacity or 0.0, 1.0))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=3))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=3 if len(c.arms) <= SLIDE_ARMS else 2))
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    ax.set_ylabel("calls/s", fontsize=12)
+    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls/s" says it once
+        ax.set_ylabel("calls/s", fontsize=12)
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
@@ -257,6 +258,14 @@ def sleeps(c: Comparison) -> Figure:
             data = c.sleeps[c.sleeps["arm"] == arm.label]
             edges = _sleep_edges(data["sleep"])
             ordered = sleep_prev(data, arm.scenario.retry.base)
+            if len(ordered) and not ordered["sleep"].gt(0).any():  # nothing to histogram
+                ax.set_title(f"{arm.label}\n{len(ordered):,} sleeps", fontsize=14,
+                             color=styles[arm.label]["color"])
+                ax.text(0.5, 0.5, "every sleep is 0 s:\nretries at once", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=13)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                continue
             observed = binned(ordered["sleep"].to_numpy(), edges)
             ax.stairs(observed, edges, fill=True, color=styles[arm.label]["color"],
                       alpha=0.55, label="simulated")
@@ -273,6 +282,7 @@ def sleeps(c: Comparison) -> Figure:
             ax.set_title(f"{arm.label}\n{note}", color=styles[arm.label]["color"],
                          fontsize=14)
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+            ax.xaxis.set_major_locator(MaxNLocator(4))  # short labels never overlap
             ax.set_xlabel("sleep before retry (s)")
             ax.set_ylabel(f"sleeps per {edges[1] - edges[0]:g} s bin")
         handles = [Line2D([], [], color="0.5", lw=8, alpha=0.55, label="simulated sleeps"),
@@ -302,12 +312,11 @@ SUCCEEDED = ("Succeeded", "% of jobs submitted")
 def _kpi_panels(c: Comparison, ranked: pd.DataFrame) -> dict[str, tuple[str, str]]:
     """The KPI panels with something to show: succeeded always; recovery only after an
     outage; peak over capacity only when a capacity binds; dead-lettered when any was."""
-    busiest = float(np.nan_to_num(ranked.get("peak_attempt_rate", pd.Series([0.0])).max()))
     panels = {"succeeded_pct": SUCCEEDED}
     for key, value in FIGURE.items():
         if key == "recovery_time" and not c.scenario.downstream.outages:
             continue
-        if key == "peak_to_capacity" and describe.capacity(c.scenario, busiest) is None:
+        if key == "peak_to_capacity" and describe.capacity(c.scenario) is None:
             continue
         if key == "jobs_dead_lettered" and not ranked[key].fillna(0).gt(0).any():
             continue
@@ -347,15 +356,23 @@ def kpis(c: Comparison) -> Figure:
                     error_kw={"ecolor": "0.2", "capsize": 4})
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
+            if key in BOUNDED:  # room for the upper bounds
+                found = [bounds(key, c.context(row)) for _, row in ranked.iterrows()]
+                span = max([span, *(b[1] for b in found if b is not None and b[1] is not None)])
+            right_edge = span * 1.15  # where an unbounded range's arrow points
             missing = ("not recovered\nwithin the run" if key == "recovery_time" and outage
                        else c.missing(key))
             for i, (yi, value) in enumerate(zip(y, values, strict=True)):
                 spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
-                text = format_kpi(value, missing=missing)
-                if key.startswith("latency") and np.isfinite(value) and bool(
-                        ranked.get("latency_censored", pd.Series(False, index=ranked.index))
-                        .fillna(False).iloc[i]):
-                    text = "≥ " + text  # pending jobs reach it: a lower bound
+                row = ranked.iloc[i]
+                text = (format_kpi(value, missing=missing) if key == "succeeded_pct"
+                        or not np.isfinite(value) else show(key, value, c.context(row)))
+                found = bounds(key, c.context(row)) if key in BOUNDED else None
+                if found is not None and found[1] != found[0]:  # the range it lies in
+                    high = right_edge if found[1] is None else found[1]
+                    ax.plot([found[0], high], [yi, yi], color="0.2", lw=2.5,
+                            marker=">" if found[1] is None else "|", markevery=[1])
+                    spread = max(spread, high - value)
                 ax.text((value + spread if np.isfinite(value) else 0) + span * 0.03, yi,
                         text + ("%" if key == "succeeded_pct" and np.isfinite(value) else ""),
                         va="center", fontsize=13,

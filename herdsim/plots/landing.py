@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import LogLocator
 
+from herdsim.analysis.kpis import number_text
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 from herdsim.plots.style import (
@@ -21,13 +22,33 @@ from herdsim.plots.style import (
     Comparison,
     Figure,
     arm_styles,
-    one,
     shade_outages,
     wide_size,
 )
 
 RESOLUTION = 0.01  # s: the brief's impulse is a few milliseconds wide
-ZOOM = 1.0  # s shown around each arm's busiest 10 ms
+ZOOM = 1.0  # s shown around each arm's headline 10 ms; also the first landing's reach
+
+
+def headline(edges: np.ndarray, counts: np.ndarray, after: bool) -> tuple[int, float, str]:
+    """``(count, at, what)``: the 10 ms a reader should see first. With an outage (*after*:
+    the axis starts at its end) the first landing after it: the busiest 10 ms within
+    :data:`ZOOM` s of the first retry landing after the outage ends (the first cohort on
+    the recovering downstream, not a relapse later nor a peak inside the outage); else the
+    busiest 10 ms of the run."""
+    starts = edges[:-1]
+    pick = np.ones(len(counts), dtype=bool)
+    if after:
+        landed = np.flatnonzero((starts >= 0) & (counts > 0))
+        if not landed.size:
+            return 0, 0.0, "no retry lands after the outage"
+        first = starts[landed[0]]
+        pick = (starts >= first) & (starts < first + ZOOM)
+    if not (pick & (counts > 0)).any():
+        return 0, 0.0, "no retries land"
+    index = np.flatnonzero(pick)[int(np.argmax(counts[pick]))]
+    what = "first landing after the outage" if after else "peak"
+    return int(counts[index]), float(starts[index]), what
 
 
 def origin(c: Comparison) -> tuple[float, str]:
@@ -54,15 +75,26 @@ def landing_counts(times: np.ndarray, lo: float, hi: float,
     return edges, np.bincount(index, minlength=n)
 
 
-def window(c: Comparison, shift: float, replication: int = 0) -> tuple[float, float]:
+def landing_times(c: Comparison, replication: int = 0) -> dict[str, np.ndarray]:
+    """``arm label -> landings`` (sorted), the sleeps table split by arm in one pass."""
+    mine = c.sleeps[c.sleeps["replication"] == replication]
+    groups = {str(label): frame for label, frame in mine.groupby("arm", sort=False,
+                                                                 observed=True)}
+    empty = mine.iloc[:0]
+    return {arm.label: landings(groups.get(arm.label, empty)) for arm in c.arms}
+
+
+def window(c: Comparison, shift: float, replication: int = 0,
+           times_of: dict[str, np.ndarray] | None = None) -> tuple[float, float]:
     """The x range with activity: from before the outage to where 99.5% have landed."""
     sc = c.scenario
     lo = -shift
     if sc.first_outage_start is not None:
         lo = max(-shift, sc.first_outage_start - shift - 0.5)
     tops = []
+    times_of = times_of if times_of is not None else landing_times(c, replication)
     for arm in c.arms:
-        times = landings(one(c.sleeps, arm.label, replication)) - shift
+        times = times_of[arm.label] - shift
         times = times[times >= lo]
         if times.size:
             tops.append(float(np.quantile(times, 0.995)))
@@ -75,14 +107,11 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
     """Retries landing per 10 ms, one row per arm, aligned at the end of the last outage."""
     arms, styles, sc = c.arms, arm_styles(c.arms), c.scenario
     shift, xlabel = origin(c)
-    lo, hi = window(c, shift, replication)
+    times_of = landing_times(c, replication)
+    lo, hi = window(c, shift, replication, times_of)
     n = len(arms)
-    counts = {}
-    for arm in arms:
-        times = landings(one(c.sleeps, arm.label, replication)) - shift
-        counts[arm.label] = landing_counts(times, lo, hi)
+    counts = {arm.label: landing_counts(times_of[arm.label] - shift, lo, hi) for arm in arms}
     top = max((int(k.max(initial=0)) for _, k in counts.values()), default=0)
-    busiest = top / RESOLUTION  # a capacity far above this binds nothing: not drawn
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=wide_size(n, 1.3), layout="constrained")
         grid = fig.add_gridspec(n, 2, width_ratios=[3.2, 1])
@@ -93,9 +122,8 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
         for ax, zoom, arm in zip(axes, zooms, arms, strict=True):
             edges, k = counts[arm.label]
             color = styles[arm.label]["color"]
-            cap = describe.capacity(arm.scenario, busiest)
-            peak = int(k.max(initial=0))
-            at = edges[int(np.argmax(k))] if peak else 0.0
+            cap = describe.capacity(arm.scenario)
+            peak, at, what = headline(edges, k, bool(sc.outage_windows))
             left = min(max(at - ZOOM / 2, lo), max(lo, hi - ZOOM))
             i0 = max(0, int((left - lo) / RESOLUTION) - 1)
             i1 = i0 + int(ZOOM / RESOLUTION) + 3
@@ -110,18 +138,19 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
                     target.axhline(cap * RESOLUTION, **CAPACITY_STYLE)
             zoom.set_xlim(left, left + ZOOM)
             zoom.tick_params(labelleft=False)
-            zoom.set_title(f"zoom: {ZOOM:g} s at its peak", loc="right", fontsize=12)
+            zoom.set_title(f"zoom: {ZOOM:g} s around it", loc="right", fontsize=12)
             when = f"{at:+.2f}" if sc.outage_windows else f"{at:.2f}"
-            note = f"peak {peak:,} in 10 ms at {when} s" if peak else "no retries land"
+            note = f"{what}: {peak:,} per 10 ms at {when} s" if peak else what
             if cap is not None and peak:
-                note += f" ({peak / (cap * RESOLUTION):.1f}× what it serves in 10 ms)"
+                note += (f" = {number_text(peak / (cap * RESOLUTION))}× capacity "
+                         f"({number_text(cap * RESOLUTION)} per 10 ms)")
             ax.set_title(arm.label, color=color, weight="bold", loc="left", fontsize=15)
             ax.set_title(note, loc="right", fontsize=13)
             ax.set_ylabel("per 10 ms")
             ax.yaxis.set_major_locator(LogLocator(numticks=4))
             if ax is not axes[-1]:
                 ax.tick_params(labelbottom=False)
-        cap = describe.capacity(sc, busiest)
+        cap = describe.capacity(sc)
         axes[0].set_ylim(0.5, max(10.0, top, 0.0 if cap is None else cap * RESOLUTION) * 2.5)
         axes[-1].set_xlim(lo, hi)
         axes[-1].set_xlabel(xlabel)

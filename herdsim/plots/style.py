@@ -21,7 +21,9 @@ STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
     "decorrelated_jitter_v2": "#E69F00",  # orange
     "proportional_jitter": "#882255",  # wine (Tol)
 }
-OTHER_COLORS = ("#332288", "#999933", "#44AA99", "#AA4499", "#000000")  # Tol's muted, black
+# Tol's muted olive, teal, purple, rose, green; black; a dark brown: far from the built-ins'
+# blues (Tol's indigo read as full jitter's blue beside it)
+OTHER_COLORS = ("#999933", "#44AA99", "#AA4499", "#CC6677", "#117733", "#000000", "#663333")
 LINE_STYLES = ("-", "--", ":", "-.")
 CAPACITY_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
@@ -111,15 +113,20 @@ def arm_colors(strategies: list[str]) -> dict[str, str]:
     return colors
 
 
+def policy(arm: Arm) -> str:
+    """What an arm's colour stands for: its library preset, else its strategy."""
+    return str(arm.settings.get("retry.preset", arm.strategy))
+
+
 def arm_styles(arms: list[Arm]) -> dict[str, dict]:
-    """``label -> {color, linestyle}``: a colour per strategy (distinct within the figure),
-    a line style per varied setting."""
-    colors = arm_colors([arm.strategy for arm in arms])
+    """``label -> {color, linestyle}``: a colour per policy (preset or strategy, distinct
+    within the figure), a line style per varied setting."""
+    colors = arm_colors([policy(arm) for arm in arms])
     seen: dict[str, int] = {}
     styles = {}
     for arm in arms:
-        k = seen[arm.strategy] = seen.get(arm.strategy, -1) + 1
-        styles[arm.label] = {"color": colors[arm.strategy],
+        k = seen[policy(arm)] = seen.get(policy(arm), -1) + 1
+        styles[arm.label] = {"color": colors[policy(arm)],
                              "linestyle": LINE_STYLES[k % len(LINE_STYLES)]}
     return styles
 

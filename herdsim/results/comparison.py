@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, STATES, missing_text, show
+from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show
+from herdsim.analysis.metastability import RANK_RULE, majority, rank
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.scenario import Scenario, load_scenario
@@ -73,7 +74,7 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         row: dict[str, Any] = {"arm": arm.label, "strategy": arm.strategy, **arm.settings,
                                "replications": len(values)}
         if "state" in mine:
-            row["state"] = majority_state(mine["state"])
+            row["state"] = majority(mine["state"])
         if "latency_censored" in mine:
             row["latency_censored"] = bool(mine["latency_censored"].astype(bool).any())
         for kpi in kpis:
@@ -89,13 +90,6 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     return summary
 
 
-def majority_state(states: pd.Series) -> str:
-    """The state of most runs, ties going to the worse (the sweep's rule for a cell)."""
-    counts = states.value_counts()
-    worst_first = [c for c in reversed(STATES) if c in counts.index]
-    return max(worst_first, key=lambda c: counts[c])
-
-
 def _numeric(column: pd.Series) -> bool:
     """Numbers, possibly missing (a KPI undefined in every run is still a KPI)."""
     if pd.api.types.is_bool_dtype(column):
@@ -103,26 +97,6 @@ def _numeric(column: pd.Series) -> bool:
     present = column.dropna()
     return bool(present.map(lambda v: isinstance(v, (int, float, np.number))
                             and not isinstance(v, (bool, np.bool_))).all())
-
-
-RANK_ORDER = (  # (KPI, ascending): how arms are ranked, first key first
-    ("state", True), ("recovery_time", True), ("completion_time", True), ("goodput", False),
-    ("succeeded_fraction", False), ("peak_to_capacity", True), ("peak_to_baseline", True),
-)
-RANK_RULE = ("ranked by state (recovered, degraded, metastable), then recovery time "
-             "(not recovered last), then goodput, then peak")
-
-
-def rank(summary: pd.DataFrame) -> pd.DataFrame:
-    """Arms best first (:data:`RANK_ORDER`): by state, recovered before degraded before
-    metastable; then by recovery time (undefined last), completion time (occ), goodput and
-    succeeded fraction (higher first), then peak over capacity and over baseline."""
-    order = summary.assign(state_rank=summary["state"].map(STATES.index)
-                           if "state" in summary else 0)
-    keys = [("state_rank", True)] + [(key, up) for key, up in RANK_ORDER[1:] if key in order]
-    order = order.sort_values([k for k, _ in keys], ascending=[up for _, up in keys],
-                              kind="stable", na_position="last")
-    return order.drop(columns="state_rank").reset_index(drop=True)
 
 
 @dataclass
@@ -137,6 +111,7 @@ class Comparison:
     timeseries: pd.DataFrame
     sleeps: pd.DataFrame
     peaks: pd.DataFrame | None
+    unfinished: list[str] = field(default_factory=list)  # arms an interruption left out
     summary: pd.DataFrame = field(init=False)
 
     def __post_init__(self) -> None:
@@ -159,6 +134,16 @@ class Comparison:
                              for (arm, r), out in zip(keys, outputs, strict=True)])
         return cls(base, arms, replications, runs, tidy("timeseries"), tidy("sleeps"),
                    tidy("peaks"))
+
+    @property
+    def interrupted(self) -> str:
+        """``""``, or what an interruption left out: ``; interrupted: 2 arms not run
+        (celery, sidekiq)``, for titles."""
+        if not self.unfinished:
+            return ""
+        n = len(self.unfinished)
+        return (f"; interrupted: {n} arm{'s' * (n > 1)} not run "
+                f"({', '.join(self.unfinished)})")
 
     @property
     def varied(self) -> str:
@@ -185,11 +170,13 @@ class Comparison:
             if key not in ranked:
                 continue
             ci = ranked.get(f"{key}_ci95", pd.Series(np.nan, index=ranked.index))
-            columns[heading] = [self._show(key, row, c) for (_, row), c
+            columns[heading] = [self.shown(key, row, c) for (_, row), c
                                 in zip(ranked.iterrows(), ci, strict=True)]
         return pd.DataFrame(columns, index=pd.RangeIndex(1, len(ranked) + 1, name="rank"))
 
-    def _show(self, key: str, row: pd.Series, ci: float) -> str:
+    def shown(self, key: str, row: pd.Series, ci: float = np.nan) -> str:
+        """KPI *key* of an arm's summary *row* as every surface shows it (± *ci*);
+        a recovery some replications did not reach says in how many."""
         if key == "recovery_time" and pd.isna(row[key]) and self.scenario.downstream.outages:
             runs = self.runs.loc[self.runs["arm"] == row["arm"], key]
             stuck = int(runs.isna().sum())
@@ -199,13 +186,10 @@ class Comparison:
 
     def context(self, row: pd.Series | None = None) -> dict:
         """What :func:`~herdsim.analysis.kpis.show` needs to know about an arm's row: its
-        KPIs, the scenario's outages and model, the oldest pending job of its runs."""
+        KPIs (the latency bounds among them), the scenario's outages and model."""
         context = {} if row is None else row.to_dict()
         context.update(outages=len(self.scenario.downstream.outages),
                        model=self.scenario.downstream.model)
-        if row is not None and "pending_age_max" in self.runs:
-            ages = self.runs.loc[self.runs["arm"] == row["arm"], "pending_age_max"]
-            context["pending_age_max"] = pd.to_numeric(ages).max()
         return context
 
     def missing(self, key: str) -> str:
@@ -239,7 +223,7 @@ class Comparison:
                 rows.append({"arm": row["arm"], "rank": rank_number, "kpi": key,
                              "label": kpi.label, "unit": kpi.unit,
                              "value": _plain(row[key]), "ci95": _plain(ci),
-                             "shown": self._show(key, row, np.nan if ci is None else ci),
+                             "shown": self.shown(key, row, np.nan if ci is None else ci),
                              "better": kpi.better})
         return pd.DataFrame(rows)
 
@@ -257,7 +241,7 @@ class Comparison:
         best = self.ranked().iloc[0]
         return (f"<Comparison {self.scenario.name}: {len(self.arms)} arms varying "
                 f"{self.varied}, {self.replications} replication(s) each; best: "
-                f"{best['arm']} ({best.get('state', '?')})>")
+                f"{best['arm']} ({best.get('state', '?')}){self.interrupted}>")
 
     def _repr_html_(self) -> str:
         table = self.table()

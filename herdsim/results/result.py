@@ -8,7 +8,7 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, show, undefined
+from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario
@@ -75,7 +75,7 @@ class Result:
             f"</td></tr>"
             for key in RUN_TABLE if key in self.summary
             and not (BY_KEY[key].optional and not self.summary[key]))
-        note = ("<p>≥: a lower bound (pending jobs at their age when the run ended)</p>"
+        note = (f"<p>latency {escape(BOUNDS_NOTE)}</p>"
                 if self.summary.get("latency_censored") else "")
         return (f"<b>herdsim run: {escape(self.scenario.name)} — "
                 f"{escape(self.scenario.retry.strategy)}</b><table><tr><th>KPI</th>"

@@ -1,75 +1,63 @@
 """The report's interactive timeline: inline data and a small hand-written canvas zoom.
 
-No library and no network: the data travel inside the page as JSON. Downstream calls per
-second at the run's bin width over the whole run; retries landing per second at 10 ms
-only around the spikes (elsewhere at the bin width), so a 10 ms impulse survives zooming
-from a 90 s axis down to a few bins while the page stays small.
+No library and no network: the data travel inside the page as JSON. Both panels have one
+resolution: per bin of the run, the busiest ``peak_window`` (10 ms by default) of
+downstream calls and of retries landing, as calls per second; so a 10 ms impulse survives
+at any zoom, and zoomed in, the retries landing never outnumber the calls they become.
+Directories saved without the short-window peaks show bin averages in both panels.
 """
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
 
-from herdsim.plots.landing import RESOLUTION, landing_counts, landings
+from herdsim.config.durations import format_duration
+from herdsim.plots.landing import landing_counts, landings
 from herdsim.plots.style import arm_styles, one
 
-SPIKE_FACTOR = 3.0  # a 10 ms bin this many times its bin's mean rate (and >= 5) is a spike
-MARGIN = 0.3  # s of 10 ms bins kept either side of a spike
-MAX_FINE = 20_000  # 10 ms bins per arm at most (the busiest spikes win)
 
-
-def _spans(fine: np.ndarray, coarse_mean: np.ndarray, lo: float) -> list[tuple[int, int]]:
-    """Runs of 10 ms bins (index ranges) around the spikes, merged and capped."""
-    hot = np.flatnonzero((fine >= 5) & (fine > SPIKE_FACTOR * np.maximum(coarse_mean, 0.5)))
-    if hot.size == 0:
-        return []
-    pad = int(round(MARGIN / RESOLUTION))
-    spans: list[list[int]] = []
-    for i in hot:
-        a, b = max(0, i - pad), min(len(fine), i + pad + 1)
-        if spans and a <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], b)
-        else:
-            spans.append([a, b])
-    spans.sort(key=lambda s: -int(fine[s[0]:s[1]].max()))
-    kept, total = [], 0
-    for a, b in spans:
-        if total + (b - a) > MAX_FINE:
-            continue
-        kept.append((a, b))
-        total += b - a
-    return sorted(kept)
+def busiest(fine: np.ndarray, per_bin: int, n_bins: int) -> np.ndarray:
+    """The largest of every *per_bin* consecutive values, one per bin (*n_bins* of them)."""
+    padded = np.zeros(n_bins * per_bin)
+    used = min(len(fine), len(padded))
+    padded[:used] = fine[:used]
+    return padded.reshape(n_bins, per_bin).max(axis=1)
 
 
 def payload(c, replication: int = 0) -> dict:
-    """What the page plots: per arm, calls/s per bin and the landing segments."""
+    """What the page plots: per arm and bin, calls/s and retries landing/s, both the
+    busiest ``peak_window`` in the bin (or both the bin average)."""
     sc = c.scenario
     styles = arm_styles(c.arms)
+    short = c.peaks is not None
     arms = []
     for arm in c.arms:
-        width = arm.scenario.bin
+        width, window = arm.scenario.bin, arm.scenario.peak_window
         ts = one(c.timeseries, arm.label, replication)
-        calls = (ts["attempts"].to_numpy() / width).round(1)
+        n = len(ts)
         times = landings(one(c.sleeps, arm.label, replication))
-        edges, fine = landing_counts(times, 0.0, sc.duration)
-        per_bin = int(round(width / RESOLUTION))
-        n = len(fine) // per_bin * per_bin
-        coarse = fine[:n].reshape(-1, per_bin).sum(axis=1)
-        coarse_mean = np.repeat(coarse / per_bin, per_bin)
-        coarse_mean = np.pad(coarse_mean, (0, len(fine) - n), mode="edge")
-        spans = _spans(fine, coarse_mean, 0.0)
-        arms.append({
-            "label": arm.label, "color": styles[arm.label]["color"],
-            "calls": calls.tolist(),
-            "landBins": (coarse / width).round(1).tolist(),
-            "fine": [[round(a * RESOLUTION, 6), (fine[a:b] / RESOLUTION).round(1).tolist()]
-                     for a, b in spans],
-        })
+        if short:
+            calls = one(c.peaks, arm.label, replication)["peak_rate"].to_numpy()
+            per_bin = max(1, int(round(width / window)))
+            _, fine = landing_counts(times, 0.0, n * width, resolution=width / per_bin)
+            land = busiest(fine, per_bin, n) / (width / per_bin)
+        else:
+            calls = ts["attempts"].to_numpy() / width
+            _, coarse = landing_counts(times, 0.0, n * width, resolution=width)
+            land = coarse[:n] / width
+        arms.append({"label": arm.label, "color": styles[arm.label]["color"],
+                     "calls": np.round(calls, 1).tolist(),
+                     "landBins": np.round(land, 1).tolist()})
     capacity = None if sc.downstream.model == "occ" else sc.downstream.capacity_rate()
-    return {"bin": sc.bin, "res": RESOLUTION, "duration": sc.duration, "capacity": capacity,
-            "outages": [list(w) for w in sc.outage_windows], "arms": arms}
+    what = (f"the busiest {format_duration(sc.peak_window)} in each "
+            f"{format_duration(sc.bin)} bin" if short else
+            f"averaged over each {format_duration(sc.bin)} bin")
+    return {"bin": sc.bin, "window": sc.peak_window if short else sc.bin,
+            "duration": sc.duration, "capacity": capacity,
+            "outages": [list(w) for w in sc.outage_windows], "arms": arms, "what": what}
 
 
 HTML = """
@@ -83,9 +71,8 @@ to reset. <button type="button" id="hs-spike">zoom into the biggest spike</butto
 <canvas id="hs-canvas" width="1100" height="520" tabindex="0"
   aria-label="downstream calls and retries landing over time"></canvas>
 <p id="hs-readout" class="note">&nbsp;</p>
-<p class="note">Top: downstream calls per second, averaged over each bin. Bottom: retries
-landing per second (a retry lands when its sleep ends), at 10 ms near the spikes and
-per bin elsewhere. Grey: outage; dashed: capacity.</p>
+<p class="note">Top: downstream calls per second; bottom: retries landing per second (a
+retry lands when its sleep ends); both __WHAT__. Grey: outage; dashed: capacity.</p>
 </section>
 <script id="hs-data" type="application/json">__DATA__</script>
 <script>__JS__</script>
@@ -103,27 +90,9 @@ JS = r"""
   var view = [0, D.duration], logY = false, L = 70, R = 12;
   var panels = [{top: 26, h: 200, key: "calls", name: "calls/s"},
                 {top: 290, h: 200, key: "land", name: "retries landing/s"}];
-  function segments(arm, key) {  // [t0, width, value] pieces, finest available
-    var out = [], i;
-    if (key === "calls") {
-      for (i = 0; i < arm.calls.length; i++) out.push([i * D.bin, D.bin, arm.calls[i]]);
-      return out;
-    }
-    var fine = arm.fine, f = 0, t = 0;
-    for (i = 0; i < arm.landBins.length; i++) {
-      t = i * D.bin;
-      while (f < fine.length && fine[f][0] + fine[f][1].length * D.res <= t + 1e-9) f++;
-      if (f < fine.length && fine[f][0] < t + D.bin - 1e-9 &&
-          fine[f][0] + fine[f][1].length * D.res > t + 1e-9) {
-        var a = Math.max(t, fine[f][0]), b = Math.min(t + D.bin, fine[f][0] +
-            fine[f][1].length * D.res);
-        if (a > t + 1e-9) out.push([t, a - t, arm.landBins[i]]);
-        for (var k = Math.round((a - fine[f][0]) / D.res);
-             k < Math.round((b - fine[f][0]) / D.res); k++)
-          out.push([fine[f][0] + k * D.res, D.res, fine[f][1][k]]);
-        if (b < t + D.bin - 1e-9) out.push([b, t + D.bin - b, arm.landBins[i]]);
-      } else out.push([t, D.bin, arm.landBins[i]]);
-    }
+  function segments(arm, key) {  // [t0, width, value] per bin: one resolution
+    var values = key === "calls" ? arm.calls : arm.landBins, out = [];
+    for (var i = 0; i < values.length; i++) out.push([i * D.bin, D.bin, values[i]]);
     return out;
   }
   var series = D.arms.map(function (a) {
@@ -198,20 +167,20 @@ JS = r"""
     });
     var span = view[1] - view[0];
     document.body.dataset.view = view[0].toFixed(3) + "," + view[1].toFixed(3);
-    document.body.dataset.finest = span < 20 * D.bin ? String(D.res) : String(D.bin);
+    document.body.dataset.finest = String(D.window);
   }
   function zoom(factor, around) {
     var a = around - (around - view[0]) * factor, b = around + (view[1] - around) * factor;
-    if (b - a < 5 * D.res) return;
+    if (b - a < 5 * D.bin) return;
     view = [Math.max(0, a), Math.min(D.duration, b)];
     draw();
   }
-  function spike() {  // the biggest 10 ms bin of any shown arm, 0.5 s either side
+  function spike() {  // the bin with the most retries landing, 0.5 s either side
     var best = -1, at = 0;
     D.arms.forEach(function (a, i) {
       if (!shown[i]) return;
-      a.fine.forEach(function (f) { f[1].forEach(function (v, k) {
-        if (v > best) { best = v; at = f[0] + k * D.res; } }); });
+      a.landBins.forEach(function (v, k) {
+        if (v > best) { best = v; at = (k + 0.5) * D.bin; } });
     });
     if (best < 0) return false;
     view = [Math.max(0, at - 0.5), Math.min(D.duration, at + 0.5)];
@@ -265,5 +234,7 @@ JS = r"""
 
 def section(c) -> str:
     """The timeline's HTML: controls, canvas, inline JSON data and inline script."""
-    data = json.dumps(payload(c), separators=(",", ":")).replace("</", "<\\/")
-    return HTML.replace("__DATA__", data).replace("__JS__", JS)
+    plotted = payload(c)
+    data = json.dumps(plotted, separators=(",", ":")).replace("</", "<\\/")
+    return (HTML.replace("__WHAT__", html.escape(plotted["what"]))
+            .replace("__DATA__", data).replace("__JS__", JS))

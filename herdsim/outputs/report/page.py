@@ -18,19 +18,13 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import REGISTRY, STATE_MEANING, missing_text
+from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, NA, REGISTRY, REPORT_TABLE, STATE_MEANING
+from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
 from herdsim.config.durations import format_duration
 from herdsim.config.scenario import load_scenario
 from herdsim.outputs.atomic import sealed
 from herdsim.outputs.report import interactive
-from herdsim.outputs.report.verdict import (
-    NOT_RECOVERED,
-    arm_stats,
-    state_text,
-    states,
-    ties,
-    verdict,
-)
+from herdsim.outputs.report.verdict import arm_stats, assumptions, states, ties, verdict
 from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
 from herdsim.plots.metastability_map import plot_map
@@ -67,19 +61,6 @@ button { font: inherit; }
   pre { white-space: pre-wrap; }
 }
 """
-COLUMNS = (  # key, heading, better, format
-    ("state", "state", None, None),
-    ("succeeded_fraction", "succeeded", "higher", "percent"),
-    ("goodput", "goodput", "higher", None),
-    ("recovery_time", "recovery (s)", "lower", None),
-    ("peak_to_capacity", "peak / capacity", "lower", None),
-    ("peak_to_baseline", "peak / baseline", "lower", None),
-    ("amplification", "calls per succeeded job", "lower", None),
-    ("jobs_dead_lettered", "dead-lettered", "lower", None),
-    ("jobs_pending", "pending at the end", "lower", None),
-    ("collapses_after_outage", "crashes after the outage", "lower", None),
-    ("latency_p99", "latency p99 (s)", "lower", None),
-)
 DERIVED = {  # shown but not in the registry
     "state": ("state", "recovered | degraded | metastable, by the sweep's classifier "
               "(docs/scaling.md)"),
@@ -113,55 +94,48 @@ def _page(title: str, body: list[str]) -> str:
 
 
 def _kpi_table(c) -> tuple[str, list[str]]:
-    """The per-arm table (arms in the order of the verdict's ranking keys) and its keys."""
-    reps = c.replications
+    """The per-arm table: arms in the comparison's ranking, the registry's report columns
+    (:data:`~herdsim.analysis.kpis.REPORT_TABLE`), each value as every surface shows it."""
+    ranked = c.ranked()
     st = states(c)
-    columns, stats = [], {}
-    for key, heading, better, fmt in COLUMNS:
-        if key == "state":
-            continue
-        values = arm_stats(c, key)
-        if all(np.isnan(s.mean) for s in values.values()) and key not in c.runs:
-            continue
-        if key in ("peak_to_capacity",) and describe.capacity(c.scenario) is None:
-            continue
-        columns.append((key, heading, better, fmt))
-        stats[key] = values
-    share = stats["succeeded_fraction"]
-    order = sorted(c.arms, key=lambda a: (-np.nan_to_num(share[a.label].mean),
-                                          np.nan_to_num(stats["recovery_time"][a.label].mean,
-                                                        nan=np.inf)))
-    best = ties(share, "higher") if reps > 1 else []
-    head = ["arm", "state"] + [h for _, h, _, _ in columns]
-    context = {"outages": len(c.scenario.downstream.outages),
-               "model": c.scenario.downstream.model}
+    keys = [k for k in REPORT_TABLE if k in ranked and k != "state"
+            and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
+    best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
+    head = ["arm", "state"] + [heading(k) for k in keys]
+    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].meaning for k in keys]
     rows = []
-    for arm in order:
-        cells = [f'<td class="text">{html.escape(arm.label)}'
-                 + (" (tied best on succeeded)" if arm.label in best and len(best) > 1 else "")
+    for _, row in ranked.iterrows():
+        label = row["arm"]
+        cells = [f'<td class="text">{html.escape(label)}'
+                 + (" (tied best on succeeded)" if label in best and len(best) > 1 else "")
                  + "</td>",
-                 f'<td class="text">{html.escape(state_text(st[arm.label]))}</td>']
-        for key, _, _, fmt in columns:
-            s = stats[key][arm.label]
-            missing = missing_text(key, context)
-            if fmt == "percent":
-                text = s.text(lambda v: f"{v:.1%}", missing)
-            else:
-                text = s.text(missing=missing)
-            if key == "latency_p99" and _censored(c, arm.label):
-                text = "≥ " + text
-            cells.append(f"<td>{html.escape(text)}</td>")
+                 f'<td class="text">{html.escape(state_text(st[label]))}</td>']
+        for key in keys:
+            ci = row.get(f"{key}_ci95", np.nan)
+            cells.append(f"<td>{html.escape(c.shown(key, row, np.nan if ci is None else ci))}"
+                         "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    table = ("<table><thead><tr>" + "".join(  # the registry's definition on hover
+        f'<th title="{html.escape(m)}">{html.escape(h)}</th>' for h, m in zip(head, meanings,
+                                                                             strict=True))
              + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-    return table, ["state"] + [k for k, _, _, _ in columns]
+    return table, ["state"] + keys
 
 
-def _censored(c, label: str) -> bool:
-    """Whether a pending job's age reaches the arm's reported latency (a lower bound)."""
-    runs = c.runs[c.runs["arm"] == label]
-    return "latency_censored" in runs and bool(
-        runs["latency_censored"].fillna(False).astype(bool).any())
+def _verdict(c) -> str:
+    """The verdict: its lead line, one item per arm, then the assumptions."""
+    lead, *lines = verdict(c)
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    assumed = "".join(f"<li>{html.escape(line)}</li>" for line in assumptions(c))
+    return (f'<div class="verdict"><p>{html.escape(lead)}</p><ul>{items}</ul>'
+            f"<p>It depends on these assumptions:</p><ul>{assumed}</ul></div>")
+
+
+def heading(key: str) -> str:
+    """A report column's heading: the registry's label and unit."""
+    kpi = BY_KEY[key]
+    unit = "" if not kpi.unit or kpi.kind == "fraction" else f" ({kpi.unit})"
+    return kpi.label + unit
 
 
 def glossary(keys: list[str]) -> str:
@@ -208,20 +182,23 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
     c, sc = comparison, comparison.scenario
     n, reps = len(c.arms), c.replications
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
+    arms += c.interrupted
     table, keys = _kpi_table(c)
     if reps > 1:
         how = (f"Mean ± 95% Student-t interval over {reps} replications per arm; arms whose "
-               "intervals overlap are ties, not a ranking.")
+               f"intervals overlap are ties. Arms {html.escape(RANK_RULE)}.")
     else:
         how = ("One replication per arm: single values, no intervals, and the order is not a "
-               "ranking. Rerun with <code>--replications 5</code> for intervals and ties.")
+               "ranking. Rerun with <code>--replications 5</code> for intervals and ties. "
+               f"Arms {html.escape(RANK_RULE)}.")
+    how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
     body = [
         f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
         f"<p class='note'>{html.escape(arms)}; {_seeds(sc.seed, reps, n)}. "
         f"{html.escape(describe.facts(sc, n == 1))}."
         f" Generated {datetime.now():%Y-%m-%d %H:%M} by herdsim {version('herdsim')}.</p>",
         "<h2>Verdict</h2>",
-        '<p class="verdict">' + " ".join(html.escape(s) for s in verdict(c)) + "</p>",
+        _verdict(c),
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         interactive.section(c),
         *(_figure(kind, _png(directory, c.plot, kind)) for kind in kinds),

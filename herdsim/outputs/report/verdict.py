@@ -1,8 +1,9 @@
-"""What a reviewer reads first: per-arm numbers over replications, ties, and the verdict.
+"""What a reviewer reads first: one line per arm, then the assumptions it depends on.
 
-Every number comes from the runs' summaries (the KPI registry's keys). With one replication
-nothing is ranked as a contest and no interval is shown; with two or more, arms whose 95%
-intervals overlap are called ties.
+Every number comes from the runs' summaries (the KPI registry's keys) and is shown as the
+tables show it (:func:`~herdsim.analysis.kpis.show`); states, their majority over
+replications and the order of the arms come from :mod:`herdsim.analysis.metastability`.
+With two or more replications, arms whose 95% intervals overlap are called ties.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import NOT_RECOVERED, number_text
+from herdsim.analysis.kpis import BY_KEY, number_text, show
+from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 
-__all__ = ["NOT_RECOVERED", "Stat", "arm_stats", "state_text", "states", "ties", "verdict"]
+__all__ = ["NOT_RECOVERED", "Stat", "arm_stats", "assumptions", "state_text", "states", "ties",
+           "verdict"]
 
 
 @dataclass
@@ -87,19 +90,6 @@ def states(c) -> dict[str, list[str]]:
     return out
 
 
-def state_text(values: list[str]) -> str:
-    """``recovered``, or ``degraded (2 of 3 runs; 1 recovered)`` when runs disagree."""
-    if not values:
-        return "n/a"
-    counts = pd.Series(values).value_counts()
-    worst_first = [s for s in reversed(metastability.CLASSES) if s in counts.index]
-    top = max(worst_first or list(counts.index), key=lambda s: counts[s])
-    if counts[top] == len(values):
-        return top
-    rest = ", ".join(f"{counts[s]} {s}" for s in counts.index if s != top)
-    return f"{top} ({counts[top]} of {len(values)} runs; {rest})"
-
-
 def arm_stats(c, key: str) -> dict[str, Stat]:
     return {arm.label: stat(derived(c.runs[c.runs["arm"] == arm.label], key))
             for arm in c.arms}
@@ -124,84 +114,97 @@ def _names(labels: list[str]) -> str:
     return ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
-def _percent(value: float) -> str:
-    return f"{value:.0%}" if value < 0.995 or value == 1 else f"{value:.1%}"
+def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
+    """``exponential: metastable; 26.3% of jobs succeeded; recovery: not recovered within
+    the run; 3 crashes after the outage; peak 28.8× capacity (busiest 10ms)``."""
+    context = c.context(row)
+    parts = [f"{row['arm']}: {state_text(states_of)}",
+             f"{show('succeeded_fraction', row.get('succeeded_fraction'), context)} of jobs "
+             "succeeded"]
+    if c.scenario.downstream.outages:
+        recovery = c.shown("recovery_time", row)
+        parts.append(f"recovery {recovery} s" if recovery[:1].isdigit() else recovery)
+        crashes = row.get("collapses_after_outage")
+        if c.scenario.downstream.overload.collapse is not None and not pd.isna(crashes):
+            parts.append(f"{show('collapses_after_outage', crashes, context)} crash"
+                         f"{'es' * (crashes != 1)} after the outage")
+    window = format_duration(c.scenario.peak_window)
+    if not pd.isna(row.get("peak_to_capacity", np.nan)):
+        parts.append(f"peak {show('peak_to_capacity', row['peak_to_capacity'], context)}× "
+                     f"capacity (busiest {window})")
+    elif not pd.isna(row.get("peak_attempt_rate", np.nan)):
+        parts.append(f"busiest {window}: {show('peak_calls', row.get('peak_calls'), context)}"
+                     " calls")
+    return "; ".join(parts)
+
+
+def assumptions(c) -> list[str]:
+    """What the verdict depends on: the crash rule above all, the capacity, the callers,
+    the replications. Each names the field to change to test it."""
+    sc = c.scenario
+    d = sc.downstream
+    out = []
+    if d.model != "occ":
+        collapse = d.overload.collapse
+        if collapse is not None:
+            rule = []
+            if collapse.threshold is not None:
+                rule.append(f"{collapse.threshold:,} calls land within "
+                            f"{format_duration(collapse.window)}")
+            if collapse.load_limit is not None:
+                rule.append(f"{collapse.load_limit:,} calls are in flight or waiting")
+            out.append("The crash rule: the downstream crashes for "
+                       f"{format_duration(collapse.restart_time)} when "
+                       + " or ".join(rule) + ". States after the outage depend on it most: "
+                       "test it with --set downstream.overload.collapse=null (no crash), "
+                       "or with your own system's threshold.")
+        else:
+            out.append("No crash rule: an overloaded downstream slows or rejects but is never "
+                       "knocked over (downstream.overload.collapse), so no arm can relapse.")
+        capacity = describe.capacity(sc)
+        if capacity is None:
+            out.append("Capacity: " + describe.UNBOUNDED_TEXT + ".")
+        else:
+            out.append(f"Capacity: {capacity:,.0f} calls/s (the summary's capacity_rate, from "
+                       "downstream.concurrency and its service time); peaks are measured "
+                       f"over {format_duration(sc.peak_window)} (peak_window).")
+        callers = (f"{sc.workers.count:,} workers (workers.count)" if sc.workers.count
+                   is not None else "open loop: one caller per job (workers.count: null)")
+        timeout = (f"client timeout {format_duration(d.timeout)}"
+                   if getattr(d, "timeout", None) is not None else "no client timeout")
+        out.append(f"Callers: {callers}; {timeout}; retries "
+                   + ("unlimited" if sc.retry.max_retries is None
+                      else f"at most {sc.retry.max_retries}") + ".")
+    if c.replications == 1 and len(c.arms) > 1:
+        out.append("One replication per arm: single runs, so no difference between arms is "
+                   "tested; rerun with --replications 5 for 95% confidence intervals and ties.")
+    return out
 
 
 def verdict(c) -> list[str]:
-    """The verdict paragraph, one sentence per item, computed from the KPIs."""
+    """The verdict: a lead line, then one line per arm (best first, the ranking of
+    :func:`~herdsim.analysis.metastability.rank`)."""
     sc = c.scenario
-    reps = c.replications
     st = states(c)
-    recovery = arm_stats(c, "recovery_time")
-    sentences = []
-    recovered = [a for a, s in st.items() if state_text(s) == "recovered"]
-    not_yet = [a for a in st if np.isnan(recovery[a].mean)]
     if sc.downstream.outages:
         end = format_duration(sc.last_outage_end)
-        if recovered:
-            fast = sorted(recovered, key=lambda a: recovery[a].mean)
-            times = "; ".join(f"{a} in {recovery[a].text()} s" for a in fast)
-            sentences.append(f"Recovered after the outage ended at {end}: {times}.")
-        else:
-            sentences.append(f"No arm recovered cleanly after the outage ended at {end}.")
-        others = [a for a in st if a not in recovered]
-        if others:
-            parts = [f"{a} {state_text(st[a])}" + (f" ({NOT_RECOVERED}, "
-                                                   f"{format_duration(sc.duration)})"
-                                                   if a in not_yet else "")
-                     for a in others]
-            sentences.append("Not a clean recovery: " + "; ".join(parts) + ".")
+        lead = (f"After the outage ended at {end} (the run lasts "
+                f"{format_duration(sc.duration)}), best first:")
     else:
-        sentences.append("No outage in this scenario, so no recovery is measured; state: "
-                         + "; ".join(f"{a} {state_text(s)}" for a, s in st.items()) + ".")
-    peak = arm_stats(c, "peak_to_capacity")
-    window = format_duration(sc.peak_window)
-    if describe.capacity(sc) is not None and sc.downstream.model != "occ":
-        order = sorted(peak, key=lambda a: -np.nan_to_num(peak[a].mean))
-        rise = ", ".join(f"{peak[a].text()}× under {a}" for a in order)
-        sentence = f"How high the herd rose: the busiest {window} reached {rise} capacity"
-        baseline = arm_stats(c, "peak_to_baseline")
-        if any(not np.isnan(s.mean) for s in baseline.values()):
-            sentence += ("; against the busiest pre-outage " + window + ": "
-                         + ", ".join(f"{baseline[a].text()}× ({a})" for a in order))
-        sentences.append(sentence + ".")
-    else:
-        rate = arm_stats(c, "peak_attempt_rate")
-        order = sorted(rate, key=lambda a: -np.nan_to_num(rate[a].mean))
-        sentences.append(f"Busiest {window}: " + ", ".join(
-            f"{rate[a].text()} calls/s ({a})" for a in order) + " (no capacity to compare)"
-            + ".")
-    share = arm_stats(c, "succeeded_fraction")
-    cost = arm_stats(c, "amplification")
-    goodput = arm_stats(c, "goodput")
-    after = "after the outage" if sc.downstream.outages else "over the run"
-
-    def paid(a: str) -> str:
-        text = (f"{a} {share[a].text(_percent)} of jobs succeeded at "
-                f"{cost[a].text(missing='no')} downstream calls per succeeded job")
-        if not np.isnan(goodput[a].mean):
-            text += f", goodput {goodput[a].text()}× the offered rate {after}"
-        return text
-
-    order = sorted(share, key=lambda a: -np.nan_to_num(share[a].mean))
-    sentences.append("What it cost: " + "; ".join(paid(a) for a in order) + ".")
+        lead = "No outage in this scenario, so no recovery is measured; best first:"
+    lines = [lead]
+    for _, row in c.ranked().iterrows():
+        lines.append(arm_line(c, row, st[row["arm"]]))
     mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
     if any(mechanisms.values()):
-        sentences.append("What held the load back: " + "; ".join(
+        lines.append("What held the load back: " + "; ".join(
             f"{a}: {', '.join(m) if m else 'nothing'}" for a, m in mechanisms.items()) + ".")
-    if len(c.arms) > 1:
-        best = ties(share, "higher")
-        if reps > 1:
-            tied = f"{_names(best)} tie" if len(best) > 1 else f"{best[0]} leads"
-            sentences.append(f"On jobs succeeded, {tied} (95% intervals overlap when "
-                             "tied).")
-        else:
-            sentences.append(
-                "One replication per arm: these are single runs, so no difference between "
-                "arms is tested and nothing here is a ranking; rerun with --replications 5 "
-                "for 95% confidence intervals and ties.")
-    return sentences
+    if len(c.arms) > 1 and c.replications > 1:
+        share = arm_stats(c, "succeeded_fraction")
+        best = ties(share, BY_KEY["succeeded_fraction"].better)
+        tied = f"{_names(best)} tie" if len(best) > 1 else f"{best[0]} leads"
+        lines.append(f"On jobs succeeded, {tied} (95% intervals overlap when tied).")
+    return lines
 
 
 MECHANISMS = (  # summary key -> what did the work, for the verdict
