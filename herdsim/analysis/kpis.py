@@ -301,7 +301,7 @@ def bounds(key: str, summary: dict) -> tuple[float, float | None] | None:
     value = summary.get(key)
     if undefined(value):
         return None
-    lower = float(value)
+    lower = float(value)  # type: ignore[arg-type]  # defined: checked above
     if f"{key}_upper" not in summary:  # saved before the bounds: exact only if none pending
         return (lower, lower) if not summary.get("jobs_pending") else (lower, None)
     upper = summary[f"{key}_upper"]

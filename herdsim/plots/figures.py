@@ -357,8 +357,8 @@ def kpis(c: Comparison) -> Figure:
             finite = values[np.isfinite(values)]
             span = finite.max() if finite.size and finite.max() > 0 else 1.0
             if key in BOUNDED:  # room for the upper bounds
-                found = [bounds(key, c.context(row)) for _, row in ranked.iterrows()]
-                span = max([span, *(b[1] for b in found if b is not None and b[1] is not None)])
+                uppers = [bounds(key, c.context(row)) for _, row in ranked.iterrows()]
+                span = max([span, *(b[1] for b in uppers if b is not None and b[1] is not None)])
             right_edge = span * 1.15  # where an unbounded range's arrow points
             missing = ("not recovered\nwithin the run" if key == "recovery_time" and outage
                        else c.missing(key))

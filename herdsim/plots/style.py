@@ -72,6 +72,8 @@ class Comparison(Protocol):
 
     def missing(self, key: str) -> str: ...
 
+    def context(self, row: pd.Series | None = None) -> dict: ...
+
 
 class Figure(matplotlib.figure.Figure):
     """A matplotlib Figure that Jupyter displays even when pyplot was never imported."""

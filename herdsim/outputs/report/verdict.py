@@ -201,7 +201,7 @@ def verdict(c) -> list[str]:
             f"{a}: {', '.join(m) if m else 'nothing'}" for a, m in mechanisms.items()) + ".")
     if len(c.arms) > 1 and c.replications > 1:
         share = arm_stats(c, "succeeded_fraction")
-        best = ties(share, BY_KEY["succeeded_fraction"].better)
+        best = ties(share, BY_KEY["succeeded_fraction"].better or "higher")
         tied = f"{_names(best)} tie" if len(best) > 1 else f"{best[0]} leads"
         lines.append(f"On jobs succeeded, {tied} (95% intervals overlap when tied).")
     return lines
