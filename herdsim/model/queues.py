@@ -13,11 +13,11 @@ from collections import deque
 import simpy
 
 from herdsim.model.kernel import Timer, at, trigger_later, unfired
-from herdsim.model.workload import ArrivalClock
+from herdsim.model.workload import Clock
 
 
 class JobQueue:
-    """FIFO of jobs fed by an :class:`~herdsim.model.workload.ArrivalClock`.
+    """FIFO of jobs fed by an arrival clock (:data:`~herdsim.model.workload.Clock`).
 
     Arrivals cost no event while nobody waits for them: whoever reads the queue first
     calls ``catch_up(now)``, which lets in, in time order and at their own times, the
@@ -32,7 +32,7 @@ class JobQueue:
     are), and the next event a worker yields sets it again.
     """
 
-    def __init__(self, env: simpy.Environment, clock: ArrivalClock, new_job):
+    def __init__(self, env: simpy.Environment, clock: Clock, new_job):
         self.env = env
         self.clock = clock
         self.new_job = new_job

@@ -20,7 +20,7 @@ from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import Frozen, job_runner, plain, plain_workers, worker
-from herdsim.model.workload import ArrivalClock, Job, OpenArrivals
+from herdsim.model.workload import Job, OpenArrivals, clock
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import CircuitBreaker
 
@@ -74,7 +74,7 @@ class Simulation:
         self.strategy = scenario.retry.build()
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
-        self.clock = ArrivalClock(scenario.workload, self.unit_exponential)
+        self.clock = clock(scenario.workload, self.unit_exponential)
         self.queue = JobQueue(env, self.clock, self.new_job)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
