@@ -130,3 +130,26 @@ def test_a_run_folder_stays_readable_when_its_trace_has_gone(tmp_path):
     result = CliRunner().invoke(app, ["run", str(out / "scenario.yaml"), "--out",
                                       str(tmp_path / "again")])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_trace_command_summarises_and_writes_a_profile(tmp_path):
+    """The summary's count and percentiles against numpy over the same bins; the profile
+    it writes loads as a scenario's workload whose rates are the bins' counts / width."""
+    times = _times(2000)
+    (tmp_path / "t.csv").write_text("time\n" + "".join(f"{t!r}\n" for t in times.tolist()))
+    out = tmp_path / "profile.yaml"
+    result = CliRunner().invoke(app, ["trace", str(tmp_path / "t.csv"), "--bin", "500ms",
+                                      "--profile", str(out)])
+    assert result.exit_code == 0, result.output
+    counts = np.bincount((times // 0.5).astype(int))
+    p50, p90, p99 = np.percentile(counts / 0.5, [50, 90, 99])
+    assert f"{len(times):,} arrivals" in result.output
+    assert f"p50 {p50:,.4g}, p90 {p90:,.4g}, p99 {p99:,.4g}" in result.output
+    steps = yaml.safe_load(out.read_text())["workload"]["profile"]
+    sc = herdsim.load_scenario({"name": "p", "duration": "9s",
+                                "workload": {"profile": steps}})
+    for k, count in enumerate(counts):
+        step = [s for s in sc.workload.profile if s.at <= k * 0.5 + 1e-9][-1]
+        assert step.rate == count / 0.5
+    again = CliRunner().invoke(app, ["trace", str(tmp_path / "t.csv"), "--profile", str(out)])
+    assert again.exit_code == 2 and "already exists" in again.output

@@ -3,7 +3,7 @@
 ``app`` is the Typer application; each module adds its commands to it.
 """
 
-from herdsim.cli import compare, outputs, presets, reproduce, run, sweep
+from herdsim.cli import compare, outputs, presets, reproduce, run, sweep, trace
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "sweep"]
+__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "sweep", "trace"]

@@ -138,3 +138,33 @@ def scan(path: str | Path, fmt: str, time_scale: float = 1.0, start: float = 0.0
             within += 1
     return Scan(count, first, last, within, digest.hexdigest())
 
+
+
+def bin_counts(path: str | Path, fmt: str, width: float) -> list[int]:
+    """Arrivals of the trace per *width*-second bin from 0 to its last time (streamed;
+    memory grows with the span, not the count)."""
+    counts: list[int] = []
+    for value in times(path, fmt):
+        index = int(value // width)
+        if index >= len(counts):
+            counts.extend([0] * (index + 1 - len(counts)))
+        counts[index] += 1
+    return counts
+
+
+def profile(counts: list[int], width: float) -> list[dict]:
+    """A ``workload.profile`` with a step at each bin whose rate (count / width) differs
+    from the last. A profile's first rate must be > 0: if the trace starts with empty
+    bins, the first step takes the rate of the first bin that is not (the caller says
+    so)."""
+    steps: list[dict] = []
+    for index, count in enumerate(counts):
+        rate = count / width
+        if steps and steps[-1]["rate"] == rate:
+            continue
+        steps.append({"at": index * width, "rate": rate})
+    if steps and steps[0]["rate"] == 0:  # the base rate must be > 0
+        steps[0]["rate"] = next((s["rate"] for s in steps if s["rate"] > 0), 0.0)
+        if len(steps) > 1 and steps[1]["rate"] == steps[0]["rate"]:
+            del steps[1]
+    return steps
