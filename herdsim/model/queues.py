@@ -108,6 +108,19 @@ class JobQueue:
         else:
             self.items.append(job)
 
+    def dismiss(self, n: int) -> int:
+        """Take up to *n* idle workers out of line, the last in line first; how many went.
+        (A dismissed worker's process is never resumed: it ends where it waited.)"""
+        gone = 0
+        while gone < n and self._waiting:
+            self._waiting.pop()
+            gone += 1
+        if gone < n and self._waited:  # the first in line waits on the arrival timer
+            self._timer.callbacks.pop()  # its resume: the last callback
+            self._waited = False
+            gone += 1
+        return gone
+
     def get(self) -> Timer:
         """An event whose value is the next job: the arrival timer if nobody waits on it.
 

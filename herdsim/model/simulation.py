@@ -18,6 +18,7 @@ from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
+from herdsim.model.scaling import Pool, autoscaler
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import Frozen, job_runner, plain, plain_workers, worker
 from herdsim.model.workload import Job, OpenArrivals, clock
@@ -108,6 +109,7 @@ class Simulation:
                              if n_clients and scenario.breaker.enabled
                              and scenario.breaker.scope == "client" else None)
         self.run_job = job_runner(self)
+        self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
@@ -125,9 +127,18 @@ class Simulation:
                 runner = Runner(env)
                 runner.start(plain_worker(runner))
             return
+        if scenario.workers.autoscale is not None:
+            self.pool = Pool(self, self._start_worker)
+            self.recorder.gauges["workers"] = []
+            self.pool.grow(scenario.workers.count)
+            env.process(autoscaler(self, self.pool))
+            return
         for _ in range(scenario.workers.count or 0):
-            gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
-            env.process(worker(self, gate))
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        gate = self._pool_gate if self.scenario.breaker.scope == "pool" else self._new_gate()
+        self.env.process(worker(self, gate, self.pool.leaves if self.pool else None))
 
     def _new_gate(self) -> BreakerGate | None:
         if not self.scenario.breaker.enabled:
@@ -172,7 +183,7 @@ class Simulation:
         depth, delayed, up = (gauges["queue_depth"].append, gauges["delayed"].append,
                               gauges["downstream_up"].append)
         breaker_open = gauges["breaker_open"].append
-        stats, n_breakers = self.breaker_stats, max(1, len(self.gates))
+        stats = self.breaker_stats
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
@@ -182,7 +193,9 @@ class Simulation:
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
-            breaker_open(stats.not_closed / n_breakers)
+            breaker_open(stats.not_closed / max(1, len(self.gates)))
+            if self.pool is not None:
+                gauges["workers"].append(self.pool.alive)
 
     def _arm_progress(self, k: int) -> None:
         """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""

@@ -189,8 +189,9 @@ def job_runner(sim):
     return run_job
 
 
-def worker(sim, gate: BreakerGate | None):
-    """SimPy process of one queue worker: consume jobs while its breaker lets it."""
+def worker(sim, gate: BreakerGate | None, leaves=None):
+    """SimPy process of one queue worker: consume jobs while its breaker lets it; under an
+    autoscaler, ``leaves()`` between jobs says whether it retires."""
     env = sim.env
     items = sim.queue.items
     get = sim.queue.get
@@ -198,6 +199,8 @@ def worker(sim, gate: BreakerGate | None):
     run_job = sim.run_job
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
+        if leaves is not None and leaves():
+            return
         if blocked is not None:
             while blocked(env.now):
                 yield from gate.wait_jittered()
@@ -209,12 +212,12 @@ def worker(sim, gate: BreakerGate | None):
 
 def plain(scenario) -> bool:
     """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, retries slept in the worker. Then
+    per-attempt overhead, no Retry-After, retries slept in the worker, a fixed pool. Then
     :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
     return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
             and not scenario.breaker.enabled and scenario.budget is None
             and not scenario.workers.attempt_overhead
-            and scenario.retry.retry_after == "ignore")
+            and scenario.retry.retry_after == "ignore" and scenario.workers.autoscale is None)
 
 
 def plain_workers(sim):
