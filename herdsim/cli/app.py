@@ -9,7 +9,7 @@ import sys
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -18,8 +18,10 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from herdsim.config import bundled
-from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
+
+if TYPE_CHECKING:
+    from herdsim.config.scenario import Scenario
 
 
 class Boundary(TyperGroup):
@@ -55,6 +57,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: wrapped, never cut with "…", no <bool> after flags
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console(width=None if sys.stdout.isatty() else 120)  # pipes: wide, no wrapping
 err_console = Console(stderr=True, emoji=False)
@@ -104,6 +107,8 @@ def load(path: Path, sets: list[str] | None, trust_code: bool = True) -> Scenari
         overrides = parse_sets(sets)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
+    from herdsim.config.scenario import load_scenario  # pydantic: not for --help
+
     return load_scenario(bundled.resolve(path), overrides, trust_code)
 
 

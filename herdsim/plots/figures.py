@@ -22,6 +22,7 @@ from herdsim.analysis.kpis import FIGURE, format_kpi
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.plots import describe
+from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
     CAPACITY_STYLE,
@@ -375,7 +376,6 @@ def kpis(c: Comparison) -> Figure:
 
 
 PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
-FIGURES = tuple(PLOTS)
 
 
 def draw(c: Comparison, kind: str) -> Figure:
