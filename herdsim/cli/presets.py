@@ -43,6 +43,8 @@ def _defaults(preset: table.Preset) -> str:
         kind = f["budget"]["kind"]
         parts.append(f"budget {kind}" + (f"/{f['budget']['preset']}" if "preset" in f["budget"]
                                          else ""))
+    if f.get("client_limiter"):
+        parts.append(f"client_limiter {f['client_limiter']['kind']}")
     return ", ".join(parts)
 
 

@@ -423,6 +423,17 @@ class Budget(Section):
         return {f: getattr(self, f) for f in _TOKEN_FIELDS if getattr(self, f) is not None}
 
 
+class ClientLimiter(Section):
+    """A client-side rate limiter before every attempt: botocore's adaptive mode (see
+    herdsim/policies/adaptive.py)."""
+
+    kind: Literal["aws_adaptive"] = "aws_adaptive"
+    scope: Literal["worker", "pool", "client"] = Field(
+        "pool", description="pool: one client shared by every worker (a boto3 client "
+                            "shared by threads); worker: one each; client: per open-loop "
+                            "client")
+
+
 class Scenario(Section):
     """A whole simulation: what arrives, who works, what they call, how they retry."""
 
@@ -440,6 +451,7 @@ class Scenario(Section):
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
     budget: Budget | None = None
+    client_limiter: ClientLimiter | None = None
 
     @field_validator("name")
     @classmethod
@@ -487,7 +499,8 @@ class Scenario(Section):
             raise _FieldError("workers.clients",
                               "clients group open-loop callers: set workers.count: null")
         for section, mitigation in (("breaker", self.breaker if self.breaker.enabled else None),
-                                    ("budget", self.budget)):
+                                    ("budget", self.budget),
+                                    ("client_limiter", self.client_limiter)):
             if mitigation is not None and mitigation.scope == "client" and not clients:
                 raise _FieldError(f"{section}.scope",
                                   "scope client needs workers.clients (open-loop callers "
@@ -500,6 +513,10 @@ class Scenario(Section):
             if self.breaker.enabled and self.breaker.scope == "worker":
                 raise _FieldError("breaker.scope",
                                   "open-loop callers share one breaker: use scope: pool "
+                                  "(or client, with workers.clients)")
+            if self.client_limiter is not None and self.client_limiter.scope == "worker":
+                raise _FieldError("client_limiter.scope",
+                                  "open-loop callers share one client: use scope: pool "
                                   "(or client, with workers.clients)")
             if self.budget is not None and self.budget.scope == "worker":
                 raise _FieldError("budget.scope",

@@ -23,6 +23,7 @@ from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import Frozen, job_runner, plain, plain_workers, worker
 from herdsim.model.workload import Job, OpenArrivals, clock
 from herdsim.policies import budget as budgets
+from herdsim.policies.adaptive import ClientRateLimiter
 from herdsim.policies.breaker import CircuitBreaker
 
 
@@ -99,6 +100,7 @@ class Simulation:
         self._budget_draw = draws(lambda n: rngs["budget"].random(n))
         self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
         self._budgets: dict = {}
+        self._limiters: dict = {}
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
@@ -159,6 +161,18 @@ class Simulation:
         if budget is None:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
         return budget
+
+    def limiter_for(self, owner) -> ClientRateLimiter | None:
+        """The client rate limiter of *owner* (a worker process or a client), the pool's,
+        or None; made when first asked for, with the clock at that moment."""
+        cfg = self.scenario.client_limiter
+        if cfg is None:
+            return None
+        key = owner if cfg.scope != "pool" else None
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limiter = self._limiters[key] = ClientRateLimiter(self.env.now)
+        return limiter
 
     def new_job(self, now: float) -> Job | None:
         """A new job arrives at *now* (None when the main queue is full and refuses it)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
+from herdsim.config.scenario import RESOLUTION
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
@@ -56,6 +57,15 @@ def giving_up(sim):
     return give_up
 
 
+def acquiring(limiter, env, timeout):
+    """A generator: wait until *limiter* (a ``ClientRateLimiter``) lets a call leave,
+    sleeping its waits (at least ``RESOLUTION``, so simulated time moves)."""
+    wait = limiter.before_send(env.now)
+    while wait > 0:
+        yield timeout(max(wait, RESOLUTION))
+        wait = limiter.before_send(env.now)
+
+
 def job_runner(sim):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
@@ -101,6 +111,7 @@ def job_runner(sim):
             budget = sim.budget_for(client)
             if client_gates is not None:
                 gate = client_gates[client]
+        limiter = sim.limiter_for(proc if clients is None else client)
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
@@ -125,6 +136,8 @@ def job_runner(sim):
                     break
                 outcome = None  # an open-loop caller sees a failed call
             else:
+                if limiter is not None and limiter.enabled:
+                    yield from acquiring(limiter, env, timeout)
                 job.attempts += 1
                 if overhead:  # what the attempt costs the client before the call leaves
                     yield timeout(overhead)
@@ -140,6 +153,8 @@ def job_runner(sim):
                 if breaker is not None:
                     breaker.record(now, failed,
                                    slow_threshold is not None and now - started >= slow_threshold)
+                if limiter is not None:
+                    limiter.after_response(now, outcome == THROTTLED)
                 if budget is not None:
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0
@@ -212,12 +227,14 @@ def worker(sim, gate: BreakerGate | None, leaves=None):
 
 def plain(scenario) -> bool:
     """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, retries slept in the worker, a fixed pool. Then
+    per-attempt overhead, no Retry-After, no client limiter, retries slept in the worker,
+    a fixed pool. Then
     :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
     return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
             and not scenario.breaker.enabled and scenario.budget is None
             and not scenario.workers.attempt_overhead
-            and scenario.retry.retry_after == "ignore" and scenario.workers.autoscale is None)
+            and scenario.retry.retry_after == "ignore" and scenario.workers.autoscale is None
+            and scenario.client_limiter is None)
 
 
 def plain_workers(sim):

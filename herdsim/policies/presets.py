@@ -23,8 +23,8 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 # Every path a preset controls. A section name (breaker, budget) stands for the section.
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
          "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
-         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget")
-SECTIONS = ("breaker", "budget")
+         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter")
+SECTIONS = ("breaker", "budget", "client_limiter")
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,28 @@ _PRESETS = (
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in _PRESETS}
+
+
+def _adaptive() -> Preset:
+    """aws-adaptive: aws-standard (whatever it sets) plus botocore's client rate limiter."""
+    standard = PRESETS["aws-standard"]
+    return Preset(
+        "aws-adaptive", "botocore retry_mode=adaptive (AWS SDK for Python)",
+        standard.formula + "; before each attempt a token of the client rate limiter "
+        "(CUBIC, C 0.4, beta 0.7; at most 2 x the measured rate), used once a throttle "
+        "has been seen",
+        standard.limits + "; one limiter per client (scope pool: the workers share one)",
+        {**standard.fields, "client_limiter": {"kind": "aws_adaptive", "scope": "pool"}},
+        (*standard.sources,
+         "boto/botocore botocore/retries/adaptive.py:10-35,57-89,95-128 @0e6e2404",
+         "boto/botocore botocore/retries/throttling.py:6-41 @0e6e2404",
+         "boto/botocore botocore/retries/bucket.py:20-21,36-57,67-115 @0e6e2404"),
+        "botocore blocks the sending thread until a token is there; herdsim's worker "
+        "sleeps botocore's wait and asks again (at least 1 us, herdsim's resolution). "
+        + standard.differs)
+
+
+PRESETS["aws-adaptive"] = _adaptive()
 
 
 def get(name: str) -> Preset:
