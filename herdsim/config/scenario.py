@@ -302,6 +302,13 @@ class Downstream(Section):
         return capacity
 
 
+class RetryBucket(Section):
+    """A token bucket every retry reserves from (client-go's ``BucketRateLimiter``)."""
+
+    rate: float = Field(gt=0, description="tokens per second")
+    burst: int = Field(ge=1, description="bucket size (full at the start)")
+
+
 class Retry(Section):
     preset: str | None = Field(None, description="a library's policy as shipped "
                                                  "(herdsim presets); fields set here win")
@@ -313,6 +320,9 @@ class Retry(Section):
     params: dict[str, Any] = {}
     retry_after: Literal["ignore", "use", "at_least"] = Field(
         "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
+    bucket: RetryBucket | None = Field(
+        None, description="a retry waits the larger of its backoff and this shared "
+                          "bucket's reservation delay")
     _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.policies.workqueue import Bucket
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -99,6 +100,7 @@ def job_runner(sim):
     hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
     use_hint = retry.retry_after == "use"
     overhead = scenario.workers.attempt_overhead
+    bucket = Bucket(retry.bucket.rate, retry.bucket.burst) if retry.bucket else None
 
     give_up = giving_up(sim)
 
@@ -180,6 +182,8 @@ def job_runner(sim):
                 pause, job.prev = draw(n, job.prev, rng)
             else:
                 pause = job.prev = draw(n, job.prev, rng)
+            if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
+                pause = max(pause, bucket.reserve(now))
             if hinted and outcome in (THROTTLED, REJECTED):
                 hint = downstream.retry_after
                 if hint is not None:
@@ -227,14 +231,14 @@ def worker(sim, gate: BreakerGate | None, leaves=None):
 
 def plain(scenario) -> bool:
     """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, no client limiter, retries slept in the worker,
-    a fixed pool. Then
-    :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
+    per-attempt overhead, no Retry-After, no client limiter or retry bucket, retries slept
+    in the worker, a fixed pool. Then :func:`plain_worker` runs instead of ``worker`` +
+    ``run_job`` (chosen once per run)."""
     return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
             and not scenario.breaker.enabled and scenario.budget is None
             and not scenario.workers.attempt_overhead
             and scenario.retry.retry_after == "ignore" and scenario.workers.autoscale is None
-            and scenario.client_limiter is None)
+            and scenario.client_limiter is None and scenario.retry.bucket is None)
 
 
 def plain_workers(sim):

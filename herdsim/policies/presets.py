@@ -23,7 +23,8 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 # Every path a preset controls. A section name (breaker, budget) stands for the section.
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
          "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
-         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter")
+         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter",
+         "retry.bucket")
 SECTIONS = ("breaker", "budget", "client_limiter")
 
 
@@ -279,6 +280,22 @@ def _adaptive() -> Preset:
 
 
 PRESETS["aws-adaptive"] = _adaptive()
+PRESETS["k8s-workqueue"] = Preset(
+    "k8s-workqueue", "client-go workqueue, DefaultControllerRateLimiter (Go, Kubernetes "
+    "controllers)",
+    "max(5 ms * 2^(k-1) capped at 1000 s, the delay of a reservation from a 10/s, burst-100 "
+    "bucket every retry shares)",
+    "retries forever (a controller requeues until Forget); the item waits in the delaying "
+    "queue (the worker is free)",
+    {**_fields("exponential", 0.005, 1000.0, None, "requeue", 0.001),
+     "retry.bucket": {"rate": 10.0, "burst": 100}},
+    ("kubernetes/client-go util/workqueue/default_rate_limiters.go:50-55,68-70,116-134,"
+     "144-149,222-232 @32ce75a7",
+     "kubernetes/client-go util/workqueue/delaying_queue.go:249,355-369 @32ce75a7"),
+    "the delaying queue fires at the ready time; herdsim's poller runs every 1 ms. Jobs "
+    "have no keys here: two jobs for one object are two items (queue.go's dirty and "
+    "processing sets collapse them in client-go; herdsim.policies.workqueue has them, "
+    "the simulated queue does not yet)")
 
 
 def get(name: str) -> Preset:
