@@ -124,3 +124,27 @@ def test_bundled_scale_out_turns_a_blip_metastable(scenarios_dir):
         sc = herdsim.load_scenario(path, overrides={"duration": "40s", **overrides})
         states[label] = herdsim.run(sc).summary["state"]
     assert states == {"scaled": "metastable", "fixed": "recovered", "capped": "recovered"}
+
+
+def test_sqs_lambda_scales_300_a_minute_and_dead_letters_after_5_receives():
+    """The preset's documented constants in a run: 5 concurrent batches at first, at most
+    5 more a second (300 a minute) and never above 1,000; a failing message comes back
+    after the 30 s visibility timeout and goes to the DLQ on its 5th receive."""
+    sc = herdsim.load_scenario({
+        "name": "sqs", "duration": "150s", "seed": 5, "bin": "1s",
+        "workload": {"rate": 60, "poison_fraction": 0.02},
+        "retry": {"preset": "sqs-lambda"},
+        "downstream": {"concurrency": 1000, "service": {"distribution": "constant",
+                                                        "mean": "1s"}}})
+    res = herdsim.run(sc)
+    ts, jobs = res.timeseries, res.jobs
+    workers = ts["workers"].to_numpy()
+    assert workers[0] == 5 and workers.max() <= 1000
+    assert np.all(np.diff(workers) <= 5)  # bins of 1 s, one decision each
+    assert workers.max() >= 60  # it did reach the load (60 jobs/s of 1 s)
+    poison = jobs[jobs["poison"] & (jobs["arrival"] < 20)]
+    assert len(poison) > 5
+    assert (poison["outcome"] == "dead_lettered").all() and (poison["attempts"] == 5).all()
+    sleeps = res.sleeps[res.sleeps["job"].isin(poison["job"])]
+    assert (sleeps["sleep"] == 30.0).all() and len(sleeps) == 4 * len(poison)
+    assert (poison["latency"] >= 4 * 30.0).all()

@@ -24,7 +24,7 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
          "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
          "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter",
-         "retry.bucket")
+         "retry.bucket", "workers.count", "workers.autoscale")
 SECTIONS = ("breaker", "budget", "client_limiter")
 
 
@@ -280,6 +280,29 @@ def _adaptive() -> Preset:
 
 
 PRESETS["aws-adaptive"] = _adaptive()
+VISIBILITY_TIMEOUT = 30.0  # SQS's default VisibilityTimeout (documentation)
+MAX_RECEIVE_COUNT = 5  # a redrive policy's maxReceiveCount: 1-1000, no default; a choice
+PRESETS["sqs-lambda"] = Preset(
+    "sqs-lambda", "AWS Lambda's SQS event source mapping (standard queue), from AWS's "
+    "documentation",
+    "a failed batch is visible again after the visibility timeout (30 s, SQS's default)",
+    "maxReceiveCount 5 receives, then the DLQ; pollers start at 5 concurrent batches, add "
+    "up to 300 a minute while messages wait, to 1,000, and scale back when idle",
+    {**_fields("fixed", VISIBILITY_TIMEOUT, VISIBILITY_TIMEOUT, MAX_RECEIVE_COUNT - 1,
+               "requeue", 0.1),
+     "workers.count": 5,
+     "workers.autoscale": {"metric": "queue_depth", "target": 1, "min": 5, "max": 1000,
+                           "interval": 1.0, "step_limit": 5, "cooldown": 0.0}},
+    ("docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html (five batches, up to "
+     "300 more instances per minute, 1,000 batches, scales back to five)",
+     "docs.aws.amazon.com/lambda/latest/dg/API_ScalingConfig.html (MaximumConcurrency "
+     "2-1000: set workers.autoscale.max)",
+     "docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide (visibility "
+     "timeout 30 s by default; redrive policy maxReceiveCount)"),
+    "every number is from AWS's documentation, not code (the service is closed). One "
+    "worker is one concurrent batch of one message; 300 a minute is applied as 5 a second "
+    "both ways (the docs do not say how fast Lambda scales back, nor the 2-batch "
+    "optimisation); maxReceiveCount has no default, 5 is a choice")
 PRESETS["k8s-workqueue"] = Preset(
     "k8s-workqueue", "client-go workqueue, DefaultControllerRateLimiter (Go, Kubernetes "
     "controllers)",
