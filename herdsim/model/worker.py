@@ -15,6 +15,7 @@ from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.policies import retry_after
 from herdsim.policies.workqueue import Bucket
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
@@ -89,6 +90,8 @@ def job_runner(sim):
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
+    # after a throttling answer (a 429: THROTTLED or REJECTED) when its base differs
+    throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
     open_loop = scenario.workers.count is None
     sleep_mode = scenario.workers.retry_mode == "sleep"
     delay = sim.delayed.add
@@ -97,8 +100,7 @@ def job_runner(sim):
     slow_threshold = scenario.breaker.slow_call_threshold
     clients, client_gates = sim.clients, sim.client_gates
     downstream = sim.downstream
-    hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
-    use_hint = retry.retry_after == "use"
+    heed = retry_after.rule(retry.retry_after, retry.retry_after_limit)  # read after a 429
     overhead = scenario.workers.attempt_overhead
     bucket = Bucket(retry.bucket.rate, retry.bucket.burst) if retry.bucket else None
 
@@ -156,7 +158,7 @@ def job_runner(sim):
                     breaker.record(now, failed,
                                    slow_threshold is not None and now - started >= slow_threshold)
                 if limiter is not None:
-                    limiter.after_response(now, outcome == THROTTLED)
+                    limiter.after_response(now, outcome in (THROTTLED, REJECTED))
                 if budget is not None:
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0
@@ -172,22 +174,24 @@ def job_runner(sim):
             ):
                 give_up(job, now)
                 break
+            throttled = outcome in (THROTTLED, REJECTED)
             if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
                 if not allowed:
                     budget_refused(now)
                     give_up(job, now)
                     break
+            sleep = throttling_draw if throttled and throttling_draw else draw
             if stateful:
-                pause, job.prev = draw(n, job.prev, rng)
+                pause, job.prev = sleep(n, job.prev, rng)
             else:
-                pause = job.prev = draw(n, job.prev, rng)
+                pause = job.prev = sleep(n, job.prev, rng)
             if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
                 pause = max(pause, bucket.reserve(now))
-            if hinted and outcome in (THROTTLED, REJECTED):
+            if heed is not None and throttled:
                 hint = downstream.retry_after
                 if hint is not None:
-                    pause = hint if use_hint or hint > pause else pause
+                    pause = heed(pause, hint)
             job.retries = n + 1
             record_sleep(now, job.id, n, pause)
             if sleep_mode:
@@ -231,13 +235,15 @@ def worker(sim, gate: BreakerGate | None, leaves=None):
 
 def plain(scenario) -> bool:
     """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, no client limiter or retry bucket, retries slept
-    in the worker, a fixed pool. Then :func:`plain_worker` runs instead of ``worker`` +
-    ``run_job`` (chosen once per run)."""
+    per-attempt overhead, no Retry-After, no throttling base, no client limiter or retry
+    bucket, retries slept in the worker, a fixed pool. Then :func:`plain_worker` runs
+    instead of ``worker`` + ``run_job`` (chosen once per run)."""
     return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
             and not scenario.breaker.enabled and scenario.budget is None
             and not scenario.workers.attempt_overhead
-            and scenario.retry.retry_after == "ignore" and scenario.workers.autoscale is None
+            and scenario.retry.retry_after == "ignore"
+            and scenario.retry.throttling_base is None
+            and scenario.workers.autoscale is None
             and scenario.client_limiter is None and scenario.retry.bucket is None)
 
 
