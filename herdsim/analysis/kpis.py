@@ -123,6 +123,28 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took"),
     KPI("calls_per_wall_second", "calls per wall second", "calls/s",
         meaning="simulation speed"),
+    # herdsim testbed only: how late its real processes were (docs/validation.md)
+    KPI("lateness_p99_ms", "lateness p99 (worst kind)", "ms", better="lower",
+        meaning="testbed: the largest of the timer, event-loop and producer p99 lateness"),
+    KPI("lateness_timer_p99_ms", "timer overshoot p99", "ms", better="lower",
+        meaning="testbed: how late retry sleeps, polls, outages and service timers woke"),
+    KPI("lateness_loop_p99_ms", "event-loop lag p99", "ms", better="lower",
+        meaning="testbed: how much longer than asked a 10 ms probe sleep took"),
+    KPI("lateness_producer_p99_ms", "producer drift p99", "ms", better="lower",
+        meaning="testbed: how long after its arrival time a job was pushed"),
+    KPI("lateness_max_ms", "lateness max", "ms", better="lower",
+        meaning="testbed: the latest wake of any kind"),
+    KPI("lateness_bound_ms", "lateness bound", "ms",
+        meaning="testbed: the p99 lateness a valid run stays within"),
+    KPI("testbed_valid", "valid (kept up)", kind="flag", better="higher",
+        meaning="testbed: every kind of lateness stayed within the bound at p99"),
+    KPI("testbed_invalid_reason", "invalid because", kind="text", optional=True,
+        meaning="testbed: which lateness exceeded the bound"),
+    KPI("testbed_processes", "worker processes", kind="count",
+        meaning="testbed: processes the workers were spread over"),
+    KPI("testbed_unaccounted_jobs", "jobs unaccounted for", kind="count", better="lower",
+        meaning="testbed: jobs found in no place or in two (succeeded, dead-lettered, "
+                "queued, parked, in a worker's hand); 0 in a sound run"),
 )
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 
@@ -132,7 +154,10 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
              "calls_avoided", "budget_refused_total", "completion_time", "conflicts",
-             "recovery_time", "latency_p50", "latency_p99", "wall_seconds")
+             "recovery_time", "latency_p50", "latency_p99", "wall_seconds",
+             "lateness_p99_ms", "lateness_timer_p99_ms", "lateness_loop_p99_ms",
+             "lateness_producer_p99_ms", "lateness_max_ms", "testbed_valid",
+             "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
     "recovery_time": "recovery s", "peak_to_baseline": "peak/pre ×",
