@@ -12,6 +12,7 @@ import numpy as np
 
 from herdsim.config.scenario import Scenario, Service
 from herdsim.model import occ
+from herdsim.model.defences import DefendedDownstream
 from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
@@ -83,7 +84,9 @@ class Simulation:
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
-        self.downstream = Downstream(
+        defended = scenario.downstream.defends()
+        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
+        self.downstream = (DefendedDownstream if defended else Downstream)(
             env, scenario.downstream,
             _service_draws(scenario.downstream.service, rngs["service"]),
             draws(lambda n: rngs["outages"].random(n)),
@@ -92,6 +95,7 @@ class Simulation:
             if scenario.downstream.network_delay else None,
             _service_draws(scenario.downstream.request_delay, rngs["request"])
             if scenario.downstream.request_delay else None,
+            **extra,
         )
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
@@ -200,6 +204,7 @@ class Simulation:
                               gauges["downstream_up"].append)
         breaker_open = gauges["breaker_open"].append
         stats = self.breaker_stats
+        extra = getattr(ds, "gauge_samplers", ())  # a defended downstream's limit, mode
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
@@ -209,7 +214,9 @@ class Simulation:
             depth(len(self.queue.items))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
-            breaker_open(stats.not_closed / max(1, len(self.gates)))
+            breaker_open(stats.not_closed / max(1, len(self.gates)))  # (autoscale adds)
+            for samples, read in extra:
+                samples.append(read())
             if self.pool is not None:
                 gauges["workers"].append(self.pool.alive)
 

@@ -67,6 +67,10 @@ def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
         ("downstream.overload.latency_model", ds.overload.latency_model == "continuous",
          "processor sharing (latency_model: continuous)"),
         ("downstream.serve_abandoned", ds.serve_abandoned, "serving abandoned calls"),
+        ("downstream.discipline", ds.discipline != "fifo", "a LIFO waiting room"),
+        ("downstream.codel", ds.codel is not None, "CoDel"),
+        ("downstream.shedding", ds.shedding is not None, "probabilistic shedding"),
+        ("downstream.admission", ds.admission is not None, "an admission limit"),
     ]
     unsupported += [] if downstream_only else [
         ("workers.count", workers.count is None, "open-loop callers (workers.count: null)"),
