@@ -206,7 +206,9 @@ def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_pat
     ("workers.count", None), ("downstream.model", "occ"),
     ("downstream.network_delay", {"mean": "1ms"}), ("workers.attempt_overhead", "1ms"),
     ("downstream.discipline", "lifo"), ("downstream.codel", {}),
-    ("downstream.admission", {"kind": "aimd"})])
+    ("downstream.admission", {"kind": "aimd"}),
+    ("workers.autoscale", {"metric": "queue_depth", "target": 1, "min": 1, "max": 100000}),
+    ("client_limiter", {"kind": "aws_adaptive"}), ("retry.bucket", {"rate": 10, "burst": 5})])
 def test_what_the_testbed_does_not_emulate_is_refused_naming_the_field(field, value):
     sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
                        {field: value, **({"workers.count": 10} if field ==

@@ -14,6 +14,7 @@ import pandas as pd
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
 from herdsim.model.defences import SHED
+from herdsim.model.workload import Piecewise
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
 RECOVERY_EXPECTED = 100  # successes the window must expect: widened until it does
@@ -201,8 +202,11 @@ def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
 
 def offered_rate(scenario: Scenario, start: float, end: float) -> float:
     """Mean rate (jobs/s) of jobs that can succeed offered in [*start*, *end*): the
-    workload's rate, the spikes' rates inside their windows, times 1 - poison_fraction."""
+    workload's rate (or profile), the spikes' rates inside their windows, times
+    1 - poison_fraction (a trace's mean rate over the run)."""
     wl = scenario.workload
+    if wl.profile:
+        return Piecewise(wl).integral(start, end) / (end - start) * (1 - wl.poison_fraction)
     total = wl.rate * (end - start)
     for spike in wl.spikes:
         overlap = min(end, spike.at + spike.duration) - max(start, spike.at)
@@ -237,7 +241,8 @@ def bounded_capacity(scenario: Scenario) -> float | None:
     capacity = ds.capacity_rate()
     if ds.rate_limit is not None or ds.overload.latency_per_call > 0:
         return capacity
-    highest = max([wl.rate, wl.backlog / scenario.duration, *(s.rate for s in wl.spikes)])
+    highest = max([*wl.profile_rates(), wl.backlog / scenario.duration,
+                   *(s.rate for s in wl.spikes)])
     return None if capacity > UNBOUNDED_FACTOR * highest else capacity
 
 

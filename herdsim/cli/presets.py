@@ -48,6 +48,16 @@ def _defaults(preset: table.Preset) -> str:
         kind = f["budget"]["kind"]
         parts.append(f"budget {kind}" + (f"/{f['budget']['preset']}" if "preset" in f["budget"]
                                          else ""))
+    if f.get("retry.bucket"):
+        parts.append(f"retry bucket {f['retry.bucket']['rate']:g}/s, burst "
+                     f"{f['retry.bucket']['burst']}")
+    if f.get("workers.autoscale"):
+        scale = f["workers.autoscale"]
+        parts.append(f"workers {f['workers.count']}..{scale['max']} autoscaled on "
+                     f"{scale['metric']}, {scale['step_limit']} per "
+                     f"{format_duration(scale['interval'])}")
+    if f.get("client_limiter"):
+        parts.append(f"client_limiter {f['client_limiter']['kind']}")
     return ", ".join(parts)
 
 

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import trace as traces
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.schema import GatesCalls, model_at, section_type
 from herdsim.errors import ScenarioError, StrategyError
@@ -111,19 +112,106 @@ class Spike(Section):
     rate: float = Field(gt=0)
 
 
+class Step(Section):
+    """One step of a rate profile: from ``at`` on the rate is ``rate``; with ``ramp`` it
+    moves linearly from the previous step's rate to ``rate`` over [at, at + ramp]."""
+
+    at: NonNegativeDuration
+    rate: float = Field(ge=0, description="jobs per second")
+    ramp: NonNegativeDuration = 0.0
+
+
+class Trace(Section):
+    """Recorded arrivals: every job arrives at a time of the file (× time_scale, + start)."""
+
+    file: str = Field(min_length=1, description="path, relative to the scenario file")
+    format: Literal["csv", "osdi"] = Field(
+        "csv", description="csv: a time column in seconds; osdi: the OSDI'22 metastability "
+                           "artifact's whitespace lines (arrival_s request_type size key)")
+    time_scale: float = Field(1.0, gt=0, description="multiplies every time of the file")
+    start: NonNegativeDuration = Field(0.0, description="added to every (scaled) time")
+    sha256: str | None = Field(None, description="the file's SHA-256, filled on load; a "
+                                                 "different file is refused")
+
+
 class Workload(Section):
-    arrivals: Literal["poisson", "constant", "burst"] = "poisson"
-    rate: float = Field(gt=0, description="jobs per second")
+    arrivals: Literal["poisson", "constant", "burst", "trace"] = "poisson"
+    rate: float | None = Field(None, gt=0, description="jobs per second (a profile's first "
+                                                        "step or a trace's mean by default)")
+    profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
+    trace: Trace | None = Field(None, description="arrivals: trace reads arrivals from here")
     burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
     backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
     spikes: list[Spike] = []
 
+    @model_validator(mode="after")
+    def _one_source(self) -> Workload:
+        if (self.arrivals == "trace") != (self.trace is not None):
+            field = "workload.trace" if self.trace is None else "workload.arrivals"
+            raise _FieldError(field, "arrivals: trace and a workload.trace go together")
+        if self.profile and self.trace is not None:
+            raise _FieldError("workload.profile", "a profile and a trace both set the rate; "
+                                                  "give one")
+        steps = self.profile
+        if steps:
+            if steps[0].at != 0 or steps[0].ramp:
+                raise _FieldError("workload.profile.0",
+                                  "the first step starts at 0s with no ramp (it is the base "
+                                  "rate)")
+            if steps[0].rate <= 0:
+                raise _FieldError("workload.profile.0.rate",
+                                  "the first step's rate (the base rate) must be > 0")
+            for i in range(1, len(steps)):
+                if steps[i].at <= steps[i - 1].at:
+                    raise _FieldError(f"workload.profile.{i}.at",
+                                      "steps must come in time order, each after the last")
+                if steps[i - 1].at + steps[i - 1].ramp > steps[i].at:
+                    raise _FieldError(f"workload.profile.{i - 1}.ramp",
+                                      "the ramp runs past the next step's at")
+            if self.rate is None:
+                self.rate = steps[0].rate
+        if self.rate is None and self.trace is None:
+            raise _FieldError("workload.rate", "required field is missing (or give a "
+                                               "profile or a trace)")
+        return self
+
+    def profile_rates(self) -> list[float]:
+        """Every rate the profile reaches (the base rate without one)."""
+        return [step.rate for step in self.profile] or [self.rate]
+
+
+class Autoscale(Section):
+    """Workers added and removed as KEDA (queue_depth) or the HPA (busy_fraction) would."""
+
+    metric: Literal["queue_depth", "busy_fraction"]
+    target: float = Field(gt=0, description="queue_depth: jobs queued per worker; "
+                                            "busy_fraction: the busy fraction aimed at")
+    min: int = Field(1, ge=1)
+    max: int = Field(ge=1)
+    interval: Period = Field(15.0, description="how often the autoscaler decides")
+    step_limit: int | None = Field(None, ge=1, description="workers added or removed per "
+                                                           "decision at most")
+    cooldown: NonNegativeDuration = Field(
+        0.0, description="no scale-in until this long after the last scaling")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Autoscale:
+        if self.min > self.max:
+            raise _FieldError("workers.autoscale.min", f"min ({self.min}) is above max "
+                                                       f"({self.max})")
+        if self.metric == "busy_fraction" and self.target > 1:
+            raise _FieldError("workers.autoscale.target",
+                              "busy_fraction: the target is a fraction in (0, 1]")
+        return self
+
 
 class Workers(Section):
     count: Annotated[int | None, GatesCalls(lambda count: count is not None)] = Field(
-        100, ge=1, description="null = open loop: a caller per job")
+        100, ge=1, description="null = open loop: a caller per job (with autoscale: the "
+                               "count at t=0)")
+    autoscale: Annotated[Autoscale | None, GatesCalls()] = None
     clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
                                                          "over this many clients")
     retry_mode: Annotated[Literal["sleep", "requeue"], GatesCalls()] = "sleep"
@@ -313,6 +401,13 @@ class Downstream(Section):
         return capacity
 
 
+class RetryBucket(Section):
+    """A token bucket every retry reserves from (client-go's ``BucketRateLimiter``)."""
+
+    rate: float = Field(gt=0, description="tokens per second")
+    burst: int = Field(ge=1, description="bucket size (full at the start)")
+
+
 class Retry(Section):
     preset: str | None = Field(None, description="a library's policy as shipped "
                                                  "(herdsim presets); fields set here win")
@@ -330,6 +425,9 @@ class Retry(Section):
     throttling_base: Annotated[PositiveDuration | None, GatesCalls()] = Field(
         None, description="the base after a throttling answer (a 429: rate limited or "
                           "rejected) when it differs from base (botocore: 1 s, base 50 ms)")
+    bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
+        None, description="a retry waits the larger of its backoff and this shared "
+                          "bucket's reservation delay")
     _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
 
     @model_validator(mode="after")
@@ -454,6 +552,17 @@ class Budget(Section):
                 if getattr(self, f) is not None}
 
 
+class ClientLimiter(Section):
+    """A client-side rate limiter before every attempt: botocore's adaptive mode (see
+    herdsim/policies/adaptive.py)."""
+
+    kind: Literal["aws_adaptive"] = "aws_adaptive"
+    scope: Literal["worker", "pool", "client"] = Field(
+        "pool", description="pool: one client shared by every worker (a boto3 client "
+                            "shared by threads); worker: one each; client: per open-loop "
+                            "client")
+
+
 class Scenario(Section):
     """A whole simulation: what arrives, who works, what they call, how they retry."""
 
@@ -471,6 +580,7 @@ class Scenario(Section):
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
     budget: Annotated[Budget | None, GatesCalls()] = None
+    client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
 
     @field_validator("name")
     @classmethod
@@ -518,7 +628,8 @@ class Scenario(Section):
             raise _FieldError("workers.clients",
                               "clients group open-loop callers: set workers.count: null")
         for section, mitigation in (("breaker", self.breaker if self.breaker.enabled else None),
-                                    ("budget", self.budget)):
+                                    ("budget", self.budget),
+                                    ("client_limiter", self.client_limiter)):
             if mitigation is not None and mitigation.scope == "client" and not clients:
                 raise _FieldError(f"{section}.scope",
                                   "scope client needs workers.clients (open-loop callers "
@@ -531,6 +642,10 @@ class Scenario(Section):
             if self.breaker.enabled and self.breaker.scope == "worker":
                 raise _FieldError("breaker.scope",
                                   "open-loop callers share one breaker: use scope: pool "
+                                  "(or client, with workers.clients)")
+            if self.client_limiter is not None and self.client_limiter.scope == "worker":
+                raise _FieldError("client_limiter.scope",
+                                  "open-loop callers share one client: use scope: pool "
                                   "(or client, with workers.clients)")
             if self.budget is not None and self.budget.scope == "worker":
                 raise _FieldError("budget.scope",
@@ -545,6 +660,18 @@ class Scenario(Section):
                 f"retry.strategy {self.retry.strategy!r} may retry at once and retries are "
                 "unlimited: against a fast failure simulated time would stand still; set "
                 "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
+        scaling = self.workers.autoscale
+        if scaling is not None:
+            if self.workers.count is None:
+                raise _FieldError("workers.autoscale", "open-loop callers are not a pool to "
+                                                       "scale; set workers.count")
+            if not scaling.min <= self.workers.count <= scaling.max:
+                raise _FieldError("workers.count", f"{self.workers.count} workers at t=0 is "
+                                                   f"outside autoscale's min..max "
+                                                   f"({scaling.min}..{scaling.max})")
+            if self.downstream.model == "occ":
+                raise _FieldError("workers.autoscale", "the occ model has no queue workers "
+                                                       "to scale")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise _FieldError("workers.count", "the occ model needs a number of clients")
         previous_end = None
@@ -645,9 +772,40 @@ def validate(data: Any, source: str | None = None, trust_code: bool = True) -> S
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
     fill_preset(data, source)
     try:
-        return Scenario.model_validate(data, context={"trust_code": trust_code})
+        scenario = Scenario.model_validate(data, context={"trust_code": trust_code})
     except ValidationError as exc:
         raise ScenarioError(_problems(exc), source) from None
+    trace = scenario.workload.trace
+    if trace is not None and (trust_code or trace.sha256 is None):
+        try:
+            read_trace(scenario, Path(source).parent if source else Path())
+        except ScenarioError as exc:
+            raise ScenarioError(exc.problems, source) from None
+    return scenario
+
+
+def read_trace(scenario: Scenario, base: Path) -> None:
+    """Resolve the trace's path (relative to *base*, the scenario's folder), read it once
+    (streamed) and record its absolute path and SHA-256; a recorded SHA-256 must match.
+    (Readers of a run folder, ``trust_code=False``, take a recorded trace's values unread:
+    the folder stays readable when the trace has moved.)"""
+    trace = scenario.workload.trace
+    path = Path(trace.file).expanduser()
+    path = (path if path.is_absolute() else base / path).resolve()
+    found = traces.scan(path, trace.format, trace.time_scale, trace.start, scenario.duration)
+    if trace.sha256 is not None and trace.sha256 != found.sha256:
+        raise ScenarioError([("workload.trace.sha256",
+                              f"{path} has changed since it was recorded (SHA-256 "
+                              f"{found.sha256[:12]}…, recorded {trace.sha256[:12]}…): this run "
+                              "cannot be reproduced from it")])
+    if found.within == 0:
+        raise ScenarioError([("workload.trace.file",
+                              f"{path}: no arrival falls within the run "
+                              f"({format_duration(scenario.duration)})")])
+    trace.file = str(path)
+    trace.sha256 = found.sha256
+    if scenario.workload.rate is None:
+        scenario.workload.rate = found.within / scenario.duration
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

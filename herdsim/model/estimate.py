@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
+from herdsim.model.workload import Piecewise
 
 BYTES_PER_JOB = 200  # arrival, outcome, finish arrays + the jobs frame + a queued Job
 BYTES_PER_OPEN_LOOP_JOB = 2_000  # open loop: each job is a SimPy process
@@ -49,9 +50,12 @@ def estimate(scenario: Scenario) -> Estimate:
     """The jobs, calls, time-series rows and memory one run of *scenario* may need."""
     load = scenario.workload
     seconds = scenario.duration
-    arriving = load.rate * seconds
-    for spike in load.spikes:
-        arriving += (spike.rate - load.rate) * min(spike.duration, seconds - spike.at)
+    if load.profile:
+        arriving = Piecewise(load).integral(0.0, seconds)
+    else:
+        arriving = load.rate * seconds
+        for spike in load.spikes:
+            arriving += (spike.rate - load.rate) * min(spike.duration, seconds - spike.at)
     jobs = load.backlog + max(arriving, 0.0)
     retries = scenario.retry.max_retries
     per_job = 1 + (UNBOUNDED_RETRIES if retries is None else retries)

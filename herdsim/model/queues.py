@@ -14,11 +14,11 @@ from collections.abc import Callable
 import simpy
 
 from herdsim.model.kernel import Timer, at, trigger_later, unfired
-from herdsim.model.workload import ArrivalClock
+from herdsim.model.workload import Clock
 
 
 class JobQueue:
-    """FIFO of jobs fed by an :class:`~herdsim.model.workload.ArrivalClock`.
+    """FIFO of jobs fed by an arrival clock (:data:`~herdsim.model.workload.Clock`).
 
     Arrivals cost no event while nobody waits for them: every reader lets in first, in
     time order and at their own times, the jobs that have arrived since (``new_job(t)``
@@ -34,7 +34,7 @@ class JobQueue:
     sets it again.
     """
 
-    def __init__(self, env: simpy.Environment, clock: ArrivalClock, new_job):
+    def __init__(self, env: simpy.Environment, clock: Clock, new_job):
         self.env = env
         self.clock = clock
         self.new_job = new_job
@@ -128,6 +128,19 @@ class JobQueue:
             trigger_later(self.env, event, job)
         else:
             self._items.append(job)
+
+    def dismiss(self, n: int) -> int:
+        """Take up to *n* idle workers out of line, the last in line first; how many went.
+        (A dismissed worker's process is never resumed: it ends where it waited.)"""
+        gone = 0
+        while gone < n and self._waiting:
+            self._waiting.pop()
+            gone += 1
+        if gone < n and self._waited:  # the first in line waits on the arrival timer
+            self._timer.callbacks.pop()  # its resume: the last callback
+            self._waited = False
+            gone += 1
+        return gone
 
     def get(self) -> Timer:
         """An event whose value is the next job: the arrival timer if nobody waits on it.

@@ -19,6 +19,7 @@ from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
 from herdsim.model.queues import DelayedQueue, JobQueue
 from herdsim.model.recorder import Recorder
+from herdsim.model.scaling import Pool, autoscaler
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import (
     Frozen,
@@ -30,8 +31,9 @@ from herdsim.model.worker import (
     plain,
     worker,
 )
-from herdsim.model.workload import ArrivalClock, Job, OpenArrivals
+from herdsim.model.workload import Job, OpenArrivals, clock
 from herdsim.policies import budget as budgets
+from herdsim.policies.adaptive import ClientRateLimiter
 from herdsim.policies.breaker import CircuitBreaker
 
 
@@ -86,7 +88,7 @@ class Simulation:
                                     if scenario.retry.throttling_base is not None else None)
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
-        self.clock = ArrivalClock(scenario.workload, self.unit_exponential)
+        self.clock = clock(scenario.workload, self.unit_exponential)
         self.queue = JobQueue(env, self.clock, self.new_job)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
@@ -113,6 +115,7 @@ class Simulation:
         self._budget_draw = draws(lambda n: rngs["budget"].random(n))
         self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
         self._budgets: dict = {}
+        self._limiters: dict = {}
         self.breaker_stats = BreakerStats()
         self.gates: list[BreakerGate] = []
         self._pool_gate = self._new_gate() if scenario.breaker.scope == "pool" else None
@@ -126,6 +129,7 @@ class Simulation:
         self.give_up = make_give_up(self, self.finish)
         self.retry = make_retry(self, self.give_up)
         self.run_job = make_run_job(self)
+        self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
@@ -143,9 +147,18 @@ class Simulation:
                 runner = Runner(env)
                 runner.start(plain_worker(runner))
             return
+        if scenario.workers.autoscale is not None:
+            self.pool = Pool(self, self._start_worker)
+            self.recorder.gauges["workers"] = []
+            self.pool.grow(scenario.workers.count)
+            env.process(autoscaler(self, self.pool))
+            return
         for _ in range(scenario.workers.count or 0):
-            gate = self._pool_gate if scenario.breaker.scope == "pool" else self._new_gate()
-            env.process(worker(self, gate))
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        gate = self._pool_gate if self.scenario.breaker.scope == "pool" else self._new_gate()
+        self.env.process(worker(self, gate, self.pool.leaves if self.pool else None))
 
     def _new_gate(self) -> BreakerGate | None:
         if not self.scenario.breaker.enabled:
@@ -166,6 +179,18 @@ class Simulation:
         if budget is None:
             budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
         return budget
+
+    def limiter_for(self, owner) -> ClientRateLimiter | None:
+        """The client rate limiter of *owner* (a worker process or a client), the pool's,
+        or None; made when first asked for, with the clock at that moment."""
+        cfg = self.scenario.client_limiter
+        if cfg is None:
+            return None
+        key = owner if cfg.scope != "pool" else None
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limiter = self._limiters[key] = ClientRateLimiter(self.env.now)
+        return limiter
 
     def new_job(self, now: float) -> Job | None:
         """A new job arrives at *now* (None when the main queue is full and refuses it)."""
@@ -190,7 +215,7 @@ class Simulation:
         depth, delayed, up = (gauges["queue_depth"].append, gauges["delayed"].append,
                               gauges["downstream_up"].append)
         breaker_open = gauges["breaker_open"].append
-        stats, n_breakers = self.breaker_stats, max(1, len(self.gates))
+        stats = self.breaker_stats
         extra = getattr(ds, "gauge_samplers", ())  # a defended downstream's limit, mode
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
@@ -199,9 +224,11 @@ class Simulation:
             depth(len(self.queue) if self.open_loop else self.queue.depth(env.now))
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
-            breaker_open(stats.not_closed / n_breakers)
+            breaker_open(stats.not_closed / max(1, len(self.gates)))  # (autoscale adds)
             for samples, read in extra:
                 samples.append(read())
+            if self.pool is not None:
+                gauges["workers"].append(self.pool.alive)
 
     def _arm_progress(self, k: int) -> None:
         """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
-from herdsim.config.scenario import Scenario
+from herdsim.config.scenario import RESOLUTION, Scenario
 from herdsim.config.schema import gates, value_at
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
@@ -20,6 +20,7 @@ from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.policies import retry_after
+from herdsim.policies.workqueue import Bucket
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -104,6 +105,7 @@ def make_retry(sim, give_up):
     throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
     downstream = sim.downstream
     heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)  # after a 429
+    bucket = Bucket(retry_cfg.bucket.rate, retry_cfg.bucket.burst) if retry_cfg.bucket else None
 
     def retry(job, now, outcome, budget):
         n = job.retries
@@ -124,6 +126,8 @@ def make_retry(sim, give_up):
             pause, job.prev = sleep(n, job.prev, rng)
         else:
             pause = job.prev = sleep(n, job.prev, rng)
+        if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
+            pause = max(pause, bucket.reserve(now))
         if heed is not None and throttled:
             hint = downstream.retry_after
             if hint is not None:
@@ -136,19 +140,30 @@ def make_retry(sim, give_up):
 
 
 def make_guards(sim):
-    """``guards(gate)``: the active process and the retry budget and breaker gate that
-    guard its calls (an open-loop caller's are its client's, the client drawn uniformly;
-    else *gate* and the process's budget)."""
+    """``guards(gate)``: the active process and the retry budget, breaker gate and client
+    rate limiter that guard its calls (an open-loop caller's are its client's, the client
+    drawn uniformly; else *gate* and the process's budget and limiter)."""
     env, budget_for, clients, client_gates = sim.env, sim.budget_for, sim.clients, sim.client_gates
+    limiter_for = sim.limiter_for
 
     def guards(gate):
         proc = env.active_process
         if clients is None:
-            return proc, budget_for(proc), gate
+            return proc, budget_for(proc), gate, limiter_for(proc)
         client = clients()
-        return proc, budget_for(client), gate if client_gates is None else client_gates[client]
+        return (proc, budget_for(client), gate if client_gates is None else client_gates[client],
+                limiter_for(client))
 
     return guards
+
+
+def acquiring(limiter, env, timeout):
+    """A generator: wait until *limiter* (a ``ClientRateLimiter``) lets a call leave,
+    sleeping its waits (at least ``RESOLUTION``, so simulated time moves)."""
+    wait = limiter.before_send(env.now)
+    while wait > 0:
+        yield timeout(max(wait, RESOLUTION))
+        wait = limiter.before_send(env.now)
 
 
 def make_run_job(sim):
@@ -165,7 +180,7 @@ def make_run_job(sim):
     overhead = workers.attempt_overhead
 
     def run_job(job, gate):
-        proc, budget, gate = guards(gate)
+        proc, budget, gate, limiter = guards(gate)
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
         in_hand.add(job)
@@ -190,6 +205,8 @@ def make_run_job(sim):
                     break
                 outcome = None  # an open-loop caller sees a failed call
             else:
+                if limiter is not None and limiter.enabled:
+                    yield from acquiring(limiter, env, timeout)
                 job.attempts += 1
                 if overhead:  # what the attempt costs the client before the call leaves
                     yield timeout(overhead)
@@ -205,6 +222,8 @@ def make_run_job(sim):
                 if breaker is not None:
                     breaker.record(now, failed,
                                    slow_threshold is not None and now - started >= slow_threshold)
+                if limiter is not None:
+                    limiter.after_response(now, outcome in (THROTTLED, REJECTED))
                 if budget is not None:
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0
@@ -226,11 +245,14 @@ def make_run_job(sim):
     return run_job
 
 
-def worker(sim, gate: BreakerGate | None):
-    """SimPy process of one queue worker: consume jobs while its breaker lets it."""
+def worker(sim, gate: BreakerGate | None, leaves=None):
+    """SimPy process of one queue worker: consume jobs while its breaker lets it; under an
+    autoscaler, ``leaves()`` between jobs says whether it retires."""
     env, take, get, run_job = sim.env, sim.queue.take, sim.queue.get, sim.run_job
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
+        if leaves is not None and leaves():
+            return
         if blocked is not None:
             while blocked(env.now):
                 yield from gate.wait_jittered()  # type: ignore[union-attr]  # blocked: a gate

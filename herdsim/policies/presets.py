@@ -26,8 +26,9 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
          "retry.retry_after", "retry.retry_after_limit", "retry.throttling_base",
          "workers.retry_mode", "workers.poll_interval",
-         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget")
-SECTIONS = ("breaker", "budget")
+         "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter",
+         "retry.bucket", "workers.count", "workers.autoscale")
+SECTIONS = ("breaker", "budget", "client_limiter")
 
 
 @dataclass(frozen=True)
@@ -310,6 +311,69 @@ _PRESETS = (
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in _PRESETS}
+
+
+def _adaptive() -> Preset:
+    """aws-adaptive: aws-standard (whatever it sets) plus botocore's client rate limiter."""
+    standard = PRESETS["aws-standard"]
+    return Preset(
+        "aws-adaptive", "botocore retry_mode=adaptive (AWS SDK for Python)",
+        standard.release,
+        standard.formula + "; before each attempt a token of the client rate limiter "
+        "(CUBIC, C 0.4, beta 0.7; at most 2 x the measured rate), used once a throttle "
+        "has been seen",
+        standard.limits + "; one limiter per client (scope pool: the workers share one)",
+        {**standard.fields, "client_limiter": {"kind": "aws_adaptive", "scope": "pool"}},
+        (*standard.sources,
+         "botocore 1.44.8 botocore/retries/adaptive.py:10-35,57-89,95-128; throttling.py:6-41; "
+         "bucket.py:20-21,36-57,67-115 (the same text as boto/botocore @0e6e2404)"),
+        "botocore blocks the sending thread until a token is there; herdsim's worker "
+        "sleeps botocore's wait and asks again (at least 1 us, herdsim's resolution). "
+        + standard.differs)
+
+
+PRESETS["aws-adaptive"] = _adaptive()
+VISIBILITY_TIMEOUT = 30.0  # SQS's default VisibilityTimeout (documentation)
+MAX_RECEIVE_COUNT = 5  # a redrive policy's maxReceiveCount: 1-1000, no default; a choice
+PRESETS["sqs-lambda"] = Preset(
+    "sqs-lambda", "AWS Lambda's SQS event source mapping (standard queue), from AWS's "
+    "documentation",
+    "AWS documentation (no code: the service is closed)",
+    "a failed batch is visible again after the visibility timeout (30 s, SQS's default)",
+    "maxReceiveCount 5 receives, then the DLQ; pollers start at 5 concurrent batches, add "
+    "up to 300 a minute while messages wait, to 1,000, and scale back when idle",
+    {**_fields("fixed", VISIBILITY_TIMEOUT, VISIBILITY_TIMEOUT, MAX_RECEIVE_COUNT - 1,
+               "requeue", 0.1),
+     "workers.count": 5,
+     "workers.autoscale": {"metric": "queue_depth", "target": 1, "min": 5, "max": 1000,
+                           "interval": 1.0, "step_limit": 5, "cooldown": 0.0}},
+    ("docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html (five batches, up to "
+     "300 more instances per minute, 1,000 batches, scales back to five)",
+     "docs.aws.amazon.com/lambda/latest/dg/API_ScalingConfig.html (MaximumConcurrency "
+     "2-1000: set workers.autoscale.max)",
+     "docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide (visibility "
+     "timeout 30 s by default; redrive policy maxReceiveCount)"),
+    "every number is from AWS's documentation, not code (the service is closed). One "
+    "worker is one concurrent batch of one message; 300 a minute is applied as 5 a second "
+    "both ways (the docs do not say how fast Lambda scales back, nor the 2-batch "
+    "optimisation); maxReceiveCount has no default, 5 is a choice")
+PRESETS["k8s-workqueue"] = Preset(
+    "k8s-workqueue", "client-go workqueue, DefaultControllerRateLimiter (Go, Kubernetes "
+    "controllers)",
+    "client-go master @32ce75a7",
+    "max(5 ms * 2^(k-1) capped at 1000 s, the delay of a reservation from a 10/s, burst-100 "
+    "bucket every retry shares)",
+    "retries forever (a controller requeues until Forget); the item waits in the delaying "
+    "queue (the worker is free)",
+    {**_fields("exponential", 0.005, 1000.0, None, "requeue", 0.001),
+     "retry.bucket": {"rate": 10.0, "burst": 100}},
+    ("kubernetes/client-go util/workqueue/default_rate_limiters.go:50-55,68-70,116-134,"
+     "144-149,222-232 @32ce75a7",
+     "kubernetes/client-go util/workqueue/delaying_queue.go:249,355-369 @32ce75a7"),
+    "the delaying queue fires at the ready time; herdsim's poller runs every 1 ms. Jobs "
+    "have no keys here: two jobs for one object are two items (queue.go's dirty and "
+    "processing sets collapse them in client-go; herdsim.policies.workqueue has them, "
+    "the simulated queue does not yet)")
 
 
 def get(name: str) -> Preset:

@@ -2,7 +2,7 @@
 set's poller, and the queue gauges.
 
 Arrival times and poison marks come from the simulation's own ``arrivals`` and
-``poison`` streams (:class:`~herdsim.model.workload.ArrivalClock`), so the real run
+``poison`` streams (:func:`~herdsim.model.workload.clock`), so the real run
 receives the jobs the simulated one does. Each job is logged at the time it was pushed;
 how far that was behind its arrival time is the producer's lateness. The poller moves
 due retries back every ``workers.poll_interval``; the gauges (main-queue length, delayed
@@ -16,7 +16,7 @@ from array import array
 
 from herdsim.config.scenario import Scenario
 from herdsim.model.streams import draws, generators
-from herdsim.model.workload import ArrivalClock
+from herdsim.model.workload import clock as arrival_clock_of
 from herdsim.testbed.jobs import DELAYED, MAIN, PUSH_LIMITED, WireJob, move_due
 from herdsim.testbed.timing import Clock, Lateness
 
@@ -40,8 +40,8 @@ class Producer:
     async def _arrivals(self, end: float) -> None:
         sc = self.scenario
         rngs = generators(sc.seed)
-        arrival_clock = ArrivalClock(sc.workload, draws(lambda n: rngs["arrivals"].exponential(
-            1.0, n)))
+        arrival_clock = arrival_clock_of(sc.workload, draws(
+            lambda n: rngs["arrivals"].exponential(1.0, n)))  # steady, a profile or a trace
         poison = draws(lambda n: rngs["poison"].random(n))
         fraction = sc.workload.poison_fraction
         drift = self.lateness.samples["producer"]

@@ -79,6 +79,9 @@ def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
          "per-client breakers"),
         ("budget.scope", scenario.budget is not None and scenario.budget.scope == "client",
          "per-client budgets"),
+        ("workers.autoscale", workers.autoscale is not None, "autoscaling workers"),
+        ("client_limiter", scenario.client_limiter is not None, "a client rate limiter"),
+        ("retry.bucket", scenario.retry.bucket is not None, "a retry bucket"),
     ]
     for field, present, what in unsupported:
         if present:
