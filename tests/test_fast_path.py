@@ -74,7 +74,7 @@ TURNED_ON = {
     "retry.throttling_base": "50ms",
     "breaker.enabled": True,
     "budget": {"kind": "ratio"},
-    "workers.autoscale": {"metric": "queue_depth", "target": 5, "max": 8, "interval": "250ms"},
+    "workers.autoscale": {"metric": "queue_depth", "target": 5, "max": 16, "interval": "250ms"},
     "client_limiter": {"scope": "pool"},
     "retry.bucket": {"rate": 10, "burst": 100},
 }

@@ -88,7 +88,10 @@ def test_constant_arrivals_reach_the_integral_within_a_job_per_piece():
         assert integral - pieces <= np.sum(times < t) <= integral + 1
 
 
-@given(st.floats(0, 1e4), st.floats(-1e4, 1e4), st.floats(1e-3, 100))
+# Subnormal rates and slopes (below 2.2e-308) carry a bit or two of precision: the check's
+# own arithmetic (slope·g²/2 at g ~ 1e160) cannot hold there, and no ramp produces them.
+@given(st.floats(0, 1e4, allow_subnormal=False), st.floats(-1e4, 1e4, allow_subnormal=False),
+       st.floats(1e-3, 100))
 def test_gap_integrates_the_rate_to_the_area(rate, slope, area):
     """gap(r, a, u) is where r·g + a·g²/2 reaches u (inf when the rate hits zero first)."""
     g = gap(rate, slope, area)

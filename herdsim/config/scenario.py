@@ -136,8 +136,9 @@ class Trace(Section):
 
 class Workload(Section):
     arrivals: Literal["poisson", "constant", "burst", "trace"] = "poisson"
-    rate: float | None = Field(None, gt=0, description="jobs per second (a profile's first "
-                                                        "step or a trace's mean by default)")
+    rate: float = Field(  # type: ignore[assignment]  # None until the load fills it in
+        None, gt=0, description="jobs per second (a profile's first step or a trace's mean "
+                                "by default)")
     profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
     trace: Trace | None = Field(None, description="arrivals: trace reads arrivals from here")
     burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
@@ -790,6 +791,8 @@ def read_trace(scenario: Scenario, base: Path) -> None:
     (Readers of a run folder, ``trust_code=False``, take a recorded trace's values unread:
     the folder stays readable when the trace has moved.)"""
     trace = scenario.workload.trace
+    if trace is None:
+        return
     path = Path(trace.file).expanduser()
     path = (path if path.is_absolute() else base / path).resolve()
     found = traces.scan(path, trace.format, trace.time_scale, trace.start, scenario.duration)

@@ -137,7 +137,7 @@ class JobQueue:
             self._waiting.pop()
             gone += 1
         if gone < n and self._waited:  # the first in line waits on the arrival timer
-            self._timer.callbacks.pop()  # its resume: the last callback
+            self._timer.callbacks.pop()  # type: ignore[union-attr]  # armed while waited on
             self._waited = False
             gone += 1
         return gone

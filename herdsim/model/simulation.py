@@ -150,7 +150,7 @@ class Simulation:
         if scenario.workers.autoscale is not None:
             self.pool = Pool(self, self._start_worker)
             self.recorder.gauges["workers"] = []
-            self.pool.grow(scenario.workers.count)
+            self.pool.grow(scenario.workers.count)  # type: ignore[arg-type]  # autoscale: queue workers
             env.process(autoscaler(self, self.pool))
             return
         for _ in range(scenario.workers.count or 0):

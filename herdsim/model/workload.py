@@ -179,6 +179,7 @@ class TraceClock:
 
     def __init__(self, cfg: Workload):
         trace = cfg.trace
+        assert trace is not None, "arrivals: trace has a trace (validated)"
         self._times = traces.times(trace.file, trace.format)
         self._scale, self._start = trace.time_scale, trace.start
         self.next_at = 0.0
@@ -207,7 +208,7 @@ class OpenArrivals:
     """Open loop: every arriving job is its own caller, started by ``start(job)``; one
     timer per arrival (a burst is one)."""
 
-    def __init__(self, env, clock: ArrivalClock, new_job, start):
+    def __init__(self, env, clock: Clock, new_job, start):
         self.env = env
         self.clock = clock
         self.new_job = new_job

@@ -61,9 +61,9 @@ class RateClocker:
     """The measured response rate: counts per 0.5 s bucket, smoothed."""
 
     def __init__(self, now: float, smoothing: float = SMOOTHING):
-        self.measured_rate = 0
+        self.measured_rate = 0.0
         self.smoothing = smoothing
-        self._last_bucket = math.floor(now)
+        self._last_bucket: float = math.floor(now)
         self._time_bucket_scale = 1 / TIME_BUCKET_RANGE
         self._count = 0
 
