@@ -77,7 +77,7 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
     """Check a scenario file and print it fully resolved (defaults filled in)."""
     sc = load(scenario, set_, trust_code=import_strategy)
     console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
-    if strategies.is_import_path(sc.retry.strategy) and not import_strategy:
+    if not strategies.is_own(sc.retry.strategy) and not import_strategy:
         console.print(f"note: retry.strategy {safe(sc.retry.strategy)} is code and was not "
                       "imported; --import-strategy imports and checks it")
     console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)

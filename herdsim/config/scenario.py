@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import files
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import ScenarioError, StrategyError
 from herdsim.policies import presets, strategies
@@ -225,7 +226,7 @@ class Retry(Section):
     params: dict[str, Any] = {}
     retry_after: Literal["ignore", "use", "at_least"] = Field(
         "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
-    _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
+    _untrusted: bool = PrivateAttr(False)  # code named, read with trust_code=False
 
     @model_validator(mode="after")
     def _strategy_exists(self, info: ValidationInfo) -> Retry:
@@ -240,8 +241,11 @@ class Retry(Section):
                 f"cap ({format_duration(self.cap)}) is below base ({format_duration(self.base)})",
             )
         if not (info.context or {}).get("trust_code", True) \
-                and strategies.is_import_path(self.strategy):
-            self._untrusted = True  # code named by a file being read: a name, not imported
+                and not strategies.is_own(self.strategy):
+            if not strategies.is_import_path(self.strategy) \
+                    and self.strategy not in strategies.installed():
+                raise _FieldError("retry.strategy", strategies.unknown(self.strategy))
+            self._untrusted = True  # code named by a file being read: a name, not resolved
             return self
         try:
             self.build()
@@ -598,7 +602,7 @@ def parse_yaml(text: str) -> Any:
 def read_text(path: Path) -> str:
     """The UTF-8 text of a scenario file; a clear ``ValueError`` for binary files, UTF-16
     and other encodings."""
-    raw = path.read_bytes()
+    raw = files.read_bytes(path, files.SCENARIO_LIMIT)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError("the file is UTF-16; save it as UTF-8")
     try:
@@ -729,8 +733,9 @@ def load_scenario(
 ) -> Scenario:
     """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
 
-    A ``retry.strategy: module:Class`` is code: it is imported only with ``trust_code``
-    (the default); readers of output directories pass ``trust_code=False``.
+    A ``retry.strategy`` that is not herdsim's own (``module:Class``, or an installed
+    entry point's name) is code: it is resolved only with ``trust_code`` (the default);
+    readers of output directories pass ``trust_code=False``.
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
     label = None
@@ -745,6 +750,9 @@ def load_scenario(
             raise ScenarioError([("", "no such file")], label) from None
         except IsADirectoryError:
             raise ScenarioError([("", "a directory, not a scenario file")], label) from None
+        except files.NotRegularFile as exc:
+            raise ScenarioError([("", f"{exc.strerror}; not a scenario file")],
+                                label) from None
         except OSError as exc:
             raise ScenarioError([("", f"cannot read: {exc.strerror}")], label) from None
         except ValueError as exc:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, OutputExistsError, UsageError
 from herdsim.outputs import reading
+from herdsim.outputs.atomic import write_file
 
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STATUSES = ("success", "retry", "failed_dlq")
@@ -150,10 +150,10 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
     scenario = reading.scenario(directory)
     ts = reading.csv(directory, "timeseries.csv",
                      ("time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)),
-                     empty_ok=False)
+                     empty_ok=False, counts=COUNTER_COLUMNS)
     reading.rows(ts, scenario, directory / "timeseries.csv",
                  [c for c in ("arm", "replication") if c in ts.columns])
-    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"))
+    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"), nonnegative=("sleep",))
     if "arm" not in ts.columns:
         return RunData(scenario, {None: (ts, sleeps, scenario.downstream.concurrency)})
     if "replication" in ts.columns:
@@ -323,24 +323,25 @@ def export(directory: str | Path, out: str | Path | None = None, start: float | 
     """Write the OpenMetrics file of the run (or comparison) in *directory*.
 
     *out* defaults to ``DIR/metrics.om``; *start* (unix s) to now minus the run's duration,
-    so the last sample is recent and inside any retention. Written atomically.
+    so the last sample is recent and inside any retention. Written atomically; an
+    existing file is never replaced.
     """
     data = load_run(directory, replication)
     if start is None:
         start = math.floor(time.time() - data.scenario.duration)
-    step = None if interval is None else parse_duration(interval)
+    try:
+        step = None if interval is None else parse_duration(interval)
+    except ValueError as exc:
+        raise UsageError(f"--interval: {exc}") from None
+    if step is not None and not math.isfinite(step):
+        raise UsageError(f"--interval {interval}: not a finite duration")
     text, samples, series = render(data, start, step, buckets)
     path = Path(out) if out is not None else Path(directory) / FILE_NAME
-    if out is not None and os.path.lexists(path):
-        raise OutputExistsError(f"{path}: already exists; choose another --out or remove it")
+    if os.path.lexists(path):
+        again = "choose another --out or remove it" if out is not None else \
+            "remove it, or give --out to write elsewhere"
+        raise OutputExistsError(f"{path}: already exists; {again}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(staging, path)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    write_file(path, text)
     n_bins = max(len(ts) for ts, _, _ in data.arms.values())
     return Export(path, samples, series, start, start + n_bins * data.scenario.bin)

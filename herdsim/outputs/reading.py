@@ -1,10 +1,12 @@
 """Reading what herdsim wrote, and nothing else: every reader of an output directory
 goes through here.
 
-Each file is checked against ``checksums.json`` (see :mod:`herdsim.outputs.atomic`), then
-against what its writer writes: a CSV's columns and their dtypes, a JSON file's shape,
-a time series' row count against the scenario's ``duration / bin``. Any problem is one
-:class:`~herdsim.errors.OutputDirError` naming the file and what is wrong with it.
+Each file is read only as a regular file (:mod:`herdsim.config.files`), checked against
+``checksums.json`` (see :mod:`herdsim.outputs.atomic`), then against what its writer
+writes: a CSV's columns, their dtypes and their values (finite; counts whole and >= 0),
+a JSON file's shape, a time series' rows against the scenario's ``duration / bin`` with
+time stepping by the bin on every row, a summary's KPIs against the KPI registry. Any
+problem is one :class:`~herdsim.errors.OutputDirError` naming the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from herdsim.analysis.kpis import BY_KEY, STATES
+from herdsim.config import files
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import OutputDirError, ScenarioError
 from herdsim.outputs.atomic import verify
@@ -35,14 +40,20 @@ def scenario(directory: Path) -> Scenario:
 
 
 def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[str] = (),
-        empty_ok: bool = True) -> pd.DataFrame:
-    """``directory/name`` as a frame with at least the *numeric* and *text* columns."""
+        empty_ok: bool = True, counts: Sequence[str] = (),
+        nonnegative: Sequence[str] = ()) -> pd.DataFrame:
+    """``directory/name`` as a frame with at least the *numeric* and *text* columns; every
+    numeric column finite, each of *counts* (per-bin counters) a whole number >= 0 and
+    each of *nonnegative* >= 0."""
     path = directory / name
     verify(directory, name)
     try:
-        frame = pd.read_csv(path)
+        with open(files.open_regular(path), "rb") as stream:
+            frame = pd.read_csv(stream)
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
+    except OSError as exc:
+        raise OutputDirError(f"{path}: {exc.strerror}") from None
     except pd.errors.EmptyDataError:
         if not empty_ok:
             raise OutputDirError(f"{path}: empty") from None
@@ -61,6 +72,18 @@ def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[
                                 & frame[column].notna()]
             raise OutputDirError(f"{path}: column {column} holds non-numbers "
                                  f"(row {bad.index[0] + 2}: {str(bad.iloc[0])[:40]!r})")
+        values = frame[column].to_numpy(dtype=float)
+        wrong = ~np.isfinite(values)
+        if column in counts or column in nonnegative:
+            wrong |= values < 0
+        if column in counts:
+            wrong |= values != np.round(values)
+        if wrong.any():
+            row = int(np.argmax(wrong))
+            what = ("a whole number >= 0" if column in counts else
+                    "a finite number >= 0" if column in nonnegative else "a finite number")
+            raise OutputDirError(f"{path}: column {column} row {row + 2} holds "
+                                 f"{values[row]!r}, not {what}")
     return frame
 
 
@@ -69,9 +92,12 @@ def json_file(directory: Path, name: str, check: Callable[[Any], str | None]) ->
     path = directory / name
     verify(directory, name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(files.read_bytes(path).decode("utf-8"),
+                          parse_constant=_no_constant)
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
+    except OSError as exc:
+        raise OutputDirError(f"{path}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise OutputDirError(f"{path}: not JSON ({_first_line(exc)})") from None
     problem = check(data)
@@ -92,10 +118,55 @@ def rows(frame: pd.DataFrame, scenario: Scenario, path: Path,
         raise OutputDirError(f"{path}: {got} rows per run where the scenario's duration "
                              f"and bin give {expected}; the file is truncated or not this "
                              "run's")
-    times = frame["time"].to_numpy()
-    if not (times[: expected] >= 0).all() or abs(times[expected - 1] - (expected - 1)
-                                                  * scenario.bin) > 1e-6 * scenario.duration:
-        raise OutputDirError(f"{path}: its time column does not step by the scenario's bin")
+    times = frame["time"].to_numpy(dtype=float).reshape(-1, expected)
+    steps = np.arange(expected) * scenario.bin
+    if not (np.abs(times - steps) <= 1e-6 * max(scenario.duration, 1.0)).all():
+        raise OutputDirError(f"{path}: its time column does not step by the scenario's bin "
+                             "from 0 on every row")
+
+
+def summary_problem(summary: object) -> str | None:
+    """What is wrong with a run's ``summary.json``, if anything: every KPI of the registry
+    must have its kind's type (counts whole numbers >= 0, reals finite, flags true or
+    false, texts text; null where a KPI may be undefined)."""
+    if not isinstance(summary, dict) or not summary:
+        return "expected an object of KPIs"
+    for key, value in summary.items():
+        kpi = BY_KEY.get(key)
+        if kpi is None or value is None:
+            if not (value is None or isinstance(value, (str, bool)) or _finite(value)):
+                return f"KPI {key} has no usable value ({str(value)[:40]!r})"
+            continue
+        problem = _kind_problem(kpi.kind, value)
+        if key == "state" and value not in STATES:
+            problem = f"one of {', '.join(STATES)}"
+        if problem:
+            return f"KPI {key} must be {problem}, got {str(value)[:40]!r}"
+    return None
+
+
+def _kind_problem(kind: str, value: object) -> str | None:
+    if kind == "text":
+        return None if isinstance(value, str) else "text"
+    if kind == "flag":
+        return None if isinstance(value, bool) else "true or false"
+    if isinstance(value, bool) or not _finite(value):
+        return "a finite number"
+    if kind == "count" and (value < 0 or value != int(value)):
+        return "a whole number >= 0"
+    return None
+
+
+def _finite(value: object) -> bool:
+    """A real number a float can hold, finite (``10**400`` is not)."""
+    try:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number herdsim writes")
 
 
 def arms_problem(meta: object) -> str | None:

@@ -80,6 +80,19 @@ class Figure(matplotlib.figure.Figure):
         return buffer.getvalue()
 
 
+# Metadata that would differ between two saves of one figure: dates, and the random ids
+# of SVG elements (a fixed salt makes them a function of the figure alone).
+STABLE_METADATA = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None},
+                   "png": {}}
+
+
+def save_figure(figure: matplotlib.figure.Figure, target: Any, fmt: str, **kwargs: Any) -> None:
+    """Save *figure* as *fmt* to *target* (a path or a binary stream); one figure gives the
+    same bytes every time, in every format."""
+    with matplotlib.rc_context({"svg.hashsalt": "herdsim"}):
+        figure.savefig(target, format=fmt, metadata=STABLE_METADATA.get(fmt), **kwargs)
+
+
 SLIDE_ARMS = 5  # up to this many arms a figure stays 16:9; more arms make it taller
 
 

@@ -401,8 +401,19 @@ def resolve(name: str) -> type:
             return getattr(module, attr)
         except AttributeError:
             raise ValueError(f"module {module_name!r} has no {attr!r}") from None
+    raise ValueError(unknown(name))
+
+
+def unknown(name: str) -> str:
+    """The message for a strategy name that is nothing known."""
     known = ", ".join(sorted(available()))
-    raise ValueError(f"unknown strategy {name!r}; known: {known} (or module.path:Class)")
+    return f"unknown strategy {name!r}; known: {known} (or module.path:Class)"
+
+
+def is_own(name: str) -> bool:
+    """True when *name* is one of herdsim's own strategies: resolving it runs no other
+    package's code (an entry point's name or ``module:Class`` would)."""
+    return name in BUILT_IN or name in LIBRARY
 
 
 def is_import_path(name: str) -> bool:
