@@ -164,9 +164,10 @@ NAME_MAX = 255  # bytes in one file name (Linux, macOS and most filesystems)
 
 def output_dir(out: Path | None, name: str) -> Path:
     """The output directory: *out*, or ``runs/<slug of name>-<timestamp>`` (always under
-    ``runs/``; ``-2``, ``-3``... when a run of the same second has it). Checked before any simulation: it must not exist (not even as a dangling
-    symlink), each name in it must fit a file name, and its nearest existing parent must be
-    a directory that takes a new folder (tried)."""
+    ``runs/``; ``-2``, ``-3``... when a run of the same second has it). Checked before any
+    simulation: it must not exist (not even as a dangling symlink), each name in it must
+    fit a file name, and its nearest existing parent must be a directory that takes a new
+    folder (tried)."""
     if out is None:
         stamp = Path("runs") / f"{slug(name)}-{datetime.now():%Y%m%d-%H%M%S}"
         out = next(path for n in range(1, 10_000) if not os.path.lexists(

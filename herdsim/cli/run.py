@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -36,6 +36,7 @@ from herdsim.cli.tables import summary_table
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
 from herdsim.outputs import openmetrics
+from herdsim.outputs.atomic import write_file
 from herdsim.outputs.compare_dir import save_run
 from herdsim.policies import strategies
 from herdsim.results.result import run as run_once
@@ -107,12 +108,14 @@ def list_scenarios(
     """List the bundled scenarios (run one by name: herdsim run outage)."""
     if copy_to is not None:
         copy_to.mkdir(parents=True, exist_ok=True)
-        taken = [name for name in bundled.names() if (copy_to / f"{name}.yaml").exists()]
+        taken = [name for name in bundled.names()
+                 if os.path.lexists(copy_to / f"{name}.yaml")]  # a link, even dangling
         if taken:
             raise OutputExistsError(f"{copy_to}: already holds {', '.join(taken)}.yaml; "
                                     "choose another folder")
         for name in bundled.names():
-            shutil.copyfile(bundled.directory() / f"{name}.yaml", copy_to / f"{name}.yaml")
+            write_file(copy_to / f"{name}.yaml",
+                       (bundled.directory() / f"{name}.yaml").read_text(encoding="utf-8"))
         console.print(f"copied {len(bundled.names())} scenarios to [bold]{safe(copy_to)}[/]")
         return
     table = Table(show_header=True, header_style="bold")

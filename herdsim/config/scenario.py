@@ -24,9 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from herdsim.config import files
+from herdsim.config import arguments, files
 from herdsim.config.durations import format_duration, parse_duration
-from herdsim.errors import ScenarioError, StrategyError
+from herdsim.errors import ScenarioError, StrategyError, UsageError
 from herdsim.policies import presets, strategies
 
 RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
@@ -549,7 +549,15 @@ def validate(data: Any, source: str | None = None, trust_code: bool = True) -> S
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+    """PyYAML's safe loader, refusing a key given twice in one mapping, and reading whole
+    numbers as YAML 1.2 does (``017`` is seventeen, not YAML 1.1's octal fifteen)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node)).replace("_", "")
+        digits = text.lstrip("+-")
+        if len(digits) > 1 and digits.startswith("0") and digits.isdigit():
+            return int(text, 10)
+        return super().construct_yaml_int(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
@@ -566,6 +574,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is given twice", key_node.start_mark)
         return super().construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
 
 
 def _count_nodes(data: Any, budget: int = MAX_NODES) -> None:
@@ -739,6 +750,10 @@ def load_scenario(
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
     label = None
+    overrides = arguments.mapping("overrides", overrides)
+    if not isinstance(source, (str, Path, dict)):
+        raise UsageError(f"load_scenario({type(source).__name__}): expected a YAML file's "
+                         "path, a bundled scenario's file, or a dict")
     if isinstance(source, dict):
         data = yaml.safe_load(yaml.safe_dump(source))
     else:

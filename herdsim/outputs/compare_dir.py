@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from herdsim.errors import FigureError, OutputDirError, ScenarioError
+from herdsim.config import arguments
+from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
 from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir, staging_dir
 from herdsim.outputs.report import write_report
@@ -207,6 +208,11 @@ def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | No
          report: bool = False) -> Path:
     """Write a run or a comparison into the new directory *out* (see the module doc);
     figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says."""
+    out = arguments.path("out", out)
+    chosen = arguments.names("formats", formats, FORMATS)
     if isinstance(what, Result):
-        return save_run(what, out, formats or ("png",))
-    return save_comparison(what, out, formats or ("png", "svg"), report)
+        return save_run(what, out, chosen or ("png",))
+    if not isinstance(what, Comparison):
+        raise UsageError(f"save({type(what).__name__}): expected a Result (herdsim.run) or "
+                         "a Comparison (herdsim.compare)")
+    return save_comparison(what, out, chosen or ("png", "svg"), report)

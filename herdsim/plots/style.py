@@ -40,6 +40,7 @@ STYLE = {
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
+    "agg.path.chunksize": 10_000,  # a long jagged line is drawn in pieces, never overflows
 }
 
 
