@@ -32,6 +32,13 @@ from herdsim.policies import presets, strategies
 RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
 
 
+def number_text(value: float) -> str:
+    """A number in a message, however large (``10**400`` has no float form)."""
+    if isinstance(value, int) and len(digits := str(abs(value))) > 15:
+        return f"{'-' if value < 0 else ''}{digits[:3]}… ({len(digits)} digits)"
+    return f"{value:g}"
+
+
 def _resolvable(seconds: float) -> float:
     if 0 < seconds < RESOLUTION:
         raise ValueError(f"{seconds:g} s is below 1us, herdsim's time resolution")
@@ -98,8 +105,8 @@ class Section(BaseModel):
     def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and info.field_name not in _UNBOUNDED and abs(value) > LIMIT:
-            raise ValueError(f"{value:g} is beyond {LIMIT:g}, the largest number herdsim "
-                             "accepts for a duration, rate or count")
+            raise ValueError(f"{number_text(value)} is beyond {LIMIT:g}, the largest number "
+                             "herdsim accepts for a duration, rate or count")
         return value
 
 
@@ -155,7 +162,7 @@ class RateLimit(Section):
 
 
 class Collapse(Section):
-    window: PositiveDuration = 0.1
+    window: Period = 0.1
     threshold: int | None = Field(None, ge=1, description="calls within window that crash it")
     load_limit: int | None = Field(None, ge=1, description="in flight + waiting that crash it")
     restart_time: PositiveDuration = 5.0
@@ -277,7 +284,7 @@ class Breaker(Section):
     scope: Literal["worker", "pool", "client"] = "worker"
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
-    window: PositiveDuration = 30.0
+    window: Period = 30.0
     window_calls: int | None = Field(None, ge=1, description="count-based window instead")
     minimum_calls: int = Field(20, ge=1)
     slow_call_threshold: PositiveDuration | None = None
@@ -310,7 +317,7 @@ class Budget(Section):
     refund_retry_cost: bool | None = None
     floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
     strict: bool | None = None
-    window: PositiveDuration | None = None
+    window: Period | None = None
     k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
     ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
                                 "(0.2); cumulative_ratio: failures per first try (0.1)")
@@ -347,7 +354,7 @@ class Scenario(Section):
     seed: int = Field(0, ge=0)
     duration: PositiveDuration
     bin: PositiveDuration = 0.1
-    peak_window: PositiveDuration = 0.01
+    peak_window: Period = 0.01
     queue: str | None = None
     workload: Workload
     workers: Workers = Workers()
@@ -393,6 +400,11 @@ class Scenario(Section):
                     f"outage ends at {format_duration(outage.end)}, after the run's "
                     f"end ({format_duration(self.duration)})",
                 )
+            if outage in self.downstream.outages[:i]:
+                first = self.downstream.outages.index(outage)
+                raise _FieldError(f"downstream.outages.{i}",
+                                  f"the same outage as downstream.outages.{first} (it would "
+                                  "be counted twice); give it once")
             if outage.mode == "blackhole" and self.downstream.timeout is None:
                 raise _FieldError(
                     f"downstream.outages.{i}.mode",

@@ -101,12 +101,14 @@ def _range(path: str, text: str) -> tuple[Any, ...]:
 
 def _endpoint(where: str, text: str) -> tuple[float, bool]:
     """A range end in plain units (durations in seconds), and whether it is a whole number."""
-    if _INTEGER.match(text):
-        return float(text), True
     try:
-        return parse_duration(text), False
+        value, whole = (float(text), True) if _INTEGER.match(text) else \
+            (parse_duration(text), False)
     except ValueError:
         raise SweepError(f"{where}: {text!r} is neither a number nor a duration") from None
+    if not math.isfinite(value):
+        raise SweepError(f"{where}: {text[:20]!r} is not a finite number")
+    return value, whole
 
 
 def unit_of(path: str) -> str | None:

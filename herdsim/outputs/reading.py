@@ -158,11 +158,10 @@ def _kind_problem(kind: str, value: object) -> str | None:
 
 
 def _finite(value: object) -> bool:
-    """A real number a float can hold, finite (``10**400`` is not)."""
-    try:
-        return isinstance(value, (int, float)) and math.isfinite(value)
-    except OverflowError:
-        return False
+    """A finite real number (a whole number of any size is one; NaN and inf are not)."""
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _no_constant(name: str) -> None:
