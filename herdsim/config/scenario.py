@@ -7,6 +7,7 @@ Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -589,6 +590,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_implicit_resolver(  # 08 and 09: YAML 1.1 makes them text
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
 
 
 def _count_nodes(data: Any, budget: int = MAX_NODES) -> None:

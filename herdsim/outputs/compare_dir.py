@@ -147,8 +147,11 @@ def load_outputs(directory: str | Path) -> Comparison:
 
 
 TIMESERIES_COLUMNS = ("time", "arrivals", "attempts", "success", "retry", "failed_dlq")
-COUNTS = TIMESERIES_COLUMNS[1:]  # events per bin: whole numbers >= 0
 SLEEP_COLUMNS = ("time", "attempt", "sleep")
+SLEEP_KINDS = {"time": reading.NONNEGATIVE, "attempt": reading.COUNT,
+               "sleep": reading.NONNEGATIVE, "replication": reading.COUNT}
+PEAK_KINDS = {"time": reading.NONNEGATIVE, "peak_rate": reading.NONNEGATIVE,
+              "replication": reading.COUNT}
 
 
 def _load_comparison(directory: Path) -> Comparison:
@@ -162,15 +165,14 @@ def _load_comparison(directory: Path) -> Comparison:
         raise OutputDirError(f"{directory / COMPARE_MARKER}: an arm's settings do not fit "
                              f"scenario.yaml ({str(exc).splitlines()[0]})") from None
     keys = ("arm", "replication")
-    timeseries = reading.csv(directory, "timeseries.csv", (*TIMESERIES_COLUMNS, "replication"),
-                             ("arm",), empty_ok=False, counts=(*COUNTS, "replication"))
-    reading.rows(timeseries, base, directory / "timeseries.csv", keys)
+    timeseries = reading.timeseries(directory, base, (*TIMESERIES_COLUMNS, "replication"),
+                                    keys)
     peaks_path = directory / "peak_rate.csv"
     peaks = (reading.csv(directory, "peak_rate.csv", ("time", "peak_rate", "replication"),
-                         ("arm",), nonnegative=("peak_rate",)) if peaks_path.is_file() else None)
+                         ("arm",), kinds=PEAK_KINDS) if peaks_path.is_file() else None)
     runs = reading.csv(directory, "runs.csv", ("replication",), ("arm",), empty_ok=False)
     sleeps = reading.csv(directory, "sleeps.csv", (*SLEEP_COLUMNS, "replication"), ("arm",),
-                          counts=("attempt", "replication"), nonnegative=("sleep",))
+                          kinds=SLEEP_KINDS)
     labels = {arm.label for arm in arms}
     for name, frame in (("runs.csv", runs), ("timeseries.csv", timeseries)):
         strange = set(frame["arm"].astype(str)) - labels
@@ -191,17 +193,15 @@ def _load_run(directory: Path) -> Comparison:
         frame.insert(0, "arm", arm.label)
         return frame
 
-    timeseries = reading.csv(directory, "timeseries.csv", TIMESERIES_COLUMNS, empty_ok=False,
-                             counts=COUNTS)
-    reading.rows(timeseries, scenario, directory / "timeseries.csv")
+    timeseries = reading.timeseries(directory, scenario, TIMESERIES_COLUMNS)
     peaks_path = directory / "peak_rate.csv"
     peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"),
-                                 nonnegative=("peak_rate",)))
+                                 kinds=PEAK_KINDS))
              if peaks_path.is_file() else None)
     runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **summary}])
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
                       tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
-                                      counts=("attempt",), nonnegative=("sleep",))), peaks)
+                                      kinds=SLEEP_KINDS)), peaks)
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,

@@ -148,12 +148,11 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
                              "'herdsim run' or 'herdsim compare')")
     scenario = reading.scenario(directory)
-    ts = reading.csv(directory, "timeseries.csv",
-                     ("time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)),
-                     empty_ok=False, counts=COUNTER_COLUMNS)
-    reading.rows(ts, scenario, directory / "timeseries.csv",
-                 [c for c in ("arm", "replication") if c in ts.columns])
-    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"), nonnegative=("sleep",))
+    by = ("arm", "replication") if (directory / "arms.json").is_file() else ()
+    ts = reading.timeseries(directory, scenario, (
+        "time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)), by)
+    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"),
+                         kinds={"time": reading.NONNEGATIVE, "sleep": reading.NONNEGATIVE})
     if "arm" not in ts.columns:
         return RunData(scenario, {None: (ts, sleeps, scenario.downstream.concurrency)})
     if "replication" in ts.columns:

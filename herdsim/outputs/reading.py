@@ -24,6 +24,7 @@ from herdsim.analysis.kpis import BY_KEY, STATES
 from herdsim.config import files
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import OutputDirError, ScenarioError
+from herdsim.model.recorder import GAUGES
 from herdsim.outputs.atomic import verify
 
 
@@ -39,12 +40,16 @@ def scenario(directory: Path) -> Scenario:
         raise
 
 
+COUNT, NONNEGATIVE, REAL = "a whole number >= 0", "a finite number >= 0", "a finite number"
+
+
 def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[str] = (),
-        empty_ok: bool = True, counts: Sequence[str] = (),
-        nonnegative: Sequence[str] = ()) -> pd.DataFrame:
-    """``directory/name`` as a frame with at least the *numeric* and *text* columns; every
-    numeric column finite, each of *counts* (per-bin counters) a whole number >= 0 and
-    each of *nonnegative* >= 0."""
+        empty_ok: bool = True, kinds: dict[str, str] | None = None,
+        every: str | None = None) -> pd.DataFrame:
+    """``directory/name`` as a frame with at least the *numeric* and *text* columns; each
+    numeric column holds finite numbers of its kind in *kinds* (:data:`COUNT`,
+    :data:`NONNEGATIVE`, default :data:`REAL`). With *every* (a kind), every other column
+    that is not *text* is numeric too, of that kind unless *kinds* says."""
     path = directory / name
     verify(directory, name)
     try:
@@ -64,27 +69,37 @@ def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[
     missing = [column for column in (*numeric, *text) if column not in frame.columns]
     if missing:
         raise OutputDirError(f"{path}: missing column(s) {', '.join(missing)}")
-    for column in numeric:
-        if len(frame) == 0:
-            frame[column] = frame[column].astype(float)
-        elif not pd.api.types.is_numeric_dtype(frame[column]):
-            bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna()
-                                & frame[column].notna()]
-            raise OutputDirError(f"{path}: column {column} holds non-numbers "
-                                 f"(row {bad.index[0] + 2}: {str(bad.iloc[0])[:40]!r})")
-        values = frame[column].to_numpy(dtype=float)
-        wrong = ~np.isfinite(values)
-        if column in counts or column in nonnegative:
-            wrong |= values < 0
-        if column in counts:
-            wrong |= values != np.round(values)
-        if wrong.any():
-            row = int(np.argmax(wrong))
-            what = ("a whole number >= 0" if column in counts else
-                    "a finite number >= 0" if column in nonnegative else "a finite number")
-            raise OutputDirError(f"{path}: column {column} row {row + 2} holds "
-                                 f"{values[row]!r}, not {what}")
+    kinds = dict(kinds or {})
+    checked = list(numeric)
+    if every is not None:
+        checked += [c for c in frame.columns if c not in (*numeric, *text)]
+        kinds = {c: every for c in checked} | kinds
+    for column in checked:
+        _check_column(path, frame, column, kinds.get(column, REAL))
     return frame
+
+
+def _check_column(path: Path, frame: pd.DataFrame, column: str, kind: str) -> None:
+    """Every value of *column* numeric, finite and of *kind* (see :func:`csv`)."""
+    if len(frame) == 0:
+        frame[column] = frame[column].astype(float)
+        return
+    if not pd.api.types.is_numeric_dtype(frame[column]):
+        bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna()
+                            & frame[column].notna()]
+        where = (f"row {bad.index[0] + 2}: {str(bad.iloc[0])[:40]!r}" if len(bad)
+                 else "empty cells")
+        raise OutputDirError(f"{path}: column {column} holds non-numbers ({where})")
+    values = frame[column].to_numpy(dtype=float)
+    wrong = ~np.isfinite(values)
+    if kind in (COUNT, NONNEGATIVE):
+        wrong |= values < 0
+    if kind == COUNT:
+        wrong |= values != np.round(values)
+    if wrong.any():
+        row = int(np.argmax(wrong))
+        raise OutputDirError(f"{path}: column {column} row {row + 2} holds "
+                             f"{values[row]!r}, not {kind}")
 
 
 def json_file(directory: Path, name: str, check: Callable[[Any], str | None]) -> Any:
@@ -125,14 +140,30 @@ def rows(frame: pd.DataFrame, scenario: Scenario, path: Path,
                              "from 0 on every row")
 
 
+def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
+               by: Sequence[str] = ()) -> pd.DataFrame:
+    """``timeseries.csv`` with at least the *required* columns, every column checked:
+    counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and time
+    stepping by the scenario's bin from 0 in every run (grouped *by* ``arm``,
+    ``replication``)."""
+    kinds = {"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
+    frame = csv(directory, "timeseries.csv", list(required), [c for c in by if c == "arm"],
+                empty_ok=False, kinds=kinds, every=COUNT)
+    rows(frame, scenario, directory / "timeseries.csv", by)
+    return frame
+
+
 def summary_problem(summary: object) -> str | None:
     """What is wrong with a run's ``summary.json``, if anything: every KPI of the registry
-    must have its kind's type (counts whole numbers >= 0, reals finite, flags true or
-    false, texts text; null where a KPI may be undefined)."""
+    must have its kind's type (counts whole numbers >= 0, fractions within 0..1, other
+    numbers finite and >= 0, flags true or false, texts text; null only where a number
+    may be undefined)."""
     if not isinstance(summary, dict) or not summary:
         return "expected an object of KPIs"
     for key, value in summary.items():
         kpi = BY_KEY.get(key)
+        if kpi is not None and value is None and kpi.kind in ("text", "flag"):
+            return f"KPI {key} is missing (null)"
         if kpi is None or value is None:
             if not (value is None or isinstance(value, (str, bool)) or _finite(value)):
                 return f"KPI {key} has no usable value ({str(value)[:40]!r})"
@@ -154,6 +185,10 @@ def _kind_problem(kind: str, value: object) -> str | None:
         return "a finite number"
     if kind == "count" and (value < 0 or value != int(value)):
         return "a whole number >= 0"
+    if kind == "fraction" and not 0 <= value <= 1:
+        return "a fraction between 0 and 1"
+    if value < 0:  # every KPI counts, times or rates something
+        return "a number >= 0"
     return None
 
 

@@ -36,6 +36,9 @@ from herdsim.plots.metastability_map import plot_map
 from herdsim.plots.style import save_figure
 
 MANIFEST = "manifest.json"
+RESULT = ("strategy", "seed", "state", "succeeded_fraction", "goodput", "recovery_time",
+          "collapses_after_outage", "latency_censored", "jobs_submitted",
+          "load", "outage_seconds", "goodput_tail")  # what every task's row must hold
 TASKS = "tasks"
 TABLES = ("sweep.parquet", "sweep.csv")
 
@@ -114,7 +117,7 @@ def _task(path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
             and row.get("replication") == replication and cell < max(1, int(np.prod(shape)))
             and arm < len(manifest["strategies"])
             and replication < manifest.get("replications", 1)
-            and isinstance(row.get("state"), str)
+            and all(key in row for key in RESULT)
             and reading.summary_problem(row) is None):
         return None
     where = np.unravel_index(cell, shape) if shape else ()
