@@ -2,22 +2,57 @@
 
 The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`compare`
 (a :class:`Comparison`), and :func:`save` to write either as an output directory.
+
+Each name is imported on first use, so ``import herdsim`` (and the command line's
+``--help``) does not pay for pandas and matplotlib until a run needs them.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from herdsim.config.scenario import Scenario, load_scenario
-from herdsim.errors import HerdsimError, ScenarioError
-from herdsim.experiments.compare import compare
-from herdsim.outputs.compare_dir import save
-from herdsim.policies.strategies import Strategy
-from herdsim.results.comparison import Comparison
-from herdsim.results.result import Result, run
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 try:
     __version__ = version("herdsim")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
+#: Public name -> the module that defines it.
+_WHERE = {
+    "Comparison": "herdsim.results.comparison",
+    "HerdsimError": "herdsim.errors",
+    "Result": "herdsim.results.result",
+    "Scenario": "herdsim.config.scenario",
+    "ScenarioError": "herdsim.errors",
+    "Strategy": "herdsim.policies.strategies",
+    "compare": "herdsim.experiments.compare",
+    "load_scenario": "herdsim.config.scenario",
+    "run": "herdsim.results.result",
+    "save": "herdsim.outputs.compare_dir",
+}
+
 __all__ = ["Comparison", "HerdsimError", "Result", "Scenario", "ScenarioError", "Strategy",
            "compare", "load_scenario", "run", "save"]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'herdsim' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:
+    from herdsim.config.scenario import Scenario, load_scenario
+    from herdsim.errors import HerdsimError, ScenarioError
+    from herdsim.experiments.compare import compare
+    from herdsim.outputs.compare_dir import save
+    from herdsim.policies.strategies import Strategy
+    from herdsim.results.comparison import Comparison
+    from herdsim.results.result import Result, run

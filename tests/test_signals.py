@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,10 +31,19 @@ TINY = {"name": "served", "seed": 1, "duration": "2s", "workload": {"rate": 20},
 
 
 def start(tmp: Path, *args: str) -> psutil.Popen:
+    """``herdsim *args`` in *tmp*, with a temporary directory of its own (:func:`temp_of`):
+    what it leaves there is this test's, whatever else runs on the machine."""
     exe = shutil.which("herdsim")
     assert exe, "the herdsim console script is not installed (pip install -e .)"
+    temp_of(tmp).mkdir(exist_ok=True)
     return psutil.Popen([exe, *args], cwd=tmp, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True)
+                        stderr=subprocess.PIPE, text=True,
+                        env=dict(os.environ, TMPDIR=str(temp_of(tmp))))
+
+
+def temp_of(tmp: Path) -> Path:
+    """The temporary directory (``TMPDIR``) of the herdsim processes a test starts in *tmp*."""
+    return tmp / "tmpdir"
 
 
 def wait_for(condition, timeout: float = 30.0, what: str = "") -> None:
@@ -119,8 +127,9 @@ def listening(port: int) -> list[int]:
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
 
 
-def workdirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(f"{prometheus_server.WORKDIR_PREFIX}*"))
+def workdirs(tmp: Path) -> set[Path]:
+    """The Prometheus working folders in the temporary directory of *tmp*'s processes."""
+    return set(temp_of(tmp).glob(f"{prometheus_server.WORKDIR_PREFIX}*"))
 
 
 def ready(port: int) -> bool:
@@ -150,15 +159,15 @@ def run_dir(tmp_path: Path) -> Path:
 
 def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_dir):
     port = prometheus_server.free_port()
-    before = workdirs()
     server = serve(tmp_path, run_dir, port)
+    assert len(workdirs(tmp_path)) == 1  # the folder this test looks at is the one used
     prometheus = children(server)
     # a finished HTTP exchange leaves a TIME_WAIT socket on the port
     prometheus_server.LOOPBACK.open(f"http://127.0.0.1:{port}/-/ready", timeout=5).read()
     server.send_signal(signal.SIGHUP)  # to Prometheus, HUP would mean "reload"
     assert server.wait(20) == 0
     assert left_alive(prometheus) == [] and listening(port) == []
-    assert workdirs() - before == set()
+    assert workdirs(tmp_path) == set()
     again = serve(tmp_path, run_dir, port)  # the same port, right away
     again.send_signal(signal.SIGTERM)
     assert again.wait(20) == 0 and listening(port) == []
@@ -166,16 +175,15 @@ def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_d
 
 def test_sigkill_leaves_no_prometheus_and_the_next_start_clears_its_tsdb(tmp_path, run_dir):
     port = prometheus_server.free_port()
-    before = workdirs()
     server = serve(tmp_path, run_dir, port)
     prometheus = children(server)
     server.send_signal(signal.SIGKILL)
     server.wait(10)
     assert left_alive(prometheus) == [] and listening(port) == []
-    stale = workdirs() - before
+    stale = workdirs(tmp_path)
     assert len(stale) == 1  # the TSDB a killed herdsim could not delete
-    cleared = prometheus_server.clear_stale()
-    assert stale <= set(cleared) and not (workdirs() - before)
+    cleared = prometheus_server.clear_stale(temp_of(tmp_path))
+    assert stale == set(cleared) and not workdirs(tmp_path)
 
 
 def test_children_die_with_a_parent_killed_before_they_were_told(tmp_path):

@@ -11,7 +11,7 @@ import tempfile
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -20,9 +20,11 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from herdsim.config import bundled
-from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
 from herdsim.outputs import signals
+
+if TYPE_CHECKING:
+    from herdsim.config.scenario import Scenario
 
 
 class Boundary(TyperGroup):
@@ -102,6 +104,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: wrapped, never cut with "…", no <bool> after flags
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console(width=None if sys.stdout and sys.stdout.isatty() else 120)  # pipes: wide
 err_console = Console(stderr=True, emoji=False)
@@ -151,6 +154,8 @@ def load(path: Path, sets: list[str] | None, trust_code: bool = True) -> Scenari
         overrides = parse_sets(sets)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
+    from herdsim.config.scenario import load_scenario  # pydantic: not for --help
+
     return load_scenario(bundled.resolve(path), overrides, trust_code)
 
 

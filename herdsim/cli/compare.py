@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
     ForceOpt,
@@ -32,11 +31,7 @@ from herdsim.cli.app import (
     safe,
 )
 from herdsim.cli.outputs import report_export
-from herdsim.cli.tables import ranked_table
 from herdsim.errors import UsageError
-from herdsim.experiments.compare import compare as compare_arms
-from herdsim.outputs import openmetrics
-from herdsim.outputs.compare_dir import save_comparison
 
 
 @app.command()
@@ -62,6 +57,12 @@ def compare(
     numbers.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
+    from herdsim.cli import gate as gate_rules
+    from herdsim.cli.tables import ranked_table
+    from herdsim.experiments.compare import compare as compare_arms
+    from herdsim.outputs import openmetrics
+    from herdsim.outputs.compare_dir import save_comparison
+
     conditions = gate_rules.parse(fail_if)
     sc = load(scenario, set_)
     names = parse_list("--strategies", strategies_)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,10 +25,10 @@ from herdsim.cli.app import (
     safe,
 )
 from herdsim.errors import UsageError
-from herdsim.outputs import openmetrics, prometheus_server, sweep_dir
-from herdsim.outputs.compare_dir import load_outputs, redraw
-from herdsim.outputs.report import write_report, write_sweep_report
-from herdsim.plots.figures import FIGURES
+from herdsim.plots.kinds import FIGURES
+
+if TYPE_CHECKING:
+    from herdsim.outputs import openmetrics
 
 KindsOpt = Annotated[str, typer.Option(
     "--kinds", help=f"Figures to draw, comma-separated: {', '.join(FIGURES)}.")]
@@ -38,6 +38,9 @@ KindsOpt = Annotated[str, typer.Option(
 def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
          kinds: KindsOpt = ",".join(FIGURES)) -> None:
     """Redraw the figures of a run or compare directory (the map of a sweep directory)."""
+    from herdsim.outputs import sweep_dir
+    from herdsim.outputs.compare_dir import redraw
+
     formats = parse_formats(fmt)
     chosen = parse_list("--kinds", kinds)
     wrong = [k for k in chosen if k not in FIGURES]
@@ -55,6 +58,10 @@ def plot(directory: OutputDirArg, fmt: FormatOpt = "png,svg",
 def report(directory: OutputDirArg) -> None:
     """Write a self-contained report.html (verdict, KPIs, timeline, figures) into DIR: a run,
     compare or sweep directory."""
+    from herdsim.outputs import sweep_dir
+    from herdsim.outputs.compare_dir import load_outputs
+    from herdsim.outputs.report import write_report, write_sweep_report
+
     with console.status("writing the report…"):
         if (directory / sweep_dir.MANIFEST).exists():
             path = write_sweep_report(directory)
@@ -82,15 +89,18 @@ def export_prometheus(
     directory: RunDirArg, out: Annotated[Path | None, typer.Option(
         "--out", help="File to write (default: DIR/metrics.om).", show_default=False)] = None,
     start: StartOpt = None, interval: IntervalOpt = None,
-    buckets: Annotated[str, typer.Option(
-        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms).")] =
-        ",".join(f"{b:g}" for b in openmetrics.DEFAULT_BUCKETS),
+    buckets: Annotated[str | None, typer.Option(
+        "--buckets", help="Histogram bucket bounds, comma-separated (s or 250ms); default: "
+                          "Prometheus's default buckets, 5ms to 10s.", show_default=False)] = None,
     replication: ReplicationOpt = 0,
 ) -> None:
     """Write the run's metrics as OpenMetrics text for promtool's backfill."""
+    from herdsim.outputs import openmetrics
+
+    bounds = openmetrics.DEFAULT_BUCKETS if buckets is None else openmetrics.parse_buckets(buckets)
     report_export(openmetrics.export(
         directory, out, None if start is None else openmetrics.parse_start(start), interval,
-        openmetrics.parse_buckets(buckets), replication))
+        bounds, replication))
 
 
 @app.command("prometheus")
@@ -100,6 +110,8 @@ def prometheus_command(
     start: StartOpt = None, interval: IntervalOpt = None, replication: ReplicationOpt = 0,
 ) -> None:
     """Backfill a run into a temporary Prometheus and serve it until Ctrl-C."""
+    from herdsim.outputs import openmetrics, prometheus_server
+
     at = None if start is None else openmetrics.parse_start(start)
     console.print("exporting, backfilling and starting Prometheus…")
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal cleans up

@@ -8,10 +8,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from herdsim.analysis.kpis import format_value
 from herdsim.cli.app import OutOpt, SetOpt, app, console, output_dir, parse_sets, safe
 from herdsim.errors import UsageError
-from herdsim.experiments.reproduce import EXPERIMENTS, reproduce
 
 
 @app.command("reproduce")
@@ -32,6 +30,9 @@ def reproduce_command(
 
     --set changes the experiment's scenario (scenarios/NAME.yaml), e.g.
     --set downstream.overload.latency_model=continuous."""
+    from herdsim.analysis.kpis import format_value
+    from herdsim.experiments.reproduce import EXPERIMENTS, reproduce
+
     if experiment not in EXPERIMENTS:
         raise UsageError(f"reproduce {experiment!r}: no such experiment; choose among "
                          + ", ".join(EXPERIMENTS))

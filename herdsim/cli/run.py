@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from herdsim.cli import gate as gate_rules
 from herdsim.cli.app import (
     FailIfOpt,
     ForceOpt,
@@ -32,14 +31,8 @@ from herdsim.cli.app import (
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
-from herdsim.cli.tables import summary_table
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
-from herdsim.outputs import openmetrics
-from herdsim.outputs.atomic import write_file
-from herdsim.outputs.compare_dir import save_run
-from herdsim.policies import strategies
-from herdsim.results.result import run as run_once
 
 
 @app.command()
@@ -49,6 +42,12 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
+    from herdsim.cli import gate as gate_rules
+    from herdsim.cli.tables import summary_table
+    from herdsim.outputs import openmetrics
+    from herdsim.outputs.compare_dir import save_run
+    from herdsim.results.result import run as run_once
+
     conditions = gate_rules.parse(fail_if)
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
@@ -76,6 +75,8 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
                            "module:Class to check it too (this runs its code).")] = False,
              ) -> None:
     """Check a scenario file and print it fully resolved (defaults filled in)."""
+    from herdsim.policies import strategies
+
     sc = load(scenario, set_, trust_code=import_strategy)
     console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
     if not strategies.is_own(sc.retry.strategy) and not import_strategy:
@@ -87,6 +88,8 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
 @app.command("strategies")
 def list_strategies() -> None:
     """List the built-in and installed backoff strategies with their formulas."""
+    from herdsim.policies import strategies
+
     table = Table(show_header=True, header_style="bold")
     table.add_column("strategy")
     table.add_column("sleep before retry number attempt+1 (attempt 0 = first retry)")
@@ -107,6 +110,8 @@ def list_scenarios(
 ) -> None:
     """List the bundled scenarios (run one by name: herdsim run outage)."""
     if copy_to is not None:
+        from herdsim.outputs.atomic import write_file
+
         copy_to.mkdir(parents=True, exist_ok=True)
         taken = [name for name in bundled.names()
                  if os.path.lexists(copy_to / f"{name}.yaml")]  # a link, even dangling

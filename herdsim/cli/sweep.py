@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.table import Table
 
-from herdsim.analysis import metastability
 from herdsim.cli.app import (
     ForceOpt,
     ScenarioArg,
@@ -22,8 +20,9 @@ from herdsim.cli.app import (
 )
 from herdsim.config import bundled
 from herdsim.errors import UsageError
-from herdsim.experiments import sweep
-from herdsim.outputs import sweep_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @app.command("sweep")
@@ -58,6 +57,9 @@ def sweep_command(
     force: ForceOpt = False,
 ) -> None:
     """Run a scenario over a grid of settings x strategies x replications (resumable)."""
+    from herdsim.experiments import sweep
+    from herdsim.outputs import sweep_dir
+
     arms = [s.strip() for s in (strategies_ or "").split(",") if s.strip()]
     presets = [p.strip() for p in (presets_ or "").split(",") if p.strip()]
     plan = sweep.plan(bundled.resolve(scenario), grid or [], arms, replications, parse_sets(set_),
@@ -97,6 +99,12 @@ def sweep_command(
 
 def _preset_counts(target: Path) -> pd.DataFrame:
     """Cells of each class under each preset of a finished sweep over ``retry.preset``."""
+    import pandas as pd
+
+    from herdsim.analysis import metastability
+    from herdsim.experiments import sweep
+    from herdsim.outputs import sweep_dir
+
     runs, manifest = sweep_dir.load_sweep(target)
     table = metastability.cells(runs, [axis["path"] for axis in manifest["axes"]])
     presets = next(a["values"] for a in manifest["axes"] if a["path"] == sweep.PRESET)

@@ -22,6 +22,7 @@ from herdsim.analysis.kpis import FIGURE, format_kpi
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.plots import coarse, describe
+from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
     CAPACITY_STYLE,
@@ -376,7 +377,6 @@ def kpis(c: Comparison) -> Figure:
 
 
 PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
-FIGURES = tuple(PLOTS)
 BY_TIME = ("timeline",)  # drawn from the time series (landing thins its own 10 ms steps)
 
 
