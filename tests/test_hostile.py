@@ -762,3 +762,16 @@ def test_default_outputs_never_collide_or_replace(tmp_path, monkeypatch, tmp_pat
     with pytest.raises(herdsim.errors.OutputExistsError):
         herdsim.outputs.openmetrics.export(run)
     assert (run / "metrics.om").read_text() == "mine\n"
+
+
+def test_the_estimate_bounds_poison_that_retries_at_once_forever():
+    """Zero-wait retries of poison run until the run ends: the estimate must say so (it
+    once said ~20 calls a job, and the run made thousands of times more)."""
+    sc = load_scenario({"name": "p0", "seed": 1, "duration": "3s",
+                        "workload": {"rate": 50, "poison_fraction": 0.05},
+                        "workers": {"count": 20},
+                        "downstream": {"concurrency": 20, "service": {"mean": "1ms"}},
+                        "retry": {"strategy": "immediate", "max_retries": None}})
+    made = herdsim.run(sc).summary["attempts_total"]
+    guess = estimate(sc).calls
+    assert made <= guess <= 3 * made  # an upper bound, and not a wild one

@@ -71,9 +71,9 @@ def compare(
         raise UsageError("--strategies and --presets: give one of them")
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
-    comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,
+    comparison = compare_arms(sc, names or None, parse_vary(vary), replications, processes,
                               progress=not (quiet or json_), force=force,
-                              presets=preset_names)
+                              presets=preset_names or None)
     save_comparison(comparison, target, formats, report=report)
     if json_:
         emit_json(comparison.to_json())

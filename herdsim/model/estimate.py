@@ -70,7 +70,7 @@ def estimate(scenario: Scenario) -> Estimate:
     jobs = load.backlog + max(arriving, 0.0)
     retries = scenario.retry.max_retries
     per_job = 1 + (UNBOUNDED_RETRIES if retries is None else retries)
-    calls = jobs * per_job
+    calls = jobs * per_job + _endless(scenario, jobs)
     rows = math.ceil(seconds / scenario.bin)
     per = BYTES_PER_OPEN_LOOP_JOB if scenario.workers.count is None else BYTES_PER_JOB
     parts = (("jobs", jobs * (per + BYTES_PER_CALL)),
@@ -80,6 +80,25 @@ def estimate(scenario: Scenario) -> Estimate:
     ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
     events = calls * EVENTS_PER_CALL + ticks + rows
     return Estimate(jobs, calls, rows, sum(b for _, b in parts), events, parts)
+
+
+def _endless(scenario: Scenario, jobs: float) -> float:
+    """Calls beyond :data:`UNBOUNDED_RETRIES` a job of poison makes when it retries at once
+    and forever (a zero-wait strategy, no ``max_retries``): one per service time until the
+    run ends (half the run on average), no more than the workers can make."""
+    retry, load = scenario.retry, scenario.workload
+    if retry.max_retries is not None or not retry.poison_retryable or not load.poison_fraction:
+        return 0.0
+    try:
+        zero_wait = getattr(retry.build(), "min_sleep", None) == 0.0
+    except (ValueError, TypeError):  # a strategy read, not run: nothing to estimate
+        return 0.0
+    if not zero_wait:
+        return 0.0
+    per_call = max(scenario.downstream.service.mean, 1e-6)
+    poison = jobs * load.poison_fraction * scenario.duration / (2 * per_call)
+    workers = (scenario.workers.count or math.inf) * scenario.duration / per_call
+    return max(0.0, min(poison, workers) - jobs * load.poison_fraction * UNBOUNDED_RETRIES)
 
 
 def available_memory() -> float:
