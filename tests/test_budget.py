@@ -1,13 +1,14 @@
 """Retry budgets and client-side throttling: the pure objects against their published rules,
 then the engine against the retry arithmetic they imply.
 
-Sources of the rules: the AWS SDKs' standard retry mode (retry quota 500, retry cost 5,
-timeout retry cost 10, +1 per success without retry, a successful retry gives back what
-it took); gRPC retry throttling (gRFC A6: token_count starts at max_tokens, -1 per failed
-RPC, +token_ratio per successful one, clamped to [0, max_tokens], retries only while
-token_count > max_tokens/2); Google SRE client-side throttling (reject with probability
-max(0, (requests - K*accepts)/(requests + 1))); Finagle's retry budget (retries within a
-window <= ratio * requests + a reserve).
+Sources of the rules: the AWS SDKs' standard retry mode (retry quota 500; botocore 1.44.8:
+retry cost 14, 5 after a throttling error; botocore 1.43: retry cost 5, 10 after a timeout;
++1 per success without retry, a successful retry gives back what it took); gRPC retry
+throttling (gRFC A6: token_count starts at max_tokens, -1 per failed RPC, +token_ratio per
+successful one, clamped to [0, max_tokens], retries only while token_count > max_tokens/2);
+Google SRE client-side throttling (reject with probability max(0, (requests - K*accepts) /
+(requests + 1))); Finagle's retry budget (retries within a window <= ratio * requests + a
+reserve).
 """
 
 from __future__ import annotations
@@ -36,33 +37,49 @@ def built(**fields):
 # -- presets ---------------------------------------------------------------------------------
 
 
-def test_aws_preset_is_the_sdk_standard_retry_quota():
-    b = built(kind="token_bucket", preset="aws")
-    assert (b.capacity, b.tokens, b.retry_cost, b.timeout_cost, b.success_refund) == (
-        500, 500, 5, 10, 1)
+@pytest.mark.parametrize(("preset", "costs"), [("aws", (14, 14, 5)), ("aws-1.43", (5, 10, 5))])
+def test_aws_presets_are_the_sdk_standard_retry_quota(preset, costs):
+    """botocore 1.44.8 retries/standard.py:704-706 (14, 5 after throttling, no timeout
+    cost); botocore 1.43 retries/standard.py:677-681 @0e6e2404 (5, 10 after a timeout)."""
+    b = built(kind="token_bucket", preset=preset)
+    assert (b.capacity, b.tokens, b.success_refund) == (500, 500, 1)
+    assert (b.retry_cost, b.timeout_cost, b.throttling_cost) == costs
     assert b.refund_retry_cost and b.failure_cost == 0 and b.floor == 0
 
 
-def test_aws_quota_pays_for_100_retries_or_50_after_timeouts():
-    """500 tokens: 100 retries at 5, the 101st refused; 50 timeout retries at 10."""
-    plain, timed = built(kind="token_bucket", preset="aws"), built(kind="token_bucket",
-                                                                  preset="aws")
-    assert [plain.allow_retry(0, False)[0] for _ in range(101)] == [True] * 100 + [False]
-    assert [timed.allow_retry(0, True)[0] for _ in range(51)] == [True] * 50 + [False]
+@pytest.mark.parametrize(("preset", "plain", "timeouts", "throttles"),
+                         [("aws", 35, 35, 100), ("aws-1.43", 100, 50, 100)])
+def test_aws_quota_pays_for_capacity_over_cost_retries(preset, plain, timeouts, throttles):
+    """500 tokens: aws pays for 35 retries at 14 (490), or 100 throttled ones at 5;
+    aws-1.43 for 100 at 5, or 50 after timeouts at 10. The next one is refused."""
+    for n, timed_out, throttled in ((plain, False, False), (timeouts, True, False),
+                                    (throttles, False, True)):
+        b = built(kind="token_bucket", preset=preset)
+        assert [b.allow_retry(0, timed_out, throttled)[0] for _ in range(n + 1)] == \
+            [True] * n + [False]
 
 
 def test_aws_success_refunds_one_and_a_successful_retry_its_cost():
     b = built(kind="token_bucket", preset="aws")
-    _, paid = b.allow_retry(0, True)
-    assert paid == 10 and b.tokens == 490
+    _, paid = b.allow_retry(0, False, True)
+    assert paid == 5 and b.tokens == 495
     b.on_result(0, ok=True, paid=0)
-    assert b.tokens == 491
+    assert b.tokens == 496
     b.on_result(0, ok=True, paid=paid)
     assert b.tokens == 500
     b.on_result(0, ok=True, paid=0)
     assert b.tokens == 500  # never above capacity
     b.on_result(0, ok=False, paid=0)
     assert b.tokens == 500  # AWS charges retries, not failures
+
+
+def test_throttling_cost_defaults_to_the_retry_cost():
+    fields = {"capacity": 50, "retry_cost": 3, "timeout_cost": 7, "failure_cost": 0,
+              "success_refund": 1, "refund_retry_cost": True, "floor": 0, "strict": False}
+    assert built(kind="token_bucket", **fields).allow_retry(0, False, True) == (True, 3)
+    again = built(kind="token_bucket", throttling_cost=2, **fields)
+    assert again.allow_retry(0, False, True) == (True, 2)
+    assert again.allow_retry(0, True, False) == (True, 7)
 
 
 def test_grpc_preset_fields_are_max_tokens_and_token_ratio():
@@ -87,8 +104,8 @@ def test_grpc_retries_only_while_tokens_above_half():
 # -- token bucket properties -------------------------------------------------------------------
 
 
-outcomes = st.lists(st.tuples(st.sampled_from(["ok", "fail", "timeout"]), st.booleans()),
-                    max_size=300)
+outcomes = st.lists(st.tuples(st.sampled_from(["ok", "fail", "timeout", "throttled"]),
+                              st.booleans()), max_size=300)
 
 
 def drive(b: TokenBucketBudget, script):
@@ -102,9 +119,10 @@ def drive(b: TokenBucketBudget, script):
         refund = (paid if b.refund_retry_cost and paid else b.success_refund) if ok else 0.0
         allowed, cost = False, 0.0
         if not ok and wants_retry:
-            allowed, cost = b.allow_retry(0.0, outcome == "timeout")
+            allowed, cost = b.allow_retry(0.0, outcome == "timeout", outcome == "throttled")
             if allowed:
-                assert cost == (b.timeout_cost if outcome == "timeout" else b.retry_cost)
+                assert cost == {"timeout": b.timeout_cost, "throttled": b.throttling_cost}.get(
+                    outcome, b.retry_cost)
         paid = cost if allowed else 0.0  # the next step is this retry's result
         log.append((allowed, cost, refund))
     return log
@@ -135,10 +153,12 @@ def test_token_bucket_never_exceeds_its_budget_over_any_stretch(
 
 
 @settings(max_examples=200, deadline=None)
-@given(script=outcomes)
-def test_aws_preset_matches_the_sdk_quota_rules(script):
-    """An independent transcription of the SDK quota decides every retry identically."""
-    b = built(kind="token_bucket", preset="aws")
+@given(script=outcomes, preset=st.sampled_from(["aws", "aws-1.43"]))
+def test_aws_preset_matches_the_sdk_quota_rules(script, preset):
+    """An independent transcription of the SDK quota decides every retry identically:
+    1.44.8 costs 5 after a throttling error and 14 otherwise; 1.43 costs 10 after a timeout
+    and 5 otherwise."""
+    b = built(kind="token_bucket", preset=preset)
     tokens, paid = 500.0, 0.0
     for outcome, wants_retry in script:
         b.on_result(0.0, outcome == "ok", paid)
@@ -146,9 +166,12 @@ def test_aws_preset_matches_the_sdk_quota_rules(script):
             tokens = min(500.0, tokens + (paid if paid else 1.0))
         paid = 0.0
         if outcome != "ok" and wants_retry:
-            cost = 10.0 if outcome == "timeout" else 5.0
+            if preset == "aws":
+                cost = 5.0 if outcome == "throttled" else 14.0
+            else:
+                cost = 10.0 if outcome == "timeout" else 5.0
             expect = cost <= tokens
-            allowed, _ = b.allow_retry(0.0, outcome == "timeout")
+            allowed, _ = b.allow_retry(0.0, outcome == "timeout", outcome == "throttled")
             assert allowed == expect
             if allowed:
                 tokens -= cost
@@ -281,14 +304,16 @@ def down_all_run(make_scenario, **budget) -> dict:
 
 
 @pytest.mark.parametrize(("scope", "owners"), [("pool", 1), ("worker", 3)])
+@pytest.mark.parametrize("preset", ["aws", "aws-1.43"])
 def test_aws_quota_in_the_engine_allows_capacity_over_cost_retries(make_scenario, scope,
-                                                                   owners):
-    """No success ever refunds: exactly 500/5 = 100 retries per bucket, then every failure
-    is refused and dead-lettered; the series and the summary agree."""
+                                                                   owners, preset):
+    """No success ever refunds: exactly floor(500 / retry_cost) retries per bucket (an
+    outage's fast failure is not a throttling error), then every failure is refused and
+    dead-lettered; the series and the summary agree."""
     result = herdsim.run(herdsim.load_scenario(
-        down_all_run(make_scenario, kind="token_bucket", preset="aws", scope=scope)))
+        down_all_run(make_scenario, kind="token_bucket", preset=preset, scope=scope)))
     s, ts = result.summary, result.timeseries
-    assert len(result.sleeps) == 100 * owners
+    assert len(result.sleeps) == 500 // budgets.PRESETS[preset]["retry_cost"] * owners
     assert ts["budget_refused"].sum() == s["budget_refused_total"] > 0
     assert s["jobs_dead_lettered"] == s["budget_refused_total"]
     assert s["jobs_succeeded"] == 0
@@ -302,14 +327,16 @@ def test_refused_jobs_are_recycled_without_a_dlq(make_scenario):
     assert s["recycled_total"] == s["budget_refused_total"] > 0
 
 
-def test_a_blackhole_charges_the_timeout_cost(make_scenario):
-    """Calls time out: each retry costs 10, so the 500-token quota pays for 50."""
-    data = down_all_run(make_scenario, kind="token_bucket", preset="aws")
+@pytest.mark.parametrize(("preset", "retries"), [("aws", 35), ("aws-1.43", 50)])
+def test_a_blackhole_charges_the_timeout_cost(make_scenario, preset, retries):
+    """Calls time out: each retry costs 14 (aws) or 10 (aws-1.43), so the 500-token quota
+    pays for 35 or 50."""
+    data = down_all_run(make_scenario, kind="token_bucket", preset=preset)
     data["downstream"] = {"timeout": "50ms", "outages": [
         {"start": 0, "duration": "4s", "mode": "blackhole"}]}
     data["workers"]["count"] = 20
     result = herdsim.run(herdsim.load_scenario(data))
-    assert len(result.sleeps) == 50
+    assert len(result.sleeps) == retries
     assert result.summary["budget_refused_total"] > 0
 
 
@@ -363,7 +390,7 @@ def finished_early(result, margin: float = 1.0):
 
 def test_an_aws_quota_that_never_runs_dry_changes_nothing(make_scenario):
     """p = 0.2, N = 3: per job the quota earns 0.8 (first-try successes) and loses
-    5 * (p^2 + p^3 + p^4) = 0.25 (retries that fail), so it stays full and refuses
+    14 * (p^2 + p^3 + p^4) = 0.69 (retries that fail), so it stays full and refuses
     nothing: the unbudgeted retry arithmetic holds (tests/test_theory_extra.py checks it
     without a budget) -- success fraction 1 - p^(N+1), calls per job sum_{k<=N} p^k, whose
     law is truncated geometric, P(c = k) = p^(k-1)(1-p) for k <= N, P(c = N+1) = p^N.
@@ -387,8 +414,8 @@ def test_an_aws_quota_that_never_runs_dry_changes_nothing(make_scenario):
 
 def test_an_aws_quota_that_runs_dry_pays_failed_retries_with_first_try_successes(
         make_scenario):
-    """p = 0.6, N = 3: the quota loses ~3.5 tokens per job and earns 0.4, so it empties and
-    refuses retries. Token conservation: 500 + first-try successes - 5 * retries that did
+    """p = 0.6, N = 3: the quota loses ~10 tokens per job and earns 0.4, so it empties and
+    refuses retries. Token conservation: 500 + first-try successes - 14 * retries that did
     not succeed (those in flight included: they paid) = tokens left + tokens clipped at
     capacity. Nothing is clipped once the first retry has paid (only successes in the
     first ~2 ms, while the bucket is full, can be): allowed slack 10 tokens."""
@@ -401,6 +428,6 @@ def test_an_aws_quota_that_runs_dry_pays_failed_retries_with_first_try_successes
     retried_ok = int(((jobs["outcome"] == "succeeded") & (jobs["attempts"] > 1)).sum())
     unrefunded = len(result.sleeps) - retried_ok
     assert result.summary["budget_refused_total"] > 1000
-    assert 5 * unrefunded <= 500 + first_ok  # the budget, never exceeded
-    clipped = 500 + first_ok - 5 * unrefunded - sim.budget_for(None).tokens
+    assert 14 * unrefunded <= 500 + first_ok  # the budget, never exceeded
+    clipped = 500 + first_ok - 14 * unrefunded - sim.budget_for(None).tokens
     assert 0 <= clipped <= 10, clipped

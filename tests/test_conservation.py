@@ -65,7 +65,7 @@ def budgets(draw, scope: str) -> dict:
     kind = draw(st.sampled_from(["token_bucket", "adaptive", "ratio"]))
     budget = {"kind": kind, "scope": scope, "window": draw(st.floats(0.1, 2.0))}
     if kind == "token_bucket":
-        budget["preset"] = draw(st.sampled_from(["aws", "grpc"]))
+        budget["preset"] = draw(st.sampled_from(["aws", "aws-1.43", "grpc"]))
     return budget
 
 

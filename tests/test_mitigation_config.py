@@ -167,7 +167,7 @@ def mitigated(draw) -> dict:
                           "scope": "pool" if open_loop else draw(st.sampled_from(
                               ["pool", "worker"]))}
         if kind == "token_bucket":
-            data["budget"]["preset"] = draw(st.sampled_from(["aws", "grpc"]))
+            data["budget"]["preset"] = draw(st.sampled_from(["aws", "aws-1.43", "grpc"]))
             data["budget"]["capacity"] = draw(st.sampled_from([10, 50]))
     return data
 

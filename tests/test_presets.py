@@ -2,17 +2,24 @@
 
 Where the library is pure Python on PyPI (tenacity, backoff, botocore, celery) the test
 draws from the library and from the preset's strategy with the same seeded Python
-``random`` stream and asserts the sequences are equal. For the others the test transcribes
-the source line it cites (at the commit docs/policies.md names) and compares sequences the
-same way. ``k = 1`` is the first retry; herdsim's strategies see ``attempt = k - 1``.
+``random`` stream and asserts the sequences are equal. It runs against the release the
+preset was read from (``Preset.release``, pinned exactly in pyproject's ``test`` extra):
+another installed version fails in one line naming both versions, before any number is
+compared. For the others, and for a behaviour kept under a versioned name
+(``aws-standard-1.43``), the test transcribes the source line it cites (at the commit
+docs/policies.md names) and compares sequences the same way. ``k = 1`` is the first
+retry; herdsim's strategies see ``attempt = k - 1``.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import inspect
 import math
 import random
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import backoff
@@ -33,7 +40,7 @@ from herdsim.config.scenario import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
-from herdsim.policies import budget, presets
+from herdsim.policies import budget, presets, retry_after
 from herdsim.results.result import run
 
 SEEDS = range(5)
@@ -59,6 +66,11 @@ def strategy_of(name: str):
     return load_scenario(_tiny(name)).retry.build()
 
 
+@functools.cache
+def throttling_strategy_of(name: str):
+    return load_scenario(_tiny(name)).retry.build(throttling=True)
+
+
 def _tiny(preset: str, **extra) -> dict:
     data = {"name": "p", "seed": 3, "duration": "3s", "workload": {"rate": 40},
             "workers": {"count": 8}, "downstream": {"concurrency": 4,
@@ -80,9 +92,63 @@ def preset_sleeps(name: str, seed: int, n: int = RETRIES) -> list[float]:
 
 # -- the library as the oracle --------------------------------------------------------------
 
+# Each oracle package and the preset whose ``release`` names the version read.
+ORACLES = {"botocore": "aws-standard", "tenacity": "tenacity", "backoff": "backoff",
+           "celery": "celery"}
 
+
+def read_version(package: str) -> str:
+    """The version of *package* the presets were read from (``Preset.release``)."""
+    name, version = presets.get(ORACLES[package]).release.split()
+    assert name == package
+    return version
+
+
+def check_pinned(package: str) -> None:
+    """Fail in one line (naming both versions, and what to re-read) unless *package* is
+    installed at the release the presets were read from."""
+    read, installed = read_version(package), importlib.metadata.version(package)
+    if installed != read:
+        pytest.fail(f"{package} {installed} is installed but the presets were read from "
+                    f"{package} {read}: install {package}=={read} (pip install -e '.[test]'), "
+                    f"or re-read {package} {installed}'s source for the presets that cite it "
+                    f"(herdsim/policies/presets.py, docs/policies.md) and move the pin",
+                    pytrace=False)
+
+
+@pytest.fixture
+def pinned(request):
+    """An oracle test runs only against the release read (:func:`check_pinned`)."""
+    check_pinned(request.param)
+
+
+def oracle(package: str):
+    """Mark a test as one that runs *package* as its oracle (through :func:`pinned`)."""
+    return pytest.mark.parametrize("pinned", [package], indirect=True, ids=[package])
+
+
+def test_the_test_extra_pins_every_oracle_at_the_release_read():
+    """pyproject's ``test`` extra installs exactly the versions the presets were read from."""
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    extra = re.search(r"^test = \[(.*?)^\]", text, re.S | re.M)
+    pins = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"]+)"', extra.group(1)))
+    assert {package: pins.get(package) for package in ORACLES} == \
+        {package: read_version(package) for package in ORACLES}
+
+
+def test_a_different_installed_oracle_fails_in_one_line(monkeypatch):
+    """The guard itself: with another version installed the oracle test stops at once."""
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0.1")
+    with pytest.raises(pytest.fail.Exception) as info:
+        check_pinned("botocore")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "botocore 0.0.1 is installed" in message and read_version("botocore") in message
+
+
+@oracle("tenacity")
 @pytest.mark.parametrize("seed", SEEDS)
-def test_tenacity_random_exponential_is_tenacity(seed):
+def test_tenacity_random_exponential_is_tenacity(seed, pinned):
     """tenacity/wait.py:204-221,250-252 @c650fb45: ``random.uniform(min, min(multiplier *
     2**(attempt_number - 1), max))`` with the defaults multiplier 1, max sys.maxsize/2."""
     wait, r = tenacity.wait_random_exponential(), random.Random(seed)
@@ -92,7 +158,8 @@ def test_tenacity_random_exponential_is_tenacity(seed):
     assert r.random() == random.Random(seed).random()  # (the helper stream is untouched)
 
 
-def test_tenacity_defaults_are_no_wait_forever():
+@oracle("tenacity")
+def test_tenacity_defaults_are_no_wait_forever(pinned):
     """tenacity/__init__.py:241-243: ``Retrying()`` is stop_never, wait_none."""
     retrying = tenacity.Retrying()
     assert retrying.stop is tenacity.stop_never
@@ -103,8 +170,9 @@ def test_tenacity_defaults_are_no_wait_forever():
     assert fields["workers.attempt_overhead"] == presets.OVERHEAD
 
 
+@oracle("backoff")
 @pytest.mark.parametrize("seed", SEEDS)
-def test_backoff_expo_full_jitter_is_backoff(seed):
+def test_backoff_expo_full_jitter_is_backoff(seed, pinned):
     """backoff/_wait_gen.py:8-32, _jitter.py:18-28, _common.py:34-56 @d82b23c4: expo yields
     ``2**n`` from n = 0 after one priming ``send``; on_exception applies full_jitter."""
     gen = backoff.expo()
@@ -114,7 +182,8 @@ def test_backoff_expo_full_jitter_is_backoff(seed):
     assert preset_sleeps("backoff", seed) == expected
 
 
-def test_backoff_defaults():
+@oracle("backoff")
+def test_backoff_defaults(pinned):
     """backoff/_decorator.py:30-32: ``max_tries=None``, ``jitter=full_jitter``."""
     params = inspect.signature(backoff.on_exception).parameters
     assert params["max_tries"].default is None
@@ -122,55 +191,136 @@ def test_backoff_defaults():
     assert presets.get("backoff").fields["retry.max_retries"] is None
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_aws_standard_is_botocore(seed):
-    """botocore/retries/standard.py:365-367,426-429 @0e6e2404 (the default, non-2026 path):
-    ``random() * min(2 ** (attempt_number - 1), 20)``; attempt_number is the failed one."""
-    assert botocore.retries.standard.NEW_RETRIES_ENABLED is False  # botocore's default
-    r = random.Random(seed)
-    backoff_ = botocore.retries.standard.ExponentialBackoff(random=r.random)
-    expected = [backoff_.delay_amount(SimpleNamespace(attempt_number=k))
-                for k in range(1, RETRIES + 1)]
-    assert preset_sleeps("aws-standard", seed) == expected
+# botocore's view of herdsim's failures: a throttling answer (THROTTLED, REJECTED) is a 429
+# with no modeled error code; an outage's fast failure a 503, an error a 500, a timeout a
+# ReadTimeoutError with no response.
+STATUS = {"throttled": 429, "down": 503, "error": 500}
+
+
+def botocore_context(k: int, failure: str, retry_after_ms: int | None = None,
+                     request_context: dict | None = None):
+    """botocore's RetryContext for failed attempt *k* (1-based) ending in *failure*."""
+    headers = {} if retry_after_ms is None else {"x-amz-retry-after": str(retry_after_ms)}
+    http = (None if failure == "timeout"
+            else SimpleNamespace(status_code=STATUS[failure], headers=headers))
+    return botocore.retries.standard.RetryContext(
+        attempt_number=k, http_response=http,
+        caught_exception=ReadTimeoutError(endpoint_url="x") if failure == "timeout" else None,
+        request_context=request_context)
+
+
+def botocore_backoff(draw):
+    """botocore's standard-mode backoff as ``register_retry_handler`` builds it
+    (retries/standard.py:65-74), drawing from *draw*."""
+    detector = botocore.retries.standard.ThrottlingErrorDetector(
+        botocore.retries.standard.RetryEventAdapter())
+    return botocore.retries.standard.ExponentialBackoff(
+        random=draw, service_name="sqs", throttling_detector=detector), detector
+
+
+@oracle("botocore")
+def test_botocore_defaults_to_standard_mode(pinned, monkeypatch):
+    """configprovider.py:157: a client configured with nothing retries in standard mode,
+    3 attempts (retries/standard.py:36), as the aws-standard preset."""
+    import botocore.session
+
+    monkeypatch.delenv("AWS_RETRY_MODE", raising=False)
+    monkeypatch.delenv("AWS_MAX_ATTEMPTS", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    client = botocore.session.get_session().create_client(
+        "sqs", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+    assert client.meta.config.retries["mode"] == "standard"
     assert presets.get("aws-standard").fields["retry.max_retries"] == \
         botocore.retries.standard.DEFAULT_MAX_ATTEMPTS - 1
 
 
-def test_aws_standard_quota_is_botocore():
-    """retries/standard.py:670-674,686-735 and quota.py:7: the retry quota herdsim's
-    ``budget preset: aws`` runs, event by event against botocore's own objects."""
+@oracle("botocore")
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aws_standard_is_botocore(seed, pinned):
+    """retries/standard.py:373-421: ``random() * min(base_scale * 2 ** (attempt_number - 1),
+    20)``, base_scale 1 s after a throttling error and 50 ms otherwise; attempt_number is
+    the failed one. Failures drawn at random among 429, 503, 500 and timeouts."""
+    r, kinds = random.Random(seed), random.Random(100 + seed)
+    backoff_, _ = botocore_backoff(r.random)
+    plain, throttling = strategy_of("aws-standard"), throttling_strategy_of("aws-standard")
+    rng, expected, got = PyRandom(seed), [], []
+    for k in range(1, RETRIES + 1):
+        failure = kinds.choice(["throttled", "down", "error", "timeout"])
+        expected.append(backoff_.delay_amount(botocore_context(k, failure)))
+        got.append((throttling if failure == "throttled" else plain).sleep(k - 1, 0.0, rng))
+    assert got == expected
+
+
+@oracle("botocore")
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aws_standard_retry_after_is_botocore(seed, pinned):
+    """retries/standard.py:396-405,423-443: ``x-amz-retry-after`` (ms) raises the delay to
+    its value, by at most 5 s: ``max(t_i, min(retry_after, t_i + 5))``. herdsim's
+    downstream.retry_after is that header (sent with THROTTLED and REJECTED answers)."""
+    fields = presets.get("aws-standard").fields
+    heed = retry_after.rule(fields["retry.retry_after"], fields["retry.retry_after_limit"])
+    r, hints = random.Random(seed), random.Random(200 + seed)
+    backoff_, _ = botocore_backoff(r.random)
+    throttling, rng = throttling_strategy_of("aws-standard"), PyRandom(seed)
+    for k in range(1, RETRIES + 1):
+        ms = hints.choice([0, 1, 250, 999, 2000, 5500, 30_000, 10**7])
+        expected = backoff_.delay_amount(botocore_context(k, "throttled", ms))
+        assert heed(throttling.sleep(k - 1, 0.0, rng), ms / 1000) == expected
+
+
+@oracle("botocore")
+def test_aws_standard_quota_is_botocore(pinned):
+    """retries/standard.py:637-656,703-760 and quota.py:7: the retry quota herdsim's
+    ``budget preset: aws`` runs, event by event against botocore's own objects, with
+    botocore's own throttling detector classifying each failure."""
     quota = botocore.retries.quota.RetryQuota()
-    checker = botocore.retries.standard.RetryQuotaChecker(quota)
+    _, detector = botocore_backoff(random.random)
+    checker = botocore.retries.standard.RetryQuotaChecker(quota, detector)
     bucket = budget.TokenBucketBudget(**budget.PRESETS["aws"])
-    rng, refused = random.Random(11), 0
+    rng, refused, kinds = random.Random(11), 0, set()
     for _ in range(3000):  # logical requests: tries until a success or 2 retries
         context, paid = {}, 0.0
-        for attempt in range(3):
+        for attempt in range(1, 4):
             ok = rng.random() < 0.35
             if ok:
                 checker.release_retry_quota(context, SimpleNamespace(status_code=200))
                 bucket.on_result(0.0, True, paid)
                 break
             bucket.on_result(0.0, False, paid)
-            if attempt == 2:
+            if attempt == 3:
                 break
-            timed_out = rng.random() < 0.3
-            ctx = SimpleNamespace(
-                caught_exception=ReadTimeoutError(endpoint_url="x") if timed_out else None,
-                request_context=context, add_retry_metadata=lambda **kw: None)
-            allowed = checker.acquire_retry_quota(ctx)
-            ours, paid = bucket.allow_retry(0.0, timed_out)
+            failure = rng.choice(["throttled", "down", "error", "timeout"])
+            allowed = checker.acquire_retry_quota(
+                botocore_context(attempt, failure, request_context=context))
+            ours, paid = bucket.allow_retry(0.0, failure == "timeout", failure == "throttled")
             assert allowed == ours
             assert quota.available_capacity == bucket.tokens
             if not allowed:
                 refused += 1
+                kinds.add(failure)
                 break
-    assert refused > 100  # the quota ran dry and refilled: both regimes were compared
+    assert refused > 100 and kinds == set(STATUS) | {"timeout"}  # dry and refilled, all kinds
     assert botocore.retries.quota.RetryQuota.INITIAL_CAPACITY == bucket.capacity == 500
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_aws_legacy_is_botocore(seed):
+def test_aws_standard_1_43_matches_standard_py(seed):
+    """botocore 1.43 (standard.py:425-428 @0e6e2404, the path taken while
+    NEW_RETRIES_ENABLED was False): ``random() * min(2 ** (attempt_number - 1), 20)`` for
+    every error; 3 attempts; the quota costs 5, 10 after a timeout (:720-735)."""
+    r = random.Random(seed)
+    expected = [r.random() * min(2 ** (k - 1), 20) for k in range(1, RETRIES + 1)]
+    assert preset_sleeps("aws-standard-1.43", seed) == expected
+    fields = presets.get("aws-standard-1.43").fields
+    assert fields["retry.max_retries"] == 2 and fields["retry.retry_after"] == "ignore"
+    assert "retry.throttling_base" not in fields
+    costs = budget.PRESETS[fields["budget"]["preset"]]
+    assert (costs["retry_cost"], costs["timeout_cost"], costs["throttling_cost"]) == (5, 10, 5)
+
+
+@oracle("botocore")
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aws_legacy_is_botocore(seed, pinned):
     """botocore/retryhandler.py:43-63 with data/_retry.json:92-97 (base 'rand', growth 2)."""
     random.seed(seed)
     expected = [botocore.retryhandler.delay_exponential("rand", 2, k)
@@ -178,8 +328,9 @@ def test_aws_legacy_is_botocore(seed):
     assert preset_sleeps("aws-legacy", seed) == expected
 
 
+@oracle("celery")
 @pytest.mark.parametrize("seed", SEEDS)
-def test_celery_is_celery(seed):
+def test_celery_is_celery(seed, pinned):
     """celery/utils/time.py:463-477 as app/autoretry.py:48-54 calls it (factor
     int(max(1, True)) = 1, maximum 600, full_jitter True) @5dc781f0."""
     random.seed(seed)
@@ -188,6 +339,43 @@ def test_celery_is_celery(seed):
                 for k in range(1, RETRIES + 1)]
     assert preset_sleeps("celery", seed) == expected
     assert presets.get("celery").fields["retry.max_retries"] == Task.max_retries == 3
+
+
+def _aws_run(**downstream):
+    """aws-standard (its quota left out: only the sleeps are looked at), 300 workers."""
+    down = {"concurrency": 50, "service": {"mean": "5ms"}, **downstream}
+    return run(load_scenario(_tiny("aws-standard", downstream=down, budget=None,
+                                   workload={"rate": 300}, workers={"count": 300})))
+
+
+def _throttled_run(**downstream):
+    """:func:`_aws_run` against a rate limiter that throttles most calls, and nothing else."""
+    return _aws_run(rate_limit={"rate": 20, "burst": 1}, **downstream)
+
+
+def test_aws_standard_in_the_engine_splits_throttling_from_other_failures():
+    """In a run, a retry after a 429 (rate limiter) sleeps U(0, 1 s * 2^n) and one after an
+    outage's fast failure U(0, 50 ms * 2^n). KS at alpha 0.001 (fixed seed) against each
+    law for the first retry; the other law is rejected outright."""
+    throttled = _throttled_run().sleeps
+    first = throttled[throttled["attempt"] == 0]["sleep"]
+    assert len(first) > 200 and first.max() < 1.0
+    assert stats.kstest(first, stats.uniform(0, 1.0).cdf).pvalue > 0.001
+    assert first.max() > 0.5  # (50 ms would be the other law)
+    down = _aws_run(outages=[{"start": "1s", "duration": "1s"}]).sleeps
+    first = down[down["attempt"] == 0]["sleep"]
+    assert len(first) > 200 and first.max() < 0.05
+    assert stats.kstest(first, stats.uniform(0, 0.05).cdf).pvalue > 0.001
+
+
+@pytest.mark.parametrize(("hint", "low", "high"), [("2s", 2.0, 2.0), ("30s", 5.0, 7.0)])
+def test_aws_standard_in_the_engine_heeds_retry_after_by_at_most_5s(hint, low, high):
+    """downstream.retry_after with aws-standard: the sleep is max(t, min(h, t + 5)) with
+    t < 1 s * 2^n, n <= 1: exactly 2 s for a 2 s hint; t + 5 s, in [5, 7), for 30 s."""
+    sleeps = _throttled_run(retry_after=hint).sleeps["sleep"]
+    assert len(sleeps) > 100 and sleeps.min() >= low and sleeps.max() <= high
+    if low == high:
+        assert (sleeps == low).all()
 
 
 # -- the others: the source line, transcribed -------------------------------------------------
@@ -364,6 +552,10 @@ def test_set_preset_replaces_the_files_policy_and_other_sets_win():
                           {"retry.preset": "envoy"})
     assert not again.breaker.enabled and again.retry.strategy == "envoy"
     assert again == load_scenario(_tiny("envoy"))
+    older = load_scenario(load_scenario(_tiny("aws-standard")).to_dict(),
+                          {"retry.preset": "aws-standard-1.43"})
+    assert older.retry.throttling_base is None and older.retry.retry_after_limit is None
+    assert older == load_scenario(_tiny("aws-standard-1.43"))
 
 
 def test_unknown_preset_is_one_line_listing_the_choices():
@@ -447,8 +639,26 @@ def test_presets_command_lists_every_preset_with_its_source():
     assert result.exit_code == 0
     for preset in presets.PRESETS.values():
         assert preset.name in result.output and preset.sources[0] in result.output
+        assert f"release read: {preset.release}\n" in result.output
     one = CliRunner().invoke(app, ["presets", "aws-standard"])
     assert "budget:" in one.output and "token_bucket" in one.output
+    assert f"release read: {presets.get('aws-standard').release}" in one.output
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"retry": {"throttling_base": "30s", "cap": "20s"}}, "retry.throttling_base"),
+    ({"retry": {"retry_after": "use", "retry_after_limit": "5s"}}, "retry.retry_after_limit"),
+    ({"retry": {"throttling_base": "-1s"}}, "retry.throttling_base"),
+    ({"budget": {"kind": "token_bucket", "preset": "aws", "throttling_cost": -1}},
+     "budget.throttling_cost"),
+])
+def test_the_throttling_fields_refuse_bad_input_in_one_line(extra, field):
+    data = _tiny("sidekiq")
+    for section, values in extra.items():
+        data[section] = {**data.get(section, {}), **values}
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(data)
+    assert field in str(info.value) and "\n" not in str(info.value)
 
 
 # -- the library's own object as the strategy -------------------------------------------------

@@ -33,8 +33,12 @@ def _defaults(preset: table.Preset) -> str:
              f"cap {seconds(f['retry.cap'])}",
              f"max_retries {'unlimited' if retries is None else retries}"]
     parts += [f"{key} {value}" for key, value in f["retry.params"].items()]
+    if "retry.throttling_base" in f:
+        parts.append(f"throttling_base {seconds(f['retry.throttling_base'])}")
     if f["retry.retry_after"] != "ignore":
         parts.append(f"retry_after {f['retry.retry_after']}")
+    if "retry.retry_after_limit" in f:
+        parts.append(f"retry_after_limit {seconds(f['retry.retry_after_limit'])}")
     if "workers.attempt_overhead" in f:
         parts.append(f"attempt_overhead {format_duration(f['workers.attempt_overhead'])}")
     if f["breaker"].get("enabled"):
@@ -55,13 +59,15 @@ def list_presets(
     name: Annotated[str | None, typer.Argument(
         help="Show the scenario fields one preset sets.", show_default=False)] = None,
 ) -> None:
-    """List the library presets: formula, defaults, hold or requeue, and the source read."""
+    """List the library presets: formula, defaults, hold or requeue, and the release and
+    source read."""
     if name is not None:
         try:
             preset = table.get(name)
         except ValueError as exc:
             raise UsageError(f"herdsim presets {name}: {exc}") from None
         console.print(f"[bold]{preset.name}[/]: {preset.library}", highlight=False)
+        console.print(f"release read: {preset.release}", highlight=False, markup=False)
         console.print(f"sleep before retry k (k = 1 is the first): {preset.formula}",
                       highlight=False, markup=False, soft_wrap=True)
         console.print(f"limits: {preset.limits}", highlight=False, markup=False,
@@ -77,6 +83,7 @@ def list_presets(
         return
     for preset in table.PRESETS.values():
         _line(f"[bold]{preset.name}[/]  {preset.library}; {_mode(preset)}", markup=True)
+        _line(f"  release read: {preset.release}")
         _line(f"  sleep before retry k (k = 1 is the first): {preset.formula}")
         _line(f"  limits: {preset.limits}")
         _line(f"  sets: {_defaults(preset)}")

@@ -234,6 +234,12 @@ class Retry(Section):
     params: dict[str, Any] = {}
     retry_after: Literal["ignore", "use", "at_least"] = Field(
         "ignore", description="a server's Retry-After: ignore it, sleep it, or sleep at least it")
+    retry_after_limit: PositiveDuration | None = Field(
+        None, description="at_least: the Retry-After lengthens the policy's sleep by at most "
+                          "this (botocore: 5 s)")
+    throttling_base: PositiveDuration | None = Field(
+        None, description="the base after a throttling answer (a 429: rate limited or "
+                          "rejected) when it differs from base (botocore: 1 s, base 50 ms)")
     _untrusted: bool = PrivateAttr(False)  # code named, read with trust_code=False
 
     @model_validator(mode="after")
@@ -248,6 +254,14 @@ class Retry(Section):
                 "retry.cap",
                 f"cap ({format_duration(self.cap)}) is below base ({format_duration(self.base)})",
             )
+        if self.throttling_base is not None and self.cap < self.throttling_base:
+            raise _FieldError(
+                "retry.throttling_base",
+                f"throttling_base ({format_duration(self.throttling_base)}) is above cap "
+                f"({format_duration(self.cap)})")
+        if self.retry_after_limit is not None and self.retry_after != "at_least":
+            raise _FieldError("retry.retry_after_limit",
+                              "retry_after_limit applies to retry_after: at_least")
         if not (info.context or {}).get("trust_code", True) \
                 and not strategies.is_own(self.strategy):
             if not strategies.is_import_path(self.strategy) \
@@ -263,12 +277,14 @@ class Retry(Section):
             raise _FieldError("retry.strategy", str(exc)) from None
         return self
 
-    def build(self) -> strategies.Strategy:
-        """The strategy object this section describes (never one read untrusted)."""
+    def build(self, throttling: bool = False) -> strategies.Strategy:
+        """The strategy object this section describes (never one read untrusted); with
+        *throttling*, the one that draws after a throttling answer (``throttling_base``)."""
         if self._untrusted:
             raise ValueError(f"strategy {self.strategy!r} was read from a file without "
                              "importing it (a strategy named by an import path is code)")
-        return strategies.build(self.strategy, self.base, self.cap, self.params)
+        base = self.throttling_base if throttling and self.throttling_base else self.base
+        return strategies.build(self.strategy, base, self.cap, self.params)
 
 
 class DLQ(Section):
@@ -307,10 +323,13 @@ class Budget(Section):
 
     kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
     scope: Literal["worker", "pool", "client"] = "pool"
-    preset: Literal["aws", "grpc"] | None = None
+    preset: Literal["aws", "aws-1.43", "grpc"] | None = None
     capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
     retry_cost: float | None = Field(None, ge=0)
     timeout_cost: float | None = Field(None, ge=0)
+    throttling_cost: float | None = Field(
+        None, ge=0, description="token_bucket: a retry's cost after a throttling answer (a "
+                                "429); unset: retry_cost, or the preset's")
     failure_cost: float | None = Field(None, ge=0)
     success_refund: float | None = Field(None, ge=0)
     credit_on: Literal["success", "first_try"] = Field(
@@ -331,7 +350,7 @@ class Budget(Section):
             if missing:
                 raise _FieldError(
                     f"budget.{missing[0]}",
-                    "a token_bucket needs preset: aws|grpc or every one of "
+                    "a token_bucket needs preset: aws|aws-1.43|grpc or every one of "
                     + ", ".join(_TOKEN_FIELDS),
                 )
         if self.credit_on != "success" and self.kind != "token_bucket":
@@ -344,7 +363,8 @@ class Budget(Section):
 
     def token_params(self) -> dict:
         """The token-bucket fields set explicitly (they override the preset)."""
-        return {f: getattr(self, f) for f in _TOKEN_FIELDS if getattr(self, f) is not None}
+        return {f: getattr(self, f) for f in (*_TOKEN_FIELDS, "throttling_cost")
+                if getattr(self, f) is not None}
 
 
 class Scenario(Section):

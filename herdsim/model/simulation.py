@@ -72,6 +72,8 @@ class Simulation:
         self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
         self.strategy = scenario.retry.build()
+        self.throttling_strategy = (scenario.retry.build(throttling=True)
+                                    if scenario.retry.throttling_base is not None else None)
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
         self.clock = ArrivalClock(scenario.workload, self.unit_exponential)

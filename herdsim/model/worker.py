@@ -14,6 +14,7 @@ from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.policies import retry_after
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -78,6 +79,8 @@ def job_runner(sim):
     draw = sim.strategy.sleep
     stateful = sim.strategy.stateful
     rng = sim.strategy_rng
+    # after a throttling answer (a 429: THROTTLED or REJECTED) when its base differs
+    throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
     open_loop = scenario.workers.count is None
     sleep_mode = scenario.workers.retry_mode == "sleep"
     delay = sim.delayed.add
@@ -86,8 +89,7 @@ def job_runner(sim):
     slow_threshold = scenario.breaker.slow_call_threshold
     clients, client_gates = sim.clients, sim.client_gates
     downstream = sim.downstream
-    hinted = retry.retry_after != "ignore"  # Retry-After: read only after a 429 or a reject
-    use_hint = retry.retry_after == "use"
+    heed = retry_after.rule(retry.retry_after, retry.retry_after_limit)  # read after a 429
     overhead = scenario.workers.attempt_overhead
 
     give_up = giving_up(sim)
@@ -155,20 +157,22 @@ def job_runner(sim):
             ):
                 give_up(job, now)
                 break
+            throttled = outcome in (THROTTLED, REJECTED)
             if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT)
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
                 if not allowed:
                     budget_refused(now)
                     give_up(job, now)
                     break
+            sleep = throttling_draw if throttled and throttling_draw else draw
             if stateful:
-                pause, job.prev = draw(n, job.prev, rng)
+                pause, job.prev = sleep(n, job.prev, rng)
             else:
-                pause = job.prev = draw(n, job.prev, rng)
-            if hinted and outcome in (THROTTLED, REJECTED):
+                pause = job.prev = sleep(n, job.prev, rng)
+            if heed is not None and throttled:
                 hint = downstream.retry_after
                 if hint is not None:
-                    pause = hint if use_hint or hint > pause else pause
+                    pause = heed(pause, hint)
             job.retries = n + 1
             record_sleep(now, job.id, n, pause)
             if sleep_mode:
@@ -209,12 +213,13 @@ def worker(sim, gate: BreakerGate | None):
 
 def plain(scenario) -> bool:
     """Whether nothing gates or shapes a queue worker's call: no breaker, no budget, no
-    per-attempt overhead, no Retry-After, retries slept in the worker. Then
+    per-attempt overhead, no Retry-After, no throttling base, retries slept in the worker. Then
     :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once per run)."""
     return (scenario.workers.count is not None and scenario.workers.retry_mode == "sleep"
             and not scenario.breaker.enabled and scenario.budget is None
             and not scenario.workers.attempt_overhead
-            and scenario.retry.retry_after == "ignore")
+            and scenario.retry.retry_after == "ignore"
+            and scenario.retry.throttling_base is None)
 
 
 def plain_workers(sim):

@@ -4,7 +4,8 @@ Three mechanisms, each answering "may this job retry (or call) now?":
 
 * ``TokenBucketBudget`` — the AWS SDK standard retry quota and gRPC retry throttling, as
   presets of one mechanism: a bucket of ``capacity`` tokens; a retry costs ``retry_cost``
-  (``timeout_cost`` after a timeout) and is refused when the bucket cannot pay; a failed
+  (``timeout_cost`` after a timeout, ``throttling_cost`` after a throttling answer: a 429
+  from the rate limiter or the admission) and is refused when the bucket cannot pay; a failed
   call loses ``failure_cost``; a success earns ``success_refund`` (AWS also gives back
   what a successful retry cost). A retry needs the bucket to stay at or above ``floor`` ×
   capacity after paying (strictly above with ``strict``): gRPC allows retries only while
@@ -28,11 +29,19 @@ from __future__ import annotations
 
 from herdsim.policies.windows import TimeWindow
 
+# aws: botocore 1.44.8 retries/standard.py RetryQuotaChecker (14 a retry, 5 after a throttling
+# error, no timeout cost); aws-1.43: botocore 1.43.x, whose default path cost 5 (10 after a
+# timeout). docs/mitigations.md has the table.
 PRESETS = {
-    "aws": {"capacity": 500.0, "retry_cost": 5.0, "timeout_cost": 10.0, "failure_cost": 0.0,
-            "success_refund": 1.0, "refund_retry_cost": True, "floor": 0.0, "strict": False},
-    "grpc": {"capacity": 10.0, "retry_cost": 0.0, "timeout_cost": 0.0, "failure_cost": 1.0,
-             "success_refund": 0.1, "refund_retry_cost": False, "floor": 0.5, "strict": True},
+    "aws": {"capacity": 500.0, "retry_cost": 14.0, "timeout_cost": 14.0,
+            "throttling_cost": 5.0, "failure_cost": 0.0, "success_refund": 1.0,
+            "refund_retry_cost": True, "floor": 0.0, "strict": False},
+    "aws-1.43": {"capacity": 500.0, "retry_cost": 5.0, "timeout_cost": 10.0,
+                 "throttling_cost": 5.0, "failure_cost": 0.0, "success_refund": 1.0,
+                 "refund_retry_cost": True, "floor": 0.0, "strict": False},
+    "grpc": {"capacity": 10.0, "retry_cost": 0.0, "timeout_cost": 0.0, "throttling_cost": 0.0,
+             "failure_cost": 1.0, "success_refund": 0.1, "refund_retry_cost": False,
+             "floor": 0.5, "strict": True},
 }
 
 
@@ -42,12 +51,14 @@ class TokenBucketBudget:
 
     def __init__(self, capacity: float, retry_cost: float, timeout_cost: float,
                  failure_cost: float, success_refund: float, refund_retry_cost: bool,
-                 floor: float, strict: bool, credit_on_first_try: bool = False):
+                 floor: float, strict: bool, credit_on_first_try: bool = False,
+                 throttling_cost: float | None = None):
         self.gates_calls = credit_on_first_try  # the worker then calls allow_call
         self.capacity = capacity
         self.tokens = capacity
         self.retry_cost = retry_cost
         self.timeout_cost = timeout_cost
+        self.throttling_cost = retry_cost if throttling_cost is None else throttling_cost
         self.failure_cost = failure_cost
         self.success_refund = success_refund
         self.refund_retry_cost = refund_retry_cost
@@ -61,9 +72,11 @@ class TokenBucketBudget:
             self.tokens = min(self.capacity, self.tokens + self.success_refund)
         return True
 
-    def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
+    def allow_retry(self, now: float, timed_out: bool,
+                    throttled: bool = False) -> tuple[bool, float]:
         """Whether a retry may go ahead, and the tokens it took."""
-        cost = self.timeout_cost if timed_out else self.retry_cost
+        cost = (self.timeout_cost if timed_out else self.throttling_cost if throttled
+                else self.retry_cost)
         left = self.tokens - cost
         if left > self.floor if self.strict else left >= self.floor:
             self.tokens = left
@@ -105,7 +118,8 @@ class AdaptiveThrottle:
             self.window.record(now, (1, 0))  # a locally refused request still counts
         return allowed
 
-    def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
+    def allow_retry(self, now: float, timed_out: bool,
+                    throttled: bool = False) -> tuple[bool, float]:
         return True, 0.0
 
     def on_result(self, now: float, ok: bool, paid: float) -> None:
@@ -125,7 +139,8 @@ class RatioBudget:
     def allow_call(self, now: float, first: bool = False) -> bool:
         return True
 
-    def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
+    def allow_retry(self, now: float, timed_out: bool,
+                    throttled: bool = False) -> tuple[bool, float]:
         first, retries = self.window.advance(now)
         if retries + 1 <= self.ratio * first + self.reserve:
             self.window.record(now, (0, 1))
@@ -153,7 +168,8 @@ class CumulativeRatio:
             self.first_tries += 1
         return True
 
-    def allow_retry(self, now: float, timed_out: bool) -> tuple[bool, float]:
+    def allow_retry(self, now: float, timed_out: bool,
+                    throttled: bool = False) -> tuple[bool, float]:
         return self.failures / self.first_tries <= self.ratio, 0.0
 
     def on_result(self, now: float, ok: bool, paid: float) -> None:

@@ -2,8 +2,10 @@
 
 A preset is a set of scenario fields — strategy, base, cap, max retries, retry mode and the
 system's poller, budget, breaker, dead-letter behaviour — read from the library's own
-source (``sources``: repository, file and line at the commit read; docs/policies.md has
-the table). ``k = 1`` is the first retry; herdsim's strategies see ``attempt = k - 1``.
+source at one release (``release``: the package and version; ``sources``: repository,
+file and line at the commit read; docs/policies.md has the table). A behaviour a later
+release changed stays under a name that says its version (``aws-standard-1.43``).
+``k = 1`` is the first retry; herdsim's strategies see ``attempt = k - 1``.
 
 How a preset meets a scenario (``herdsim.config.scenario``): ``retry.preset`` written in a
 file fills only the fields the file leaves out; ``--set retry.preset=NAME`` (and every
@@ -22,17 +24,20 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 
 # Every path a preset controls. A section name (breaker, budget) stands for the section.
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
-         "retry.retry_after", "workers.retry_mode", "workers.poll_interval",
+         "retry.retry_after", "retry.retry_after_limit", "retry.throttling_base",
+         "workers.retry_mode", "workers.poll_interval",
          "workers.attempt_overhead", "dlq.enabled", "breaker", "budget")
 SECTIONS = ("breaker", "budget")
 
 
 @dataclass(frozen=True)
 class Preset:
-    """One library's policy: what it does in words, the fields it sets, where it was read."""
+    """One library's policy: what it does in words, the fields it sets, the release and the
+    source it was read from."""
 
     name: str
     library: str
+    release: str  # "package version" read (a PyPI package: exactly the version pinned)
     formula: str  # the sleep before retry k (k = 1 is the first retry)
     limits: str
     fields: dict = field(repr=False)
@@ -47,7 +52,9 @@ class Preset:
 def _fields(strategy: str, base: float, cap: float, max_retries: int | None,
             mode: str = "sleep", poll: float = 1.0, params: dict | None = None,
             retry_after: str = "ignore", overhead: float | None = None,
-            breaker: dict | None = None, budget: dict | None = None) -> dict:
+            breaker: dict | None = None, budget: dict | None = None,
+            throttling_base: float | None = None, retry_after_limit: float | None = None
+            ) -> dict:
     fields = {"retry.strategy": strategy, "retry.base": base, "retry.cap": cap,
               "retry.max_retries": max_retries, "retry.params": params or {},
               "retry.retry_after": retry_after, "workers.retry_mode": mode,
@@ -55,70 +62,99 @@ def _fields(strategy: str, base: float, cap: float, max_retries: int | None,
               "breaker": breaker or {"enabled": False}, "budget": budget}
     if overhead is not None:
         fields["workers.attempt_overhead"] = overhead
+    if throttling_base is not None:
+        fields["retry.throttling_base"] = throttling_base
+    if retry_after_limit is not None:
+        fields["retry.retry_after_limit"] = retry_after_limit
     return fields
 
 
 _PRESETS = (
     Preset(
         "sidekiq", "Sidekiq 7/8 (Ruby)",
+        "sidekiq 8.1.7",
         "(k-1)^4 + 15 + randint[0, 10k) s",
         "25 retries, then the dead set; retries wait in the retry set until the scheduled-set "
         "poller (every 5 s on average) moves them back",
         _fields("sidekiq", 15.0, NO_CAP, 25, "requeue", 5.0),
-        ("sidekiq/sidekiq lib/sidekiq/job_retry.rb:73,167,186,202,238,290 @1bb4aa06",
+        ("sidekiq/sidekiq lib/sidekiq/job_retry.rb:73,167,186,202,238,290 @1bb4aa06 (v8.1.7)",
          "sidekiq/sidekiq lib/sidekiq/scheduled.rb:150-158,182-184; config.rb:18 @1bb4aa06"),
         "the poller's period is U(2.5 s, 7.5 s) per process in Sidekiq; herdsim polls every "
         "5 s"),
     Preset(
         "celery", "Celery 5 autoretry_for, retry_backoff=True (Python)",
+        "celery 5.7.0",
         "randint[0, min(600, 2^(k-1))] whole s",
         "max_retries 3, then the task fails; the retry is a new message with an ETA, "
         "fired by the worker's timer when due (herdsim polls every 10 ms)",
         _fields("celery", 1.0, 600.0, 3, "requeue", 0.01),
-        ("celery/celery celery/utils/time.py:463-477 @5dc781f0",
-         "celery/celery celery/app/autoretry.py:21-31,48-54; app/task.py:241 @5dc781f0")),
+        ("celery 5.7.0 (PyPI) celery/utils/time.py:543-557",
+         "celery 5.7.0 celery/app/autoretry.py:21-31,48-54; app/task.py:265")),
     Preset(
-        "aws-standard", "botocore retry_mode=standard (AWS SDK for Python)",
+        "aws-standard", "botocore retry_mode=standard, botocore's default (AWS SDK for Python)",
+        "botocore 1.44.8",
+        "U(0,1) * min(b * 2^(k-1), 20) s, b = 1 s after a throttling answer (a 429), 50 ms "
+        "otherwise; x-amz-retry-after raises it to the header's value, by at most 5 s",
+        "3 attempts; retry quota 500, a retry costs 14 (5 after a throttling answer), a "
+        "success refunds its retry's cost or 1",
+        _fields("full_jitter", 0.05, 20.0, 2, retry_after="at_least", throttling_base=1.0,
+                retry_after_limit=5.0,
+                budget={"kind": "token_bucket", "preset": "aws", "scope": "pool"}),
+        ("botocore 1.44.8 (PyPI) botocore/configprovider.py:29,157",
+         "botocore 1.44.8 botocore/retries/standard.py:36,344-357,373-421,423-443,538-565,"
+         "637-656,703-760; retries/quota.py:7"),
+        "DynamoDB's non-throttling base is 25 ms and its default 4 attempts: set retry.base "
+        "25ms, retry.max_retries 3. Throttling is a 429 from the rate limiter or the "
+        "admission (THROTTLED, REJECTED); an outage's fast failure (a 503), an error (500) "
+        "and a timeout are not. The header is herdsim's downstream.retry_after"),
+    Preset(
+        "aws-standard-1.43", "botocore 1.43 retry_mode=standard (AWS SDK for Python)",
+        "botocore 1.43.67",
         "U(0,1) * min(2^(k-1), 20) s",
         "3 attempts; retry quota 500, a retry costs 5 (10 after a timeout), a success "
         "refunds its retry's cost or 1",
         _fields("full_jitter", 1.0, 20.0, 2,
-                budget={"kind": "token_bucket", "preset": "aws", "scope": "pool"}),
+                budget={"kind": "token_bucket", "preset": "aws-1.43", "scope": "pool"}),
         ("boto/botocore botocore/retries/standard.py:44,365-367,425-428,670-674,720-735 "
-         "@0e6e2404", "boto/botocore botocore/retries/quota.py:7 @0e6e2404"),
-        "botocore's default mode is still legacy (configprovider.py:41); an opt-in 2026 "
-        "behaviour (AWS_NEW_RETRIES_2026) scales non-throttling errors by 0.05 and costs 14"),
+         "@0e6e2404 (1.43.67; the same default path through 1.43.127)",
+         "boto/botocore botocore/retries/quota.py:7 @0e6e2404"),
+        "botocore 1.44 made this path's successor the only one: kept so that an old "
+        "comparison stays reproducible. In 1.43 standard was opt-in (the default was legacy)"),
     Preset(
-        "aws-legacy", "botocore retry_mode=legacy, botocore's default (AWS SDK for Python)",
+        "aws-legacy", "botocore retry_mode=legacy (AWS SDK for Python; the default up to 1.43)",
+        "botocore 1.44.8",
         "U(0,1) * 2^(k-1) s, no cap",
         "5 attempts (data/_retry.json); no quota",
         _fields("full_jitter", 1.0, NO_CAP, 4),
-        ("boto/botocore botocore/data/_retry.json:92-97 @0e6e2404",
-         "boto/botocore botocore/retryhandler.py:43-63,288 @0e6e2404")),
+        ("botocore 1.44.8 (PyPI) botocore/data/_retry.json:92-97; botocore/retryhandler.py:"
+         "43-63,288 (unchanged since 1.43.67 @0e6e2404)",)),
     Preset(
         "grpc-connect", "gRPC connection backoff (grpc-go)",
+        "grpc-go 1.83.1",
         "k = 1: 1 s exactly; then min(1.6^(k-1), 120) s * U(0.8, 1.2)",
         "reconnects forever",
         _fields("grpc_connect", 1.0, 120.0, None),
-        ("grpc/grpc-go backoff/backoff.go:47-52 @4793ad04",
-         "grpc/grpc-go internal/backoff/backoff.go:56-75 @4793ad04",
+        ("grpc/grpc-go backoff/backoff.go:47-52 @1550d9e0 (v1.83.1)",
+         "grpc/grpc-go internal/backoff/backoff.go:56-75 @1550d9e0",
          "grpc/grpc doc/connection-backoff.md @08d16ee4"),
         "the first reconnect is not jittered (grpc-go returns BaseDelay for retries == 0; "
         "the spec sets current_deadline = now + INITIAL_BACKOFF)"),
     Preset(
         "grpc-retry", "gRPC retry policy (gRFC A6 example service config, grpc-go)",
+        "grpc-go 1.83.1",
         "min(0.1 * 2^(k-1), 1) s * U(0.8, 1.2); server pushback: exactly its value",
         "maxAttempts 4 (capped at 5); retry throttling maxTokens 10, tokenRatio 0.1",
         _fields("proportional_jitter", 0.1, 1.0, 3, params={"jitter": 0.2},
                 retry_after="use", budget={"kind": "token_bucket", "preset": "grpc",
                                            "scope": "pool"}),
         ("grpc/proposal A6-client-retries.md:86-89,113,124,176-177,209 @1fd061ad",
-         "grpc/grpc-go stream.go:857-871; dialoptions.go:43; clientconn.go:1145-1150 "
-         "@4793ad04"),
+         "grpc/grpc-go stream.go:767-781; dialoptions.go:43; clientconn.go:1143-1150 "
+         "@1550d9e0 (v1.83.1)"),
         "gRPC has no default retry policy: these are A6's example values. After a pushback "
         "gRPC restarts its backoff at initialBackoff; herdsim keeps counting"),
     Preset(
         "envoy", "Envoy router retry policy",
+        "envoy main (stored copies; no release could be fetched)",
         "randint[0, min(25 * 2^(k-1), 250)) ms",
         "num_retries 1 (route default); base 25 ms (upstream.base_retry_backoff_ms), max "
         "10 x base",
@@ -130,14 +166,16 @@ _PRESETS = (
          "RetryPolicy.num_retries (defaults to 1)")),
     Preset(
         "polly", "Polly v8 RetryStrategyOptions defaults (.NET)",
+        "Polly.Core 8.7.0",
         "2 s constant, no jitter",
         "3 retries",
         _fields("fixed", 2.0, 2.0, 3),
-        ("App-vNext/Polly src/Polly.Core/Retry/RetryConstants.cs:9,11,15 @173d6d1d",
+        ("App-vNext/Polly src/Polly.Core/Retry/RetryConstants.cs:9,11,15 @a824c6b9 (8.7.0)",
          "App-vNext/Polly src/Polly.Core/Retry/RetryStrategyOptions.TResult.cs:29,40,52,76 "
-         "@173d6d1d")),
+         "@a824c6b9")),
     Preset(
         "polly-http", "Microsoft.Extensions.Http.Resilience standard handler (.NET)",
+        "Microsoft.Extensions.Http.Resilience 10.9.0",
         "DecorrelatedJitterBackoffV2, median first delay 2 s; Retry-After: exactly its value",
         "3 retries; breaker: 10% failures over 30 s, 100 calls minimum, open 5 s, one "
         "half-open probe",
@@ -146,15 +184,16 @@ _PRESETS = (
                          "window": 30.0, "minimum_calls": 100, "open_duration": 5.0,
                          "half_open_calls": 1}),
         ("dotnet/extensions src/Libraries/Microsoft.Extensions.Http.Resilience/Polly/"
-         "HttpRetryStrategyOptions.cs:30-32,46-59 @5862342c",
+         "HttpRetryStrategyOptions.cs:30-32,46-59 @b10f9c0a (v10.9.0)",
          "App-vNext/Polly src/Polly.Core/Retry/RetryHelper.cs:75-105; RetryResilienceStrategy"
-         ".cs:86-93 @173d6d1d",
+         ".cs:86-93 @a824c6b9 (8.7.0)",
          "App-vNext/Polly src/Polly.Core/CircuitBreaker/CircuitBreakerConstants.cs:13-21; "
-         "Controller/CircuitStateController.cs:136-139 @173d6d1d"),
+         "Controller/CircuitStateController.cs:136-139 @a824c6b9"),
         "the handler's attempt timeout (10 s) and total timeout (30 s) are not set: use "
         "downstream.timeout"),
     Preset(
         "resilience4j", "Resilience4j Retry + CircuitBreaker defaults (Java)",
+        "resilience4j 2.4.0",
         "500 ms constant",
         "3 attempts; breaker: 50% failures over the last 100 calls, 100 minimum, open 60 s, "
         "10 half-open calls, slow calls >= 60 s",
@@ -164,56 +203,67 @@ _PRESETS = (
                          "half_open_calls": 10, "slow_call_threshold": 60.0,
                          "slow_call_rate_threshold": 1.0}),
         ("resilience4j/resilience4j resilience4j-retry/src/main/java/io/github/resilience4j/"
-         "retry/RetryConfig.java:39-40 @af9e7c97",
+         "retry/RetryConfig.java:39-40 @f1c3be8e (v2.4.0)",
          "resilience4j/resilience4j resilience4j-circuitbreaker/src/main/java/io/github/"
-         "resilience4j/circuitbreaker/CircuitBreakerConfig.java:43-52 @af9e7c97")),
+         "resilience4j/circuitbreaker/CircuitBreakerConfig.java:43-52 @f1c3be8e")),
     Preset(
         "tenacity", "tenacity Retrying() out of the box (Python)",
+        "tenacity 9.2.1",
         "0 (wait_none), forever (stop_never)",
         "unlimited; each attempt costs the client 1 ms (workers.attempt_overhead)",
         _fields("immediate", 0.1, 0.1, None, overhead=OVERHEAD),
-        ("jd/tenacity tenacity/__init__.py:241-243; tenacity/wait.py:49-63 @c650fb45",)),
+        ("tenacity 9.2.1 (PyPI) tenacity/__init__.py:262-263; tenacity/wait.py:61-77",)),
     Preset(
         "tenacity-random-exponential", "tenacity wait_random_exponential() (Python)",
+        "tenacity 9.2.1",
         "U(0, min(2^(k-1), max)) s, max = sys.maxsize / 2 (herdsim: 1e9 s, its largest "
         "duration; the same sleeps for the first 30 retries)",
         "unlimited (stop_never)",
         _fields("full_jitter", 1.0, 1e9, None),
-        ("jd/tenacity tenacity/wait.py:195-221,250-252; tenacity/_utils.py:25 @c650fb45",)),
+        ("tenacity 9.2.1 (PyPI) tenacity/wait.py:201-245,247-276; tenacity/_utils.py:48",)),
     Preset(
         "backoff", "backoff.on_exception(backoff.expo, ...) (Python)",
+        "backoff 2.2.1",
         "U(0, 2^(k-1)) s (expo with full_jitter)",
         "unlimited (max_tries None)",
         _fields("full_jitter", 1.0, NO_CAP, None),
-        ("litl/backoff backoff/_wait_gen.py:8-32; backoff/_jitter.py:18-28 @d82b23c4",
-         "litl/backoff backoff/_decorator.py:30-32; backoff/_common.py:34-56 @d82b23c4")),
+        ("backoff 2.2.1 (PyPI) backoff/_wait_gen.py:7-31; backoff/_jitter.py:18-28",
+         "backoff 2.2.1 backoff/_decorator.py:30-32; backoff/_common.py:34-56")),
     Preset(
-        "cenkalti", "cenkalti/backoff v4 NewExponentialBackOff (Go)",
+        "cenkalti", "cenkalti/backoff NewExponentialBackOff (Go)",
+        "cenkalti/backoff v4.3.0",
         "I_k * U(0.5, 1.5), I_1 = 500 ms, I_(k+1) = min(1.5 I_k, 60 s)",
         "stops after 15 min elapsed: 24 retries (where the nominal sleeps pass 15 min)",
         _fields("cenkalti", 0.5, 60.0, 24),
-        ("cenkalti/backoff exponential.go:79-83,171-180,193-199,204-215 @720b7898 (v4)",),
+        ("cenkalti/backoff exponential.go:79-83,171-180,193-199,204-215 @720b7898 (v4.3.0)",
+         "cenkalti/backoff CHANGELOG.md @14d1b28f; error.go @74d45b0f (stored copies, v7)"),
         "the stop is on elapsed time (call time included); herdsim stops after the count "
-        "of retries whose nominal sleeps fit in 15 min. The snapshot read is v4, which has "
-        "no Retry-After (v5's RetryAfterError could not be read here)"),
+        "of retries whose nominal sleeps fit in 15 min. The latest release is v7.0.0, which "
+        "could not be fetched whole: its CHANGELOG keeps the defaults (v5 moved the 15 min "
+        "into Retry) and adds RetryAfterError, which an operation must return itself "
+        "(Retry then sleeps exactly it and resets the backoff): the preset ignores "
+        "Retry-After, as an operation that never returns one does"),
     Preset(
         "google-api-core", "google.api_core.retry.Retry() defaults (Python)",
+        "google-api-core 2.44.0",
         "U(0, min(2^(k-1), 60)) s",
         "120 s overall deadline: 8 retries (where the mean sleeps pass 120 s)",
         _fields("full_jitter", 1.0, 60.0, 8),
-        ("googleapis/python-api-core google/api_core/retry/retry_base.py:43-46,100-122,225 "
-         "@bfc66514",),
+        ("google-api-core 2.44.0 (PyPI) google/api_core/retry/retry_base.py:42-45,99-121,"
+         "248-251",),
         "the deadline is wall-clock (call time included); herdsim stops after a count"),
     Preset(
         "temporal", "Temporal default activity retry policy",
+        "temporal 1.31.2",
         "min(1 s * 2^(k-1), 100 s), no jitter",
         "unlimited attempts; the server's timer re-dispatches the task (the worker is free)",
         _fields("exponential", 1.0, 100.0, None, "requeue", 0.01),
-        ("temporalio/temporal common/retrypolicy/retry_policy.go:76-80 @6805caea",
-         "temporalio/temporal common/backoff/retry.go:178-184; service/history/workflow/"
-         "retry.go:95-110 @6805caea")),
+        ("temporalio/temporal common/retrypolicy/retry_policy.go:32-37 @19a77430 (v1.31.2)",
+         "temporalio/temporal common/backoff/retry.go:183-186; service/history/workflow/"
+         "retry.go:70-110 @19a77430")),
     Preset(
         "finagle", "Finagle client requeues with the default RetryBudget (Scala)",
+        "finagle 24.5.0",
         "0 (immediate requeue)",
         "RetryBudget: ttl 10 s, 10 retries/s minimum, 20% of requests; each attempt costs "
         "the client 1 ms (workers.attempt_overhead)",
@@ -221,39 +271,42 @@ _PRESETS = (
                 budget={"kind": "ratio", "scope": "pool", "window": 10.0, "ratio": 0.2,
                         "min_per_second": 10.0}),
         ("twitter/finagle finagle-core/src/main/scala/com/twitter/finagle/service/"
-         "RetryBudget.scala:97-114 @4feb34cb",
+         "RetryBudget.scala:97-114 @cc9e3dfa (finagle-24.5.0)",
          "twitter/finagle finagle-core/.../service/Retries.scala:94-96,114; "
-         "RequeueFilter.scala:100-110,156 @4feb34cb"),
+         "RequeueFilter.scala:100-110,156 @cc9e3dfa"),
         "Finagle requeues only when the endpoint's status is Open and at most ceil(0.2 x "
         "balance) times per request; herdsim has neither"),
     Preset(
         "kafka", "Kafka producer retries (Java client)",
+        "kafka-clients 3.8.0",
         "min(1000, floor(100 * 2^min(k-1, log2 10) * U(0.8, 1.2))) ms",
         "retries MAX_INT within delivery.timeout.ms 120 s: 128 retries (where the mean "
         "sleeps pass 120 s)",
         _fields("kafka", 0.1, 1.0, 128),
         ("apache/kafka clients/src/main/java/org/apache/kafka/common/utils/"
-         "ExponentialBackoff.java:46-63 @1eb76443",
+         "ExponentialBackoff.java:50-59 @771b9576 (3.8.0)",
          "apache/kafka clients/.../CommonClientConfigs.java:98,105,107,108; producer/"
-         "ProducerConfig.java:370,386; producer/internals/RecordAccumulator.java:814 "
-         "@1eb76443"),
+         "ProducerConfig.java:375,391; producer/internals/RecordAccumulator.java:813 "
+         "@771b9576"),
         "the exponent is capped before the jitter: from k = 5 the sleep is 1000 ms half the "
         "time and U(800, 1000) ms otherwise, not always 1000 ms"),
     Preset(
         "spring-retry", "Spring Retry @Retryable with @Backoff() (Java)",
+        "spring-retry 2.0.12",
         "1000 ms constant",
         "maxAttempts 3",
         _fields("fixed", 1.0, 1.0, 2),
         ("spring-projects/spring-retry src/main/java/org/springframework/retry/annotation/"
-         "Backoff.java:59,69; Retryable.java:133 @c8977dda",)),
+         "Backoff.java:59,69; Retryable.java:133 @802c4450 (v2.0.12)",)),
     Preset(
         "spring-kafka", "spring-kafka DefaultErrorHandler (Java)",
+        "spring-kafka 4.1.1",
         "0 ms, blocking the partition's consumer",
         "10 deliveries (FixedBackOff(0, 9)), then the record is logged and skipped; each "
         "attempt costs the client 1 ms (workers.attempt_overhead)",
         _fields("immediate", 0.1, 0.1, 9, overhead=OVERHEAD),
         ("spring-projects/spring-kafka spring-kafka/src/main/java/org/springframework/kafka/"
-         "listener/SeekUtils.java:57,63; DefaultErrorHandler.java:63 @3f3cf7d8",)),
+         "listener/SeekUtils.java:57,63; DefaultErrorHandler.java:63 @755a68f6 (v4.1.1)",)),
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in _PRESETS}
