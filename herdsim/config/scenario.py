@@ -421,11 +421,6 @@ class Scenario(Section):
                     f"outage ends at {format_duration(outage.end)}, after the run's "
                     f"end ({format_duration(self.duration)})",
                 )
-            if outage in self.downstream.outages[:i]:
-                first = self.downstream.outages.index(outage)
-                raise _FieldError(f"downstream.outages.{i}",
-                                  f"the same outage as downstream.outages.{first} (it would "
-                                  "be counted twice); give it once")
             if outage.mode == "blackhole" and self.downstream.timeout is None:
                 raise _FieldError(
                     f"downstream.outages.{i}.mode",

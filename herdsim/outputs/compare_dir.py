@@ -166,7 +166,7 @@ def _load_comparison(directory: Path) -> Comparison:
                              f"scenario.yaml ({str(exc).splitlines()[0]})") from None
     keys = ("arm", "replication")
     timeseries = reading.timeseries(directory, base, (*TIMESERIES_COLUMNS, "replication"),
-                                    keys)
+                                    ("arm",))
     peaks_path = directory / "peak_rate.csv"
     peaks = (reading.csv(directory, "peak_rate.csv", ("time", "peak_rate", "replication"),
                          ("arm",), kinds=PEAK_KINDS) if peaks_path.is_file() else None)

@@ -148,9 +148,8 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
                              "'herdsim run' or 'herdsim compare')")
     scenario = reading.scenario(directory)
-    by = ("arm", "replication") if (directory / "arms.json").is_file() else ()
     ts = reading.timeseries(directory, scenario, (
-        "time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)), by)
+        "time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)))
     sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"),
                          kinds={"time": reading.NONNEGATIVE, "sleep": reading.NONNEGATIVE})
     if "arm" not in ts.columns:

@@ -72,7 +72,7 @@ def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[
     kinds = dict(kinds or {})
     checked = list(numeric)
     if every is not None:
-        checked += [c for c in frame.columns if c not in (*numeric, *text)]
+        checked += [c for c in frame.columns if c not in (*numeric, *text, *LABELS)]
         kinds = {c: every for c in checked} | kinds
     for column in checked:
         _check_column(path, frame, column, kinds.get(column, REAL))
@@ -108,7 +108,7 @@ def json_file(directory: Path, name: str, check: Callable[[Any], str | None]) ->
     verify(directory, name)
     try:
         data = json.loads(files.read_bytes(path).decode("utf-8"),
-                          parse_constant=_no_constant)
+                          parse_constant=no_constant)
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
     except OSError as exc:
@@ -140,16 +140,21 @@ def rows(frame: pd.DataFrame, scenario: Scenario, path: Path,
                              "from 0 on every row")
 
 
+LABELS = ("arm",)  # text columns of tidy frames: which arm a row belongs to
+RUN_KEYS = ("arm", "replication")  # the columns that tell the runs of a tidy frame apart
+
+
 def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
-               by: Sequence[str] = ()) -> pd.DataFrame:
-    """``timeseries.csv`` with at least the *required* columns, every column checked:
-    counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and time
-    stepping by the scenario's bin from 0 in every run (grouped *by* ``arm``,
-    ``replication``)."""
+               text: Sequence[str] = ()) -> pd.DataFrame:
+    """``timeseries.csv`` with at least the *required* and *text* columns, every column
+    checked: counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and
+    time stepping by the scenario's bin from 0 in every run (by ``arm`` and
+    ``replication`` when the file has them)."""
     kinds = {"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
-    frame = csv(directory, "timeseries.csv", list(required), [c for c in by if c == "arm"],
-                empty_ok=False, kinds=kinds, every=COUNT)
-    rows(frame, scenario, directory / "timeseries.csv", by)
+    frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
+                kinds=kinds, every=COUNT)
+    rows(frame, scenario, directory / "timeseries.csv",
+         [key for key in RUN_KEYS if key in frame.columns])
     return frame
 
 
@@ -199,7 +204,8 @@ def _finite(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def _no_constant(name: str) -> None:
+def no_constant(name: str) -> None:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are not numbers herdsim writes."""
     raise ValueError(f"{name} is not a number herdsim writes")
 
 

@@ -106,7 +106,7 @@ def _task(path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     otherwise (the task is then rerun)."""
     try:
         row = json.loads(files.read_bytes(path, 1 << 20).decode("utf-8"),
-                         parse_constant=lambda name: None)
+                         parse_constant=reading.no_constant)
         cell, arm, replication = (int(part[1:]) for part in path.stem.split("-"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
