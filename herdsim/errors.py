@@ -69,3 +69,10 @@ class CapacityError(HerdsimError):
 
 class FigureError(OutputDirError):
     """The data of a run was written, but a figure of it could not be drawn."""
+
+
+class TestbedError(HerdsimError):
+    """The testbed cannot run as asked: ``redis-server`` missing, a scenario feature it does
+    not emulate, or one of its processes failed (the message names which and why)."""
+
+    __test__ = False  # not a pytest test class, despite its name

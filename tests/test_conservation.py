@@ -70,6 +70,33 @@ def budgets(draw, scope: str) -> dict:
 
 
 @st.composite
+def defences(draw) -> dict:
+    """A downstream's defences (herdsim.model.defences), or none."""
+    fields: dict = {}
+    discipline = draw(st.sampled_from(["fifo", "fifo", "lifo", "adaptive_lifo"]))
+    fields["discipline"] = discipline
+    if discipline == "adaptive_lifo":
+        fields["lifo_threshold"] = draw(st.integers(1, 10))
+    if draw(st.booleans()):
+        fields["codel"] = {"target": draw(st.floats(0.001, 0.1)),
+                           "interval": draw(st.floats(0.01, 0.5))}
+    if draw(st.booleans()):
+        fields["shedding"] = {"above": draw(st.integers(0, 10)),
+                              "probability": draw(st.floats(0.0, 1.0))}
+    kind = draw(st.sampled_from([None, "fixed", "aimd", "vegas", "gradient2", "envoy"]))
+    if kind is not None:
+        admission = {"kind": kind, "status": draw(st.sampled_from([503, 429]))}
+        if kind == "fixed":
+            admission["limit"] = draw(st.integers(1, 30))
+        if kind == "envoy":
+            admission["interval"] = draw(st.floats(0.01, 0.5))
+            admission["min_rtt_interval"] = draw(st.floats(0.1, 3.0))
+            admission["request_count"] = draw(st.integers(1, 20))
+        fields["admission"] = admission
+    return fields
+
+
+@st.composite
 def scenarios(draw) -> dict:
     """A valid small scenario dict. ``retry.base`` >= 10 ms keeps a job below ~500
     retries in 5 s, so every example runs in well under a second."""
@@ -124,7 +151,9 @@ def scenarios(draw) -> dict:
             "overload": {
                 "collapse": draw(maybe(collapses())),
                 "latency_per_call": draw(st.sampled_from([0.0, 0.0, 0.001, 0.005])),
+                "latency_model": draw(st.sampled_from(["at_start", "continuous"])),
             },
+            **(draw(defences()) if draw(st.booleans()) else {}),
         },
         "retry": {
             "strategy": draw(st.sampled_from(sorted(BUILT_IN))),
@@ -175,6 +204,11 @@ def test_every_job_ends_in_exactly_one_place(data):
     assert s["jobs_submitted"] == s["jobs_succeeded"] + s["jobs_dead_lettered"] + s["jobs_pending"]
     assert s["jobs_pending"] == len(pending)
     assert set(pending_ids) == set(jobs.loc[jobs["outcome"] == "pending", "job"])
+
+    # a defended downstream's limiter counts exactly the calls in service or waiting
+    ds = sim.downstream
+    if hasattr(ds, "held"):
+        assert ds.held == ds.busy + ds.in_room()
 
     # no job finishes twice; finishing happens after arriving, within the run
     assert len(set(rec.finish_id)) == len(rec.finish_id), "a job finished twice"

@@ -579,7 +579,7 @@ def test_an_os_error_is_one_line_naming_the_path_and_the_cause(tmp_path, monkeyp
                                                                errno_):
     from herdsim.outputs import compare_dir
 
-    def refuse(result, out, formats):
+    def refuse(result, out, *args, **kwargs):
         raise OSError(errno_, os.strerror(errno_), str(out / "timeseries.csv"))
 
     monkeypatch.setattr(compare_dir, "save_run", refuse)

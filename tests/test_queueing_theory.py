@@ -46,8 +46,9 @@ def mmck_blocking(lam: float, mu: float, c: int, k: int) -> float:
     return weights[-1] / sum(weights)
 
 
-def mmc_runs(lam: float, c: int, queue_limit: int | None, duration: float) -> list:
-    """The time series of one run per seed."""
+def mmc_runs(lam: float, c: int, queue_limit: int | None, duration: float,
+             **downstream) -> list:
+    """The time series of one run per seed (*downstream*: more fields of that section)."""
     data = {
         "name": "mmc",
         "duration": duration,
@@ -55,7 +56,8 @@ def mmc_runs(lam: float, c: int, queue_limit: int | None, duration: float) -> li
         "workload": {"arrivals": "poisson", "rate": lam},
         "workers": {"count": 60},
         "downstream": {"concurrency": c, "queue_limit": queue_limit,
-                       "service": {"distribution": "exponential", "mean": MEAN_SERVICE}},
+                       "service": {"distribution": "exponential", "mean": MEAN_SERVICE},
+                       **downstream},
         "retry": {"max_retries": 0},
     }
     runs = []
@@ -110,6 +112,24 @@ def test_rejected_fraction_matches_mmck_blocking(mmck):
     assert_in_interval(fractions, theory)
     for ts in mmck:
         assert ts["waiting"].max() <= 4
+
+
+@pytest.fixture(scope="module")
+def mmck_abandoned() -> list:
+    """M/M/4/8 at rho = 0.85 again, but every client gives up after 20 ms (a fifth of a
+    mean service) and the server still serves the calls they left: those keep their
+    place in the waiting room, so what the server admits is still M/M/4/8."""
+    return mmc_runs(lam=34.0, c=4, queue_limit=4, duration=2000.0, timeout=0.02,
+                    serve_abandoned=True)
+
+
+def test_the_bound_counts_abandoned_calls_that_still_wait(mmck_abandoned):
+    """With ``serve_abandoned``, the waiting room's bound counts every waiting call: the
+    blocking probability is M/M/c/K's. Counting only live callers (the bug) let the room
+    grow without bound and rejected almost nothing."""
+    theory = mmck_blocking(34.0, 1 / MEAN_SERVICE, 4, 8)
+    fractions = [ts["rejected"].sum() / ts["attempts"].sum() for ts in mmck_abandoned]
+    assert_in_interval(fractions, theory)
 
 
 @pytest.mark.parametrize("runs", ["open_mmc", "mmck"])

@@ -82,6 +82,12 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="calls a circuit breaker refused"),
     KPI("budget_refused_total", "retries refused by budget", kind="count", optional=True,
         meaning="retries a retry budget or throttle refused"),
+    KPI("shed_admission_total", "shed by the admission limit", kind="count", optional=True,
+        meaning="calls the downstream's admission limit refused (only with admission)"),
+    KPI("shed_shedding_total", "shed at random", kind="count", optional=True,
+        meaning="calls probabilistic shedding refused (only with shedding)"),
+    KPI("shed_codel_total", "shed by CoDel", kind="count", optional=True,
+        meaning="waiting calls CoDel rejected instead of serving (only with codel)"),
     KPI("breaker_trips", "breaker trips", kind="count", optional=True,
         meaning="times a circuit breaker opened"),
     KPI("breaker_open_time", "breaker open time", "s", optional=True,
@@ -123,6 +129,28 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took"),
     KPI("calls_per_wall_second", "calls per wall second", "calls/s",
         meaning="simulation speed"),
+    # herdsim testbed only: how late its real processes were (docs/validation.md)
+    KPI("lateness_p99_ms", "lateness p99 (worst kind)", "ms", better="lower",
+        meaning="testbed: the largest of the timer, event-loop and producer p99 lateness"),
+    KPI("lateness_timer_p99_ms", "timer overshoot p99", "ms", better="lower",
+        meaning="testbed: how late retry sleeps, polls, outages and service timers woke"),
+    KPI("lateness_loop_p99_ms", "event-loop lag p99", "ms", better="lower",
+        meaning="testbed: how much longer than asked a 10 ms probe sleep took"),
+    KPI("lateness_producer_p99_ms", "producer drift p99", "ms", better="lower",
+        meaning="testbed: how long after its arrival time a job was pushed"),
+    KPI("lateness_max_ms", "lateness max", "ms", better="lower",
+        meaning="testbed: the latest wake of any kind"),
+    KPI("lateness_bound_ms", "lateness bound", "ms",
+        meaning="testbed: the p99 lateness a valid run stays within"),
+    KPI("testbed_valid", "valid (kept up)", kind="flag", better="higher",
+        meaning="testbed: every kind of lateness stayed within the bound at p99"),
+    KPI("testbed_invalid_reason", "invalid because", kind="text", optional=True,
+        meaning="testbed: which lateness exceeded the bound"),
+    KPI("testbed_processes", "worker processes", kind="count",
+        meaning="testbed: processes the workers were spread over"),
+    KPI("testbed_unaccounted_jobs", "jobs unaccounted for", kind="count", better="lower",
+        meaning="testbed: jobs found in no place or in two (succeeded, dead-lettered, "
+                "queued, parked, in a worker's hand); 0 in a sound run"),
 )
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 
@@ -131,8 +159,12 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "capacity_rate", "peak_attempt_rate", "peak_to_capacity", "peak_to_baseline",
              "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
-             "calls_avoided", "budget_refused_total", "completion_time", "conflicts",
-             "recovery_time", "latency_p50", "latency_p99", "wall_seconds")
+             "calls_avoided", "budget_refused_total", "shed_admission_total",
+             "shed_shedding_total", "shed_codel_total", "completion_time", "conflicts",
+             "recovery_time", "latency_p50", "latency_p99", "wall_seconds",
+             "lateness_p99_ms", "lateness_timer_p99_ms", "lateness_loop_p99_ms",
+             "lateness_producer_p99_ms", "lateness_max_ms", "testbed_valid",
+             "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
     "recovery_time": "recovery s", "peak_to_baseline": "peak/pre ×",

@@ -10,6 +10,7 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
+from herdsim.model.defences import SHED
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check
 RECOVERY_GOODPUT = 0.9  # success rate must be back to 90% of its pre-outage level
@@ -288,6 +289,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "collapses_after_outage": len(after),
         "recovery_time": recovery_time(ts, scenario),
         **latency_quantiles(jobs, scenario.duration),
+        **{f"{name}_total": int(ts[name].sum()) for name in SHED if name in ts},
         **(extra or {}),
         "wall_seconds": wall,
         "calls_per_wall_second": attempts_total / wall if wall > 0 else None,

@@ -3,7 +3,8 @@
 ``app`` is the Typer application; each module adds its commands to it.
 """
 
-from herdsim.cli import compare, outputs, presets, reproduce, run, sweep
+from herdsim.cli import compare, outputs, presets, reproduce, run, sweep, testbed
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "sweep"]
+__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "sweep",
+           "testbed"]

@@ -192,6 +192,82 @@ class Occ(Section):
                                                      "retry (1: the AWS 2015 simulator)")
 
 
+class Codel(Section):
+    """Facebook's CoDel for the waiting room ("Fail at Scale")."""
+
+    target: PositiveDuration = Field(0.005, description="a call waiting longer is rejected "
+                                                        "once the room stands")
+    interval: PositiveDuration = Field(0.1, description="the room stands when it has not been "
+                                                        "empty for this long")
+
+
+class Shedding(Section):
+    """Probabilistic shedding beyond a waiting-room depth (Metafor's throttling server)."""
+
+    above: int = Field(ge=0, description="waiting calls from which arrivals are shed")
+    probability: Fraction = Field(description="chance of admitting a call beyond that depth")
+
+
+ADMISSION_FIELDS: dict[str, tuple[str, ...]] = {  # the fields each kind reads
+    "fixed": ("limit",),
+    "aimd": ("initial_limit", "min_limit", "max_limit", "backoff_ratio", "timeout",
+             "windowed"),
+    "vegas": ("initial_limit", "max_limit", "smoothing", "probe_multiplier", "windowed"),
+    "gradient2": ("initial_limit", "min_limit", "max_limit", "smoothing", "queue_size",
+                  "long_window", "rtt_tolerance", "windowed"),
+    "envoy": ("interval", "min_rtt_interval", "request_count", "jitter", "min_concurrency",
+              "buffer", "max_concurrency", "percentile"),
+}
+
+
+class Admission(Section):
+    """An adaptive (or fixed) limit on calls admitted: in service plus waiting. Fields left
+    out take the library's defaults (docs/mitigations.md)."""
+
+    kind: Literal["fixed", "aimd", "vegas", "gradient2", "envoy"]
+    status: Literal[503, 429] = Field(503, description="the answer to a call over the limit")
+    limit: int | None = Field(None, ge=1, description="fixed: the limit")
+    initial_limit: int | None = Field(None, ge=1)
+    min_limit: int | None = Field(None, ge=0)
+    max_limit: int | None = Field(None, ge=1)
+    backoff_ratio: float | None = Field(None, ge=0.5, lt=1)
+    timeout: PositiveDuration | None = Field(None, description="aimd: an rtt above it backs off")
+    smoothing: float | None = Field(None, gt=0, le=1)
+    probe_multiplier: int | None = Field(None, ge=1)
+    queue_size: int | None = Field(None, ge=0)
+    long_window: int | None = Field(None, ge=1)
+    rtt_tolerance: float | None = Field(None, ge=1)
+    windowed: bool | None = Field(None, description="Netflix WindowedLimit (1 s, 10 samples); "
+                                                    "default: only for gradient2")
+    interval: PositiveDuration | None = Field(None, description="envoy: "
+                                              "concurrency_update_interval (100 ms)")
+    min_rtt_interval: PositiveDuration | None = Field(None, description="envoy: minRTT "
+                                                      "re-measured this often (60 s)")
+    request_count: int | None = Field(None, ge=1)
+    jitter: Fraction | None = None
+    min_concurrency: int | None = Field(None, ge=1)
+    buffer: float | None = Field(None, ge=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    percentile: Fraction | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> Admission:
+        allowed = ADMISSION_FIELDS[self.kind]
+        for name in type(self).model_fields:
+            if name not in ("kind", "status") and name not in allowed \
+                    and getattr(self, name) is not None:
+                raise _FieldError(f"downstream.admission.{name}",
+                                  f"does not apply to kind: {self.kind} (it reads "
+                                  + ", ".join(allowed) + ")")
+        if self.kind == "fixed" and self.limit is None:
+            raise _FieldError("downstream.admission.limit", "kind: fixed needs a limit")
+        return self
+
+    def params(self) -> dict[str, Any]:
+        """The fields of this kind, None where the library's default applies."""
+        return {name: getattr(self, name) for name in ADMISSION_FIELDS[self.kind]}
+
+
 class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
@@ -210,6 +286,27 @@ class Downstream(Section):
     outages: list[Outage] = []
     overload: Overload = Overload()
     occ: Occ = Occ()
+    discipline: Literal["fifo", "lifo", "adaptive_lifo"] = Field(
+        "fifo", description="the waiting room's order; adaptive_lifo: FIFO until "
+                            "lifo_threshold calls wait, then LIFO")
+    lifo_threshold: int | None = Field(None, ge=1, description="adaptive_lifo: the depth "
+                                                               "from which the room is LIFO")
+    codel: Codel | None = None
+    shedding: Shedding | None = None
+    admission: Admission | None = None
+
+    @model_validator(mode="after")
+    def _threshold_with_adaptive_lifo(self) -> Downstream:
+        if (self.discipline == "adaptive_lifo") != (self.lifo_threshold is not None):
+            raise _FieldError("downstream.lifo_threshold",
+                              "is required by discipline: adaptive_lifo, and only by it")
+        return self
+
+    def defends(self) -> bool:
+        """Whether the downstream defends itself (a discipline, CoDel, shedding or an
+        admission limit): then its admission runs the general path."""
+        return (self.discipline != "fifo" or self.codel is not None
+                or self.shedding is not None or self.admission is not None)
 
     def mean_service(self) -> float:
         """Mean service time at full concurrency (latency_per_call included)."""
@@ -484,6 +581,7 @@ class Scenario(Section):
                 or (workers.count is not None and workers.retry_mode == "requeue")):
             return False
         return (any(o.mode == "down" for o in ds.outages) or ds.rate_limit is not None
+                or ds.defends()
                 or ds.queue_limit is not None or ds.overload.collapse is not None
                 or (workers.count is None and self.breaker.enabled))
 

@@ -18,11 +18,13 @@ WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 class Call:
     """One downstream call in flight (in service or in the waiting room)."""
 
-    # retry_after: set only on a fast failure crossing the network (see Wire). A call
-    # served at once can be its own completion event (``event is call``): the run loop
-    # reads ``callbacks``, ``_ok`` and ``_value``, as of a kernel Timer.
+    # retry_after: set only on a fast failure crossing the network (see Wire) or one
+    # answered from the waiting room (CoDel). A call served at once can be its own
+    # completion event (``event is call``): the run loop reads ``callbacks``, ``_ok`` and
+    # ``_value``, as of a kernel Timer. ``admitted`` and ``inflight``: set only by a
+    # downstream that defends itself (when the call was admitted, and how many then).
     __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after",
-                 "callbacks", "_ok", "_value")
+                 "callbacks", "_ok", "_value", "admitted", "inflight")
 
     def __init__(self, proc, epoch: int, deadline: float | None):
         self.proc = proc

@@ -16,6 +16,9 @@ parts chosen once, when it is built, from the scenario's ``downstream`` section:
 * the network (:mod:`herdsim.model.network`), only with ``network_delay`` or
   ``request_delay``.
 
+Its defences (disciplines, CoDel, shedding, admission limits) live in the subclass
+:class:`herdsim.model.defences.DefendedDownstream`, built only when a scenario asks.
+
 No process is spawned per call: a completed call costs one scheduled event, a fast failure
 none. Client deadlines share one timer: they all come ``timeout`` after they are armed, so
 they fall due in the order they were armed, and a queue of them with a timer for its head
@@ -136,8 +139,9 @@ class Downstream:
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)
-        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
-            c.event = unfired()
+        elif self.queue_limit is None or (len(self._waiting) if self.serve_abandoned
+                                          else self.n_waiting) < self.queue_limit:
+            c.event = unfired()  # (the bound: see in_room, inlined on the hot path)
             self._waiting.append(c)
             self.n_waiting += 1
             if timeout is not None:
@@ -195,7 +199,7 @@ class Downstream:
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)
-        elif self.queue_limit is None or self.n_waiting < self.queue_limit:
+        elif self.queue_limit is None or self.in_room() < self.queue_limit:
             self._waiting.append(c)
             self.n_waiting += not abandoned
         else:
@@ -229,17 +233,23 @@ class Downstream:
 
     # -- for the parts ---------------------------------------------------------------------
 
-    def free_slot(self, now: float) -> None:
-        """A slot's work is done: the waiting room's head takes it, or it is free."""
+    def in_room(self) -> int:
+        """Calls that occupy the waiting room: the live ones, and with
+        ``serve_abandoned`` those whose client left too (they wait to be served)."""
+        return len(self._waiting) if self.serve_abandoned else self.n_waiting
+
+    def free_slot(self, now: float, c: Call | None = None) -> None:
+        """A slot's work (*c*'s, when the part knows it) is done: the waiting room's head
+        takes it, or it is free."""
         waiting = self._waiting
         while waiting:
-            c = waiting.popleft()
-            if c.state == WAITING:
+            head = waiting.popleft()
+            if head.state == WAITING:
                 self.n_waiting -= 1
-                self._start(c, now)
+                self._start(head, now)
                 return
             if self.serve_abandoned:
-                self._start(c, now)
+                self._start(head, now)
                 return
         self.busy -= 1
 

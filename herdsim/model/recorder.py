@@ -40,6 +40,12 @@ class Recorder:
         self.finish_attempts = array("i")
         self.finish_outcome = array("b")
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
+        # counters only some runs have (a downstream that sheds calls): name -> times
+        self.optional: dict[str, array] = {}
+
+    def counter(self, name: str) -> array:
+        """A counter column this run has beside the standard ones (created once)."""
+        return self.optional.setdefault(name, array("d"))
 
     def record_sleep(self, now: float, job: int, attempt: int, sleep: float) -> None:
         self.sleep_time.append(now)
@@ -71,6 +77,8 @@ class Recorder:
                                             n_bins)
         for name in COUNTERS[2:]:
             columns[name] = self.counts(getattr(self, name), bin_width, n_bins)
+        for name, times in self.optional.items():
+            columns[name] = self.counts(times, bin_width, n_bins)
         for name, samples in self.gauges.items():
             values = np.asarray(samples[:n_bins], dtype=float)
             if len(values) < n_bins:

@@ -1,8 +1,8 @@
 """How a call in service is timed: the two ``overload.latency_model`` parts.
 
 Both put a call in service with ``start(call, now)`` (its slot already counted in the
-downstream's ``busy``) and hand the slot back with ``downstream.free_slot`` when the
-server-side work ends.
+downstream's ``busy``) and hand the slot back with ``downstream.free_slot(now, call)``
+when the server-side work ends.
 
 * :class:`AtStart` fixes the service when it starts: draw × slow + latency_per_call ×
   busy. A call costs one scheduled event, or two when its response crosses the network
@@ -76,16 +76,18 @@ class AtStart:
     def _released(self, timer) -> None:
         """Server-side end of work whose response is still on the network."""
         ds = self._ds
-        if timer.call.epoch == ds.epoch:
-            ds.free_slot(self.env.now)
+        c = timer.call
+        if c.epoch == ds.epoch:
+            ds.free_slot(self.env.now, c)
 
     def _wasted_done(self, timer) -> None:
         """Server-side end of work nobody waits for any more."""
         ds = self._ds
-        if timer.call.epoch == ds.epoch:
+        c = timer.call
+        if c.epoch == ds.epoch:
             now = self.env.now
             self._wasted(now)
-            ds.free_slot(now)
+            ds.free_slot(now, c)
 
 
 class ProcessorSharing:
@@ -163,7 +165,7 @@ class ProcessorSharing:
                 self._deliver(c, now)
             else:  # its client left (doomed) or it was abandoned in the waiting room
                 self._wasted(now)
-            free_slot(now)
+            free_slot(now, c)
         self._settling = False
         self._retime()
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from herdsim.config.scenario import Scenario, Service
 from herdsim.model import occ
+from herdsim.model.defences import DefendedDownstream
 from herdsim.model.downstream import Downstream
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
@@ -81,7 +82,9 @@ class Simulation:
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
-        self.downstream = Downstream(
+        defended = scenario.downstream.defends()
+        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
+        self.downstream = (DefendedDownstream if defended else Downstream)(
             env, scenario.downstream,
             _service_draws(scenario.downstream.service, rngs["service"]),
             draws(lambda n: rngs["outages"].random(n)),
@@ -90,6 +93,7 @@ class Simulation:
             if scenario.downstream.network_delay else None,
             _service_draws(scenario.downstream.request_delay, rngs["request"])
             if scenario.downstream.request_delay else None,
+            **extra,
         )
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
@@ -175,6 +179,7 @@ class Simulation:
                               gauges["downstream_up"].append)
         breaker_open = gauges["breaker_open"].append
         stats, n_breakers = self.breaker_stats, max(1, len(self.gates))
+        extra = getattr(ds, "gauge_samplers", ())  # a defended downstream's limit, mode
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)
@@ -185,6 +190,8 @@ class Simulation:
             delayed(len(self.delayed) + self.sleeping)
             up(1.0 if ds.health.up else 0.0)
             breaker_open(stats.not_closed / n_breakers)
+            for samples, read in extra:
+                samples.append(read())
 
     def _arm_progress(self, k: int) -> None:
         """A timer for the *k*-th progress call (the last one is made by :meth:`run`)."""

@@ -13,7 +13,7 @@ from itertools import chain, repeat
 import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
-            "network", "request", "clients")
+            "network", "request", "clients", "admission")
 BLOCK = 4096
 
 

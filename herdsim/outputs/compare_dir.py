@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -87,10 +87,12 @@ def redraw(directory: str | Path, formats: Sequence[str],
 RUN_FIGURES = ("timeline", "landing")
 
 
-def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",)) -> Path:
+def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",),
+             extra: Callable[[Path], None] | None = None) -> Path:
     """Write a single run into the new directory *out*, which appears only once everything
     is written: its frames, summary and scenario, ``peak_rate.csv`` and the ``timeline``
-    and ``landing`` figures in each of *formats*."""
+    and ``landing`` figures in each of *formats*; ``extra(staging)`` adds files of its
+    own (the testbed's comparison with the simulation)."""
     with staged_dir(out) as staging:
         staging.mkdir()
         result.timeseries.to_csv(staging / "timeseries.csv", index=False)
@@ -101,6 +103,8 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",))
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
         with _drawing(failures := []):
             save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
+        if extra is not None:
+            extra(staging)
     _report_failures(Path(out), failures)
     return Path(out)
 

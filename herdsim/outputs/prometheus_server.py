@@ -88,12 +88,13 @@ def _prometheus_child() -> None:
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
 
 
-def clear_stale(root: Path | None = None) -> list[Path]:
-    """Delete the working directories (TSDB, log) that a crashed or killed herdsim left
-    in *root* (the temporary directory): those whose owner process is gone."""
+def clear_stale(root: Path | None = None, prefix: str = WORKDIR_PREFIX) -> list[Path]:
+    """Delete the working directories named *prefix*... (a TSDB and its log, a testbed's
+    files) that a crashed or killed herdsim left in *root* (the temporary directory):
+    those whose owner process (``OWNER`` in them) is gone."""
     root = Path(tempfile.gettempdir()) if root is None else root
     cleared = []
-    for workdir in root.glob(f"{WORKDIR_PREFIX}*"):
+    for workdir in root.glob(f"{prefix}*"):
         try:
             owner = int((workdir / OWNER).read_text())
         except (OSError, ValueError):

@@ -112,7 +112,8 @@ def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> li
     before = _flat(_with_units(Scenario, original.to_dict()))
     return [f"{key}={value_text(value)}" for key, value in now.items()
             if before.get(key, object()) != value and key not in ignore
-            and not key.startswith(ignore)]
+            and not key.startswith(ignore)
+            and not (value is None and key not in before)]  # a new section's unset fields
 
 
 def capacity(sc: Scenario, busiest: float | None = None) -> float | None:

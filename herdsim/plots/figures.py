@@ -90,6 +90,7 @@ def _panels(c: Comparison, replication: int) -> dict[str, bool]:
         "backlog": closed and "queue_depth" in ts and bool(ts["queue_depth"].gt(0).any()),
         "state": bool(ts["downstream_up"].le(0).any()) or breaker,
         "breaker": breaker,
+        "admission": "admission_limit" in ts and bool(ts["admission_limit"].notna().any()),
     }
 
 
@@ -104,11 +105,12 @@ def _succeeded(c: Comparison, label: str, replication: int) -> str:
 
 def timeline(c: Comparison, replication: int = 0) -> Figure:
     """Calls/s per arm (one row each), successes/s, and only the panels with something to
-    show: retries/s, backlog (closed loop), downstream down and breaker open."""
+    show: retries/s, backlog (closed loop), the admission limit against the calls admitted,
+    downstream down and breaker open."""
     arms, styles, base = c.arms, arm_styles(c.arms), c.scenario
     n = len(arms)
     show = _panels(c, replication)
-    extra = ["success"] + [k for k in ("retries", "backlog", "state") if show[k]]
+    extra = ["success"] + [k for k in ("retries", "backlog", "admission", "state") if show[k]]
     heights = [1.0] * n + [{"state": 0.35 * n + 0.5}.get(k, 1.9) for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
@@ -142,6 +144,12 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
                 panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
             if "backlog" in panels:
                 panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
+            if "admission" in panels and ts["admission_limit"].notna().any():
+                admitted = ts["in_flight"] + ts["waiting"]
+                panels["admission"].plot(ts["time"], admitted, **{**line, "lw": 1.0,
+                                                                   "alpha": 0.6})
+                panels["admission"].step(ts["time"], ts["admission_limit"], where="post",
+                                         **line)
         ax = panels["success"]
         offered = ""
         if base.downstream.model != "occ":
@@ -161,7 +169,11 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
                                         fontsize=13)
             panels["backlog"].set_ylabel("jobs")
             panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-        for key in ("success", "retries", "backlog"):
+        if "admission" in panels:
+            panels["admission"].set_title("Admission limit (thick) and calls in service or "
+                                          "waiting (thin)", fontsize=13)
+            panels["admission"].set_ylabel("calls")
+        for key in ("success", "retries", "backlog", "admission"):
             if key in panels:
                 panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
                 panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))

@@ -186,6 +186,10 @@ def verdict(c) -> list[str]:
 
     order = sorted(share, key=lambda a: -np.nan_to_num(share[a].mean))
     sentences.append("What it cost: " + "; ".join(paid(a) for a in order) + ".")
+    mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
+    if any(mechanisms.values()):
+        sentences.append("What held the load back: " + "; ".join(
+            f"{a}: {', '.join(m) if m else 'nothing'}" for a, m in mechanisms.items()) + ".")
     if len(c.arms) > 1:
         best = ties(share, "higher")
         if reps > 1:
@@ -198,3 +202,27 @@ def verdict(c) -> list[str]:
                 "arms is tested and nothing here is a ranking; rerun with --replications 5 "
                 "for 95% confidence intervals and ties.")
     return sentences
+
+
+MECHANISMS = (  # summary key -> what did the work, for the verdict
+    ("shed_admission_total", "the admission limit ({kind}) refused {n} calls"),
+    ("shed_codel_total", "CoDel rejected {n} waiting calls"),
+    ("shed_shedding_total", "probabilistic shedding refused {n} calls"),
+    ("budget_refused_total", "the retry budget refused {n} retries"),
+    ("calls_avoided", "the circuit breaker short-circuited {n} calls"),
+)
+
+
+def _mechanisms(c, arm) -> list[str]:
+    """What held an arm's load back, by mechanism, as mean counts per run."""
+    ds = arm.scenario.downstream
+    kind = ds.admission.kind if getattr(ds, "admission", None) is not None else ""
+    found = []
+    if getattr(ds, "discipline", "fifo") != "fifo":
+        found.append(f"the waiting room served newest first ({ds.discipline})")
+    runs = c.runs[c.runs["arm"] == arm.label]
+    for key, text in MECHANISMS:
+        n = stat(derived(runs, key)).mean
+        if not np.isnan(n) and n > 0:
+            found.append(text.format(kind=kind, n=f"{n:,.0f}"))
+    return found

@@ -1,0 +1,123 @@
+"""``herdsim serve`` and ``herdsim testbed``: the scenario's downstream, and the whole
+scenario, for real. The testbed (aiohttp, redis) and the KPI tables are imported by these
+two commands when they run: ``--help`` and every other command start as fast as before."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from herdsim.cli.app import (
+    FormatOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    ScenarioArg,
+    SetOpt,
+    app,
+    console,
+    emit_json,
+    err_console,
+    load,
+    output_dir,
+    parse_formats,
+    safe,
+)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop like Ctrl-C: every child is stopped, the temp dir removed."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@app.command()
+def serve(scenario: ScenarioArg, set_: SetOpt = None,
+          port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+          host: Annotated[str, typer.Option(
+              "--host", help="Address to listen on (loopback unless you say otherwise).")
+          ] = "127.0.0.1") -> None:
+    """Serve the scenario's downstream over HTTP until Ctrl-C: point your own client at it.
+
+    POST /call is one call (200 served, 500 error, 503 down or waiting room full, 429
+    rate limited, 504 past the client timeout); GET /metrics is Prometheus text. Outages
+    are timed from the moment it listens."""
+    from herdsim.testbed import run as testbed_run
+    from herdsim.testbed.server import serve_forever
+
+    sc = load(scenario, set_)
+    testbed_run.check_supported(sc, downstream_only=True)
+    _stop_on_signals()
+
+    def ready(url: str) -> None:
+        console.print(f"{safe(sc.name)}'s downstream: [bold]{url}/call[/] (metrics: "
+                      f"{url}/metrics); outages from now; Ctrl-C stops it", soft_wrap=True)
+
+    try:
+        asyncio.run(serve_forever(sc, host, port, ready))
+    except KeyboardInterrupt:
+        console.print("stopped")
+
+
+@app.command()
+def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
+            processes: Annotated[int, typer.Option(
+                "--processes", help="Worker processes the workers are spread over.")] = 2,
+            json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png") -> None:
+    """Run the scenario for real (Redis, an HTTP downstream, worker processes) and write
+    its outputs as 'herdsim run' does, with the simulation beside it (sim_vs_real).
+
+    Needs redis-server on PATH. The summary records the lateness measured; a run whose
+    p99 lateness exceeds 5 ms is marked invalid, with the reason."""
+    from herdsim.cli.tables import summary_table
+    from herdsim.testbed import run as testbed_run
+
+    formats = parse_formats(fmt)
+    sc = load(scenario, set_)
+    target = output_dir(out, sc.name)
+    _stop_on_signals()
+    say = (lambda _line: None) if (quiet or json_) else (
+        lambda line: err_console.print(line, highlight=False, soft_wrap=True))
+    try:
+        done = testbed_run.testbed(sc, target, processes, formats, say)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: every testbed process stopped, nothing was written")
+        raise typer.Exit(130) from None
+    s = done.real.summary
+    if json_:
+        emit_json(s)
+        return
+    if quiet:
+        return
+    console.print(summary_table(s, f"{sc.name} — {sc.retry.strategy} (real)"))
+    table = Table(show_header=True, header_style="bold", title="simulated and real")
+    for column in ("KPI", "simulated", "real", "agrees"):
+        table.add_column(column, justify="left" if column == "KPI" else "right")
+    for row in done.table.to_dict("records"):
+        key = row["kpi"]
+        agrees = "" if row["agrees"] is None else ("yes" if row["agrees"] else "NO")
+        table.add_row(row["label"], _cell(key, row["simulated"], done.sim.summary),
+                      _cell(key, row["real"], s), agrees)
+    console.print(table)
+    verdict = ("valid: within the bound" if s["testbed_valid"]
+               else f"INVALID: {s['testbed_invalid_reason']}")
+    console.print(f"lateness p99 {s['lateness_p99_ms']:.1f} ms (bound "
+                  f"{s['lateness_bound_ms']:g} ms): {verdict}", highlight=False)
+    console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
+
+
+def _cell(key: str, value, summary: dict) -> str:
+    from herdsim.analysis.kpis import show
+
+    try:
+        return show(key, value, summary)
+    except KeyError:  # a check of its own (peak_after_outage), not a registry KPI
+        return "n/a" if value is None else f"{value:,.0f}"

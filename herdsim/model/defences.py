@@ -1,0 +1,248 @@
+"""A downstream that defends itself: queue disciplines, CoDel, probabilistic shedding and
+an admission limit, on top of :class:`~herdsim.model.downstream.Downstream`.
+
+Built only when the scenario's ``downstream`` asks for one of them (``defends()``), so a
+plain downstream keeps its lean core. The order a call meets them: down, blackhole (as
+in the core), then the **admission limit** (calls admitted, in service plus waiting,
+against ``limit_at(now)`` of a limiter from :mod:`herdsim.policies.limiters`), then
+**shedding** (from ``above`` waiting calls, a call is admitted with ``probability``), then
+the rate limiter and the collapse guard (as in the core: a call refused in front of the
+server, like one the rate limiter throttles, does not count towards a crash), then a slot
+or the waiting room. Calls over the limit
+or shed are refused at once with ``admission.status`` (503: ``REJECTED``, 429:
+``THROTTLED``; shedding always 503) and the downstream's Retry-After.
+
+When a slot frees, the **discipline** picks the next call: the oldest (fifo), the newest
+(lifo), or the oldest until ``lifo_threshold`` calls wait, then the newest
+(adaptive_lifo). With **CoDel**, while the room has not been empty for ``interval``, a
+call picked after waiting longer than ``target`` is rejected (503) instead of served: the
+check runs when a slot frees (CoDel's dequeue), where Facebook's version gives such a call
+a ``target`` timeout when it arrives.
+
+The limiter sees every admitted call once as it leaves: served (``sample`` with the
+server-side rtt, also for calls whose client left), or dropped (left the room unserved:
+its client gave up with ``serve_abandoned: false``, or CoDel rejected it). Calls failed
+together at t0 are forgotten without a sample.
+"""
+
+from __future__ import annotations
+
+from herdsim.model.calls import (
+    ABANDONED,
+    COMPLETED,
+    DOWN,
+    REJECTED,
+    SERVING,
+    THROTTLED,
+    TIMEOUT,
+    WAITING,
+    Call,
+)
+from herdsim.model.downstream import Downstream
+from herdsim.model.kernel import later, trigger_later, unfired
+from herdsim.policies import limiters
+
+SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
+
+
+class DefendedDownstream(Downstream):
+    """The downstream with its defences (see the module docstring)."""
+
+    def __init__(self, env, cfg, service, outage_draw, recorder, network=None, request=None,
+                 draw=None):
+        super().__init__(env, cfg, service, outage_draw, recorder, network, request)
+        self.discipline = cfg.discipline
+        self.lifo_threshold = cfg.lifo_threshold
+        self.codel = cfg.codel
+        self.shedding = cfg.shedding
+        self._draw = draw
+        self.held = 0  # calls admitted and not yet left (the limiter's in flight)
+        self._standing_since = 0.0  # when the waiting room last went from empty to not
+        self.gauge_samplers: list = []
+        admission = cfg.admission
+        self.admission = None
+        if admission is not None:
+            self.admission = limiters.build(admission, draw)
+            self._over_limit = THROTTLED if admission.status == 429 else REJECTED
+            self._shed_admission = recorder.counter("shed_admission").append
+            self.gauge_samplers.append((recorder.gauges.setdefault("admission_limit", []),
+                                        lambda: self.admission.limit_at(env.now)))
+        if self.shedding is not None:
+            self._shed_shedding = recorder.counter("shed_shedding").append
+        if self.codel is not None:
+            self._shed_codel = recorder.counter("shed_codel").append
+        if self.discipline == "adaptive_lifo":
+            self.gauge_samplers.append((recorder.gauges.setdefault("lifo", []),
+                                        lambda: float(self.in_room() >= self.lifo_threshold)))
+
+    # -- admission -------------------------------------------------------------------------
+
+    def _screen(self, now: float) -> int | None:
+        """The admission limit's and then shedding's answer: an outcome, or None."""
+        admission = self.admission
+        if admission is not None and self.held >= admission.limit_at(now):
+            self._shed_admission(now)
+            return self._refuse(now, self._over_limit)
+        shedding = self.shedding
+        if shedding is not None and self.in_room() >= shedding.above \
+                and self._draw() >= shedding.probability:
+            self._shed_shedding(now)
+            return self._refuse(now, REJECTED)
+        return None
+
+    def _admitted(self, c: Call, now: float) -> None:
+        self.held += 1
+        c.admitted = now
+        c.inflight = self.held
+
+    def _enqueue(self, c: Call, now: float) -> None:
+        if not self.in_room():
+            self._standing_since = now
+        self._waiting.append(c)
+
+    def admit(self, proc):
+        env = self.env
+        now = env.now
+        self._attempts(now)
+        health = self.health
+        if not health.up:
+            self._rejected(now)
+            return DOWN
+        if health.blackhole:
+            c = Call(proc, self.epoch, now + self.timeout)
+            c.event = later(env, self.timeout, TIMEOUT)
+            return c
+        refused = self._screen(now)
+        if refused is not None:
+            return refused
+        if self._gated:
+            refused = self._overload(now)
+            if refused is not None:
+                return refused
+        timeout = self.timeout
+        c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
+        c.admitted = None
+        if self.busy < self.concurrency:
+            self._admitted(c, now)
+            self.busy += 1
+            self._start(c, now)
+        elif self.queue_limit is None or self.in_room() < self.queue_limit:
+            self._admitted(c, now)
+            c.event = unfired()
+            self._enqueue(c, now)
+            self.n_waiting += 1
+            if timeout is not None:
+                self.arm_deadline(c)
+        else:
+            return self._refuse(now, REJECTED)
+        self.active[c] = None
+        return c
+
+    def arrive(self, c: Call) -> int | None:
+        env = self.env
+        now = env.now
+        self._attempts(now)
+        health = self.health
+        if not health.up:
+            self._rejected(now)
+            return DOWN
+        abandoned = c.state == ABANDONED
+        if health.blackhole:
+            if not abandoned:
+                c.state = SERVING
+                trigger_later(env, c.event, TIMEOUT, c.deadline - now)
+            return None
+        refused = self._screen(now)
+        if refused is not None:
+            return refused
+        if self._gated:
+            refused = self._overload(now)
+            if refused is not None:
+                return refused
+        c.epoch = self.epoch
+        if not abandoned:
+            c.state = WAITING
+        if self.busy < self.concurrency:
+            self._admitted(c, now)
+            self.busy += 1
+            self._start(c, now)
+        elif self.queue_limit is None or self.in_room() < self.queue_limit:
+            if abandoned and not self.serve_abandoned:
+                c.admitted = None  # it will be skipped, never served: not admitted
+            else:
+                self._admitted(c, now)
+            self._enqueue(c, now)
+            self.n_waiting += not abandoned
+        else:
+            return self._refuse(now, REJECTED)
+        if not abandoned:
+            self.active[c] = None
+        return None
+
+    # -- leaving -----------------------------------------------------------------------------
+
+    def _left(self, c: Call, now: float, dropped: bool) -> None:
+        """An admitted call leaves: the limiter's sample."""
+        if c.epoch != self.epoch or getattr(c, "admitted", None) is None:
+            return
+        self.held -= 1
+        if self.admission is not None:
+            self.admission.sample(now, c.admitted, c.inflight, dropped)
+        c.admitted = None  # left once
+
+    def finish(self, c: Call, value: int) -> int:
+        if value == COMPLETED:
+            self._left(c, self.env.now, False)
+        return super().finish(c, value)
+
+    def free_slot(self, now: float, c: Call | None = None) -> None:
+        """A slot's work is done (*c*'s, when the service part knows it): the call the
+        discipline picks takes it, unless CoDel rejects it, or the slot is free."""
+        if c is not None:
+            self._left(c, now, False)
+        waiting = self._waiting
+        serve_abandoned = self.serve_abandoned
+        while waiting:
+            if self.discipline == "fifo" or (self.discipline == "adaptive_lifo"
+                                             and self.in_room() < self.lifo_threshold):
+                nxt = waiting.popleft()
+            else:
+                nxt = waiting.pop()
+            live = nxt.state == WAITING
+            if not live and not serve_abandoned:
+                continue  # its client left; it already left the limiter
+            if live:
+                self.n_waiting -= 1
+            if self.codel is not None and self._codel_drops(nxt, now, live):
+                continue
+            self._start(nxt, now)
+            return
+        self.busy -= 1
+
+    def _codel_drops(self, c: Call, now: float, live: bool) -> bool:
+        """CoDel: reject *c* when the room has stood for ``interval`` and *c* has waited
+        longer than ``target``."""
+        codel = self.codel
+        if now - c.admitted <= codel.target:
+            return False
+        if now - self._standing_since < codel.interval:
+            return False
+        self._shed_codel(now)
+        self._left(c, now, True)
+        if live:
+            c.state = ABANDONED  # its deadline, still armed, now does nothing
+            c.retry_after = self._hint(now) if self._hint is not None else None
+            self.active.pop(c, None)
+            trigger_later(self.env, c.event, REJECTED)
+        if not self.in_room():
+            self._standing_since = now
+        return True
+
+    def expire(self, c: Call) -> None:
+        if c.epoch == self.epoch and c.state == WAITING and not self.serve_abandoned:
+            self._left(c, self.env.now, True)
+        super().expire(c)
+
+    def _fail_in_flight(self) -> None:
+        super()._fail_in_flight()
+        self.held = 0

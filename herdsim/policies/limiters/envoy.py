@@ -1,0 +1,141 @@
+"""Envoy's adaptive concurrency filter, its gradient controller
+(``source/extensions/filters/http/adaptive_concurrency/controller/gradient_controller.cc``),
+as shipped, driven by simulated time instead of dispatcher timers.
+
+* **minRTT window.** At start, and every ``min_rtt_interval`` plus a jitter of up to
+  ``jitter`` of it (whole milliseconds, ``random() % ceil(interval_ms × jitter)``), the
+  limit is pinned to ``min_concurrency`` and the previous one kept aside; latency samples
+  from calls started before the window are disregarded. Once ``request_count`` samples
+  are in, minRTT becomes their ``percentile``, the old limit comes back, and both timers
+  restart.
+* **Sample windows.** Every ``interval`` (Envoy's ``concurrency_update_interval``, which
+  Envoy requires and gives no default: herdsim uses 100 ms, its documentation's example)
+  outside a minRTT window, the samples' ``percentile`` (p50) is sampleRTT and, with
+  gradient = clamp(minRTT × (1 + ``buffer``) / sampleRTT, 0.5, 2) and l = limit ×
+  gradient, the limit becomes ``int(l + √l)`` clamped to [``min_concurrency``,
+  ``max_concurrency``]. An empty window changes nothing; a sample window ending inside a
+  minRTT window is given up, and the timer waits for the minRTT window to end.
+* **Stuck at the minimum.** The fifth consecutive window that sets the limit to
+  ``min_concurrency`` (outside a minRTT window) starts a minRTT window at once.
+
+Defaults are Envoy's: request_count 50, jitter 15 %, min_concurrency 3, buffer 25 %,
+max_concurrency 1000, percentile 50 %. Envoy has no default for the minRTT interval
+either: herdsim uses 60 s. Differences from Envoy: times are exact (Envoy truncates
+latencies to µs and minRTT/sampleRTT to int µs), and the percentile is exact where
+Envoy reads it from a log-linear histogram (``hist_approx_quantile``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The *q*-quantile (0..1) of *samples*, interpolated between order statistics."""
+    ordered = sorted(samples)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+class GradientController:
+    """Envoy's gradient controller: ``limit_at(now)`` runs the timers due by *now*."""
+
+    def __init__(self, draw: Callable[[], float], interval: float = 0.1,
+                 min_rtt_interval: float = 60.0, request_count: int = 50,
+                 jitter: float = 0.15, min_concurrency: int = 3, buffer: float = 0.25,
+                 max_concurrency: int = 1000, percentile: float = 0.5, start: float = 0.0):
+        self._draw = draw
+        self.interval, self.min_rtt_interval = interval, min_rtt_interval
+        self.request_count, self.jitter = request_count, jitter
+        self.min_concurrency, self.max_concurrency = min_concurrency, max_concurrency
+        self.buffer, self.q = buffer, percentile
+        self.limit = min_concurrency
+        self.deferred = 0  # the limit set aside during a minRTT window (0: none)
+        self.samples: list[float] = []
+        self.min_rtt = 0.0
+        self.sample_rtt = 0.0
+        self.min_rtt_epoch = start
+        self.consecutive_min = 0
+        self.min_rtt_due: float | None = None  # the minRTT timer (None: disabled)
+        self.sample_due: float | None = None  # the sample-reset timer
+        self._enter_min_rtt_window(start)
+        self.sample_due = start + interval
+
+    @property
+    def in_min_rtt_window(self) -> bool:
+        return self.deferred > 0
+
+    def limit_at(self, now: float) -> int:
+        """Run the timers due by *now* (in time order), then the limit."""
+        while True:
+            sample_due, min_rtt_due = self.sample_due, self.min_rtt_due
+            if min_rtt_due is not None and min_rtt_due <= now and (
+                    sample_due is None or min_rtt_due <= sample_due):
+                self.min_rtt_due = None
+                self._enter_min_rtt_window(min_rtt_due)
+            elif sample_due is not None and sample_due <= now:
+                self.sample_due = None
+                if not self.in_min_rtt_window:
+                    self._reset_sample_window(sample_due)
+                    self.sample_due = sample_due + self.interval
+            else:
+                return self.limit
+
+    def sample(self, now: float, start: float, inflight: int, dropped: bool) -> None:
+        """``recordLatencySample`` for a call answered now; ``cancelLatencySample`` (no
+        sample) for one dropped."""
+        self.limit_at(now)
+        if dropped or start < self.min_rtt_epoch:
+            return
+        self.samples.append(now - start)
+        if self.in_min_rtt_window and len(self.samples) >= self.request_count:
+            self._update_min_rtt(now)
+
+    # -- the controller's own steps, as named in gradient_controller.cc ------------------
+
+    def _enter_min_rtt_window(self, now: float) -> None:
+        if self.in_min_rtt_window:
+            return
+        self.deferred = self.limit
+        self._update_limit(self.min_concurrency, now)
+        self.samples.clear()
+        self.min_rtt_epoch = now
+
+    def _update_min_rtt(self, now: float) -> None:
+        if self.samples:
+            self.min_rtt = percentile(self.samples, self.q)
+            self.samples.clear()
+        self._update_limit(self.deferred, now)  # still inside the window, as in Envoy
+        self.deferred = 0
+        interval_ms = round(self.min_rtt_interval * 1000)
+        jitter_ms = 0
+        if self.jitter:
+            jitter_ms = int(self._draw() * math.ceil(interval_ms * self.jitter))
+        self.min_rtt_due = now + (interval_ms + jitter_ms) / 1000
+        self.sample_due = now + self.interval
+
+    def _reset_sample_window(self, now: float) -> None:
+        if not self.samples:
+            return
+        self.sample_rtt = percentile(self.samples, self.q)
+        self.samples.clear()
+        self._update_limit(self._new_limit(), now)
+
+    def _new_limit(self) -> int:
+        buffered = self.min_rtt + self.min_rtt * self.buffer
+        gradient = max(0.5, min(2.0, buffered / self.sample_rtt))
+        limit = self.limit * gradient
+        new = int(limit + math.sqrt(limit))
+        return max(self.min_concurrency, min(self.max_concurrency, new))
+
+    def _update_limit(self, new: int, now: float) -> None:
+        old, self.limit = self.limit, new
+        if not self.in_min_rtt_window and old == self.min_concurrency == new:
+            self.consecutive_min += 1
+        else:
+            self.consecutive_min = 0
+        if self.consecutive_min >= 5:
+            self.min_rtt_due = now  # Envoy: the minRTT timer, enabled for 0 ms

@@ -1,0 +1,9 @@
+"""The testbed: the scenario run for real, to hold the simulation to it.
+
+Real processes driven by the same validated scenario: a ``redis-server`` holding the main
+queue, the delayed set and the DLQ; the downstream emulated by an asyncio HTTP server
+(:mod:`herdsim.testbed.server`, also ``herdsim serve``); a producer pushing jobs at the
+workload's rate; worker processes retrying with herdsim's own strategy, breaker and budget
+objects. What they log becomes the output directory of ``herdsim run``
+(:mod:`herdsim.testbed.run`). The model never imports this room.
+"""

@@ -1,0 +1,238 @@
+"""``herdsim testbed``: run a scenario for real and write it as ``herdsim run`` does.
+
+:func:`testbed` starts Redis, the emulated downstream, the producer and the worker
+processes (:mod:`herdsim.testbed.processes`) in a throwaway directory, runs the scenario
+for its duration in wall-clock time, and turns what the processes logged into the
+model's raw record (a :class:`~herdsim.model.recorder.Recorder` filled with the real
+event times), so the real run has the frames, KPIs, figures and output directory of a
+simulated one. The directory adds ``sim_vs_real.png`` and ``sim_vs_real.csv`` (each KPI
+simulated and real, and the agreement checks of :mod:`herdsim.testbed.agreement`); its
+summary adds the measured lateness and whether the run is valid
+(:mod:`herdsim.testbed.timing`). Whatever happens, every process is stopped and the
+directory removed before :func:`testbed` returns or raises.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import redis
+
+from herdsim.config.scenario import Scenario
+from herdsim.errors import TestbedError
+from herdsim.model.finished import Finished
+from herdsim.model.recorder import DEAD_LETTERED, Recorder
+from herdsim.model.workload import Job
+from herdsim.outputs.compare_dir import save_run
+from herdsim.outputs.prometheus_server import OWNER, clear_stale
+from herdsim.plots.sim_vs_real import sim_vs_real
+from herdsim.results.result import Result
+from herdsim.results.result import run as simulate
+from herdsim.testbed import agreement, timing
+from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.processes import Fleet, redis_binary
+
+WORKDIR_PREFIX = "herdsim-testbed-"
+START_DELAY = 1.0  # s between handing out t0 and t0: every child is waiting by then
+FINISH_GRACE = 30.0  # s after the end the children get to write their logs and exit
+
+
+@dataclass
+class Testbed:
+    """A finished testbed run: the real :class:`Result`, the simulated one, the table."""
+
+    __test__ = False
+
+    real: Result
+    sim: Result
+    table: pd.DataFrame
+
+
+def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
+    """Refuse, in one line naming the field, what the testbed (or, *downstream_only*,
+    ``herdsim serve``) does not emulate."""
+    ds, workers = scenario.downstream, scenario.workers
+    unsupported = [
+        ("downstream.model", ds.model == "occ", "the occ model"),
+        ("downstream.network_delay", ds.network_delay is not None, "a network delay"),
+        ("downstream.request_delay", ds.request_delay is not None, "a request delay"),
+        ("downstream.overload.latency_model", ds.overload.latency_model == "continuous",
+         "processor sharing (latency_model: continuous)"),
+        ("downstream.serve_abandoned", ds.serve_abandoned, "serving abandoned calls"),
+        ("downstream.discipline", ds.discipline != "fifo", "a LIFO waiting room"),
+        ("downstream.codel", ds.codel is not None, "CoDel"),
+        ("downstream.shedding", ds.shedding is not None, "probabilistic shedding"),
+        ("downstream.admission", ds.admission is not None, "an admission limit"),
+    ]
+    unsupported += [] if downstream_only else [
+        ("workers.count", workers.count is None, "open-loop callers (workers.count: null)"),
+        ("workers.attempt_overhead", workers.attempt_overhead > 0, "a per-attempt overhead"),
+        ("breaker.scope", scenario.breaker.enabled and scenario.breaker.scope == "client",
+         "per-client breakers"),
+        ("budget.scope", scenario.budget is not None and scenario.budget.scope == "client",
+         "per-client budgets"),
+    ]
+    for field, present, what in unsupported:
+        if present:
+            raise TestbedError(f"{scenario.name}: {field}: the testbed does not emulate {what}; "
+                               "'herdsim run' simulates it")
+
+
+def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
+            formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
+            bound: float = timing.BOUND) -> Testbed:
+    """Run *scenario* for real with its workers spread over *processes* worker
+    processes, write the output directory *out*, and return the real and simulated runs.
+    *say* hears what is happening (one line at a time)."""
+    check_supported(scenario)
+    redis_binary()  # missing: said before anything starts
+    if processes < 1:
+        raise TestbedError(f"--processes {processes}: needs at least one worker process")
+    processes = min(processes, scenario.workers.count)
+    clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+    fleet = Fleet(workdir)
+    try:
+        (workdir / OWNER).write_text(str(os.getpid()))
+        real, lateness = _run(scenario, fleet, processes, say)
+    finally:
+        fleet.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    real.summary.update(timing.summarize(lateness, bound))
+    real.summary["testbed_processes"] = processes
+    say("simulating the same scenario and seed…")
+    sim = simulate(scenario)
+    table = agreement.table(sim, real)
+
+    def extra(staging: Path) -> None:
+        table.to_csv(staging / "sim_vs_real.csv", index=False)
+        s = real.summary
+        note = (f"lateness p99 {s['lateness_p99_ms']:.1f} ms "
+                + ("(within the bound)" if s["testbed_valid"] else
+                   f"(INVALID: {s['testbed_invalid_reason']})"))
+        sim_vs_real(scenario, sim.timeseries, real.timeseries, note).savefig(
+            staging / "sim_vs_real.png")
+
+    save_run(real, out, formats, extra)
+    return Testbed(real, sim, table)
+
+
+def _run(scenario: Scenario, fleet: Fleet, processes: int, say
+         ) -> tuple[Result, dict[str, np.ndarray]]:
+    """Start everything, run, collect: the real run's :class:`Result` and the lateness
+    samples of every process."""
+    say("starting redis-server…")
+    redis_url = fleet.start_redis()
+    base = {"scenario": scenario.to_dict(), "redis": redis_url}
+    logs = fleet.workdir
+    server = fleet.start_role("server", "server", {**base, "log": str(logs / "server.npz")})
+    port = fleet.ready(server)
+    url = f"http://127.0.0.1:{port}/call"
+    producer = fleet.start_role("producer", "producer",
+                                {**base, "log": str(logs / "producer.npz")})
+    counts = np.diff(np.linspace(0, scenario.workers.count, processes + 1).round()).astype(int)
+    workers = [fleet.start_role("workers", f"workers {i}", {
+        **base, "downstream": url, "count": int(n), "index": i,
+        "log": str(logs / f"workers-{i}.npz")}) for i, n in enumerate(counts)]
+    say(f"starting the downstream on {url}, the producer and {processes} worker "
+        f"processes ({scenario.workers.count} workers)…")
+    for child in (producer, *workers):
+        fleet.ready(child)
+    roles = [server, producer, *workers]
+    t0 = time.monotonic() + START_DELAY
+    fleet.go(roles, t0)
+    say(f"running {scenario.duration:g} s of {scenario.name} for real…")
+    fleet.wait(roles, t0 + scenario.duration + FINISH_GRACE)
+    wall = time.monotonic() - t0
+    client = redis.Redis.from_url(redis_url)
+    try:
+        queued = client.lrange(MAIN, 0, -1) + client.zrange(DELAYED, 0, -1)
+        dead_letters = client.llen(DLQ)
+    finally:
+        client.close()
+    server_log = _load(logs / "server.npz")
+    producer_log = _load(logs / "producer.npz")
+    worker_logs = [_load(logs / f"workers-{i}.npz") for i in range(processes)]
+    lateness = {kind: np.concatenate([log[f"lateness.{kind}"] for log in
+                                      (server_log, producer_log, *worker_logs)])
+                for kind in timing.KINDS}
+    return _result(scenario, server_log, producer_log, worker_logs,
+                   [WireJob.decode(p) for p in queued], dead_letters, wall), lateness
+
+
+def _load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict],
+            queued: list[WireJob], dead_letters: int, wall: float) -> Result:
+    """The model's raw record rebuilt from the processes' logs, then frames and KPIs.
+    ``testbed_unaccounted_jobs`` counts the jobs found in no place or in two, and the
+    difference between the DLQ list's length and the dead letters the workers logged."""
+    rec = Recorder()
+
+    def fill(name: str, values: np.ndarray) -> None:
+        getattr(rec, name).extend(np.sort(values).tolist())
+
+    fill("arrivals", producer["events.arrivals"])
+    fill("refused", producer["events.refused"])
+    for name in ("attempts", "rejected", "errors", "wasted", "crashes"):
+        fill(name, server[f"events.{name}"])
+    for name in ("timeouts", "short_circuited", "budget_refused", "recycled"):
+        fill(name, np.concatenate([w[f"events.{name}"] for w in workers]))
+    finished = {k: np.concatenate([w[f"finished.{k}"] for w in workers])
+                for k in ("id", "time", "attempts", "outcome")}
+    rec.finish_id.extend(finished["id"].astype(int).tolist())
+    rec.finish_time.extend(finished["time"].tolist())
+    rec.finish_attempts.extend(finished["attempts"].astype(int).tolist())
+    rec.finish_outcome.extend(finished["outcome"].astype(int).tolist())
+    sleeps = {k: np.concatenate([w[f"sleeps.{k}"] for w in workers])
+              for k in ("time", "job", "attempt", "sleep")}
+    order = np.argsort(sleeps["time"], kind="stable")
+    for t, job, attempt, pause in zip(*(sleeps[k][order] for k in ("time", "job", "attempt",
+                                                                  "sleep")), strict=True):
+        rec.record_sleep(float(t), int(job), int(attempt), float(pause))
+    n_bins = max(1, int(np.ceil(scenario.duration / scenario.bin - 1e-9)))
+    gauges = rec.gauges
+    for name in ("in_flight", "waiting", "downstream_up"):
+        gauges[name] = server[f"gauges.{name}"].tolist()
+    gauges["queue_depth"] = producer["events.queue_depth"].tolist()
+    sleeping = _stack([w["events.sleeping"] for w in workers]).sum(axis=0)
+    delayed = producer["events.delayed"]
+    k = min(len(delayed), len(sleeping))
+    gauges["delayed"] = (delayed[:k] + sleeping[:k]).tolist()
+    gauges["breaker_open"] = _stack([w["events.breaker_open"] for w in workers]).mean(
+        axis=0).tolist()
+    pending = [_job(job.id, job.poison, job.attempts) for job in queued]
+    for w in workers:
+        pending += [_job(int(i), False, int(a)) for i, a in
+                    zip(w["pending.id"], w["pending.attempts"], strict=True)]
+    result = Result.from_finished(Finished(scenario, rec, n_bins, pending, wall))
+    submitted = len(rec.arrivals)
+    seen = np.concatenate([finished["id"], [job.id for job in pending]]).astype(int)
+    unique = len(np.unique(seen))
+    logged_dead = int((finished["outcome"] == DEAD_LETTERED).sum())
+    result.summary["testbed_unaccounted_jobs"] = int(
+        submitted - unique + len(seen) - unique + abs(dead_letters - logged_dead))
+    return result
+
+
+def _job(job_id: int, poison: bool, attempts: int) -> Job:
+    job = Job(job_id, poison, 0.0)
+    job.attempts = attempts
+    return job
+
+
+def _stack(arrays: list[np.ndarray]) -> np.ndarray:
+    """Per-bin samples of several processes, cut to the shortest."""
+    k = min(len(a) for a in arrays)
+    return np.vstack([a[:k] for a in arrays]) if k else np.zeros((len(arrays), 0))

@@ -1,0 +1,112 @@
+"""The emulated downstream over HTTP (aiohttp): ``herdsim serve`` and the testbed's server.
+
+``POST /call`` (or ``GET``) is one call of the scenario's downstream
+(:class:`~herdsim.testbed.emulator.Emulator`); the answer's status says its outcome:
+
+====== ===============================================================================
+200    served
+500    an ``error`` outage failed it
+503    down (an outage or a crash: every call in flight fails at once) or the waiting
+       room is full (header ``X-Outcome: rejected``)
+429    rate limited
+504    the client deadline (``downstream.timeout``) came first; the client has left
+====== ===============================================================================
+
+429 and a full waiting room carry ``Retry-After`` (seconds, a decimal) when the scenario's
+``downstream.retry_after`` sets one. ``GET /metrics`` is the Prometheus text format:
+``herdsim_downstream_calls_total{outcome}``, ``herdsim_downstream_in_flight``,
+``herdsim_downstream_waiting`` and ``herdsim_downstream_up``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from herdsim.config.scenario import Scenario
+from herdsim.errors import TestbedError
+from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.testbed.emulator import OUTCOME_NAMES, Emulator
+from herdsim.testbed.timing import Clock
+
+STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
+OUTCOME_HEADER = "X-Outcome"
+
+
+class _Collector:
+    """The emulator's counts and gauges, read when Prometheus scrapes (no per-call cost)."""
+
+    def __init__(self, emulator: Emulator):
+        self.emulator = emulator
+
+    def collect(self):
+        em = self.emulator
+        calls = CounterMetricFamily("herdsim_downstream_calls", "Calls answered, by outcome",
+                                    labels=["outcome"])
+        for outcome, count in em.outcomes.items():
+            calls.add_metric([outcome], count)
+        yield calls
+        yield GaugeMetricFamily("herdsim_downstream_in_flight", "Calls in service",
+                                value=em.busy)
+        yield GaugeMetricFamily("herdsim_downstream_waiting", "Calls in the waiting room",
+                                value=len(em.waiting))
+        yield GaugeMetricFamily("herdsim_downstream_up", "1 unless down or crashed",
+                                value=1.0 if em.up else 0.0)
+
+
+def make_app(emulator: Emulator) -> web.Application:
+    """The aiohttp application serving *emulator* (see the module docstring)."""
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(_Collector(emulator))
+
+    async def call(_request: web.Request) -> web.Response:
+        outcome, hint = await emulator.call()
+        headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome]}
+        if hint is not None:
+            headers["Retry-After"] = f"{hint:.6f}"
+        return web.Response(status=STATUS[outcome], headers=headers)
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_route("*", "/call", call)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def start_site(app: web.Application, host: str, port: int
+                     ) -> tuple[web.AppRunner, int]:
+    """Serve *app* on *host*:*port* (0: a free port); returns the runner and the port."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=1024)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]
+
+
+async def serve_forever(scenario: Scenario, host: str, port: int,
+                        ready: Callable[[str], None]) -> None:
+    """``herdsim serve``: the downstream of *scenario* on *host*:*port* until cancelled,
+    its outages timed from the moment it listens; ``ready(url)`` once it does."""
+    clock = Clock(0.0)
+    emulator = Emulator(scenario, clock)
+    try:
+        runner, bound = await start_site(make_app(emulator), host, port)
+    except OSError as exc:
+        raise TestbedError(f"--port {port}: cannot listen on {host}:{port} "
+                           f"({exc.strerror or exc}); choose another --port") from None
+    clock.t0 = asyncio.get_running_loop().time()
+    emulator.start()
+    shown = f"[{host}]" if ":" in host else host
+    ready(f"http://{shown}:{bound}")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

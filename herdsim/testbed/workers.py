@@ -1,0 +1,236 @@
+"""A worker process: asyncio workers taking jobs from Redis and calling the downstream.
+
+Each worker BLPOPs a job from the main queue, calls ``/call`` over HTTP (aiohttp, one
+session, the scenario's ``downstream.timeout`` as the client timeout), and then, as the
+model's worker does (:mod:`herdsim.model.worker`): succeeds, or retries with the
+scenario's own strategy object (``retry.build()``, presets included), holding the job
+through the sleep (``retry_mode: sleep``) or parking it in the delayed set with ZADD at
+its due time (``requeue``), or gives up to the DLQ list (or, DLQ off, back to the queue
+after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects;
+``scope: worker`` gives each worker its own, ``scope: pool`` one per process (a real
+fleet's usual arrangement; the simulation shares one across the pool).
+
+The process stops at the run's end: a job still in hand then is pending, with its
+attempts. Everything is logged as times since ``t0``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+
+import aiohttp
+import numpy as np
+
+from herdsim.config.scenario import Scenario
+from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.model.streams import draws
+from herdsim.policies import budget as budgets
+from herdsim.policies import retry_after
+from herdsim.policies.breaker import CLOSED, CircuitBreaker
+from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.timing import Clock, Lateness
+
+OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
+STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
+EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
+
+
+class WorkerPool:
+    """``count`` asyncio workers in one process, and what they log."""
+
+    def __init__(self, scenario: Scenario, count: int, index: int, redis, url: str,
+                 clock: Clock, lateness: Lateness):
+        self.scenario = scenario
+        self.count = count
+        self.redis = redis
+        self.url = url
+        self.clock = clock
+        self.lateness = lateness
+        self.strategy = scenario.retry.build()
+        # after a throttling answer (429 or a full waiting room) when its base differs
+        self.throttling = (scenario.retry.build(throttling=True)
+                           if scenario.retry.throttling_base is not None else None)
+        self.heed = retry_after.rule(scenario.retry.retry_after,
+                                     scenario.retry.retry_after_limit)
+        self.rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index]))
+        draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
+        self._draw = draws(lambda n: draw_rng.random(n))
+        self.sleeping = 0
+        self.in_hand: dict[int, WireJob] = {}
+        self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
+        self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
+        self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
+        self._pool_breaker = self._breaker() if scenario.breaker.scope == "pool" else None
+        self._pool_budget = self._budget() if scenario.budget and \
+            scenario.budget.scope == "pool" else None
+        self.breakers: list[CircuitBreaker] = []
+
+    def _breaker(self) -> CircuitBreaker | None:
+        if not self.scenario.breaker.enabled:
+            return None
+        breaker = CircuitBreaker(self.scenario.breaker)
+        self.breakers.append(breaker)
+        return breaker
+
+    def _budget(self):
+        cfg = self.scenario.budget
+        return budgets.build(cfg, self._draw) if cfg is not None else None
+
+    async def run(self) -> None:
+        end = self.scenario.duration
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        timeout = aiohttp.ClientTimeout(total=self.scenario.downstream.timeout)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            self.session = session
+            workers = [asyncio.create_task(self._worker(end)) for _ in range(self.count)]
+            probes = [asyncio.create_task(self._gauges(end)),
+                      asyncio.create_task(self.lateness.probe_loop(self.clock, end))]
+            await self.clock.sleep_until(end + STOP_GRACE)
+            for task in workers + probes:
+                task.cancel()
+            await asyncio.gather(*workers, *probes, return_exceptions=True)
+
+    async def _gauges(self, end: float) -> None:
+        width, k = self.scenario.bin, 0
+        while k * width < end:
+            await self.clock.sleep_until(k * width)
+            self.log["sleeping"].append(self.sleeping)
+            breakers = self.breakers
+            open_ = sum(b.state != CLOSED for b in breakers) / len(breakers) if breakers else 0
+            self.log["breaker_open"].append(open_)
+            k += 1
+
+    async def _worker(self, end: float) -> None:
+        breaker = self._pool_breaker or self._breaker()
+        budget = self._pool_budget or self._budget()
+        redis, now = self.redis, self.clock.now
+        while now() < end:
+            if breaker is not None and breaker.blocked(now()):
+                await self._wait_breaker(breaker)
+                continue
+            item = await redis.blpop([MAIN], timeout=max(0.01, min(1.0, end - now())))
+            if item is None:
+                continue
+            job = WireJob.decode(item[1])
+            self.in_hand[job.id] = job
+            if await self._run_job(job, breaker, budget, end):
+                del self.in_hand[job.id]
+
+    async def _wait_breaker(self, breaker: CircuitBreaker) -> None:
+        """Wait until the breaker lets calls through again (then ``resume_jitter``)."""
+        now = self.clock.now()
+        wait = max(breaker.open_until - now, 0.001)
+        jitter = self.scenario.breaker.resume_jitter
+        await asyncio.sleep(wait + (jitter * self._draw() if jitter else 0.0))
+
+    async def _call(self) -> tuple[int, float | None]:
+        try:
+            async with self.session.post(self.url) as response:
+                await response.read()
+                status = response.status
+                hint = response.headers.get("Retry-After")
+        except asyncio.TimeoutError:
+            self.log["timeouts"].append(self.clock.now())
+            return TIMEOUT, None
+        except aiohttp.ClientError:
+            return DOWN, None
+        if status == 503:
+            outcome = REJECTED if response.headers.get("X-Outcome") == "rejected" else DOWN
+        else:
+            outcome = OUTCOMES.get(status, ERROR)
+        if outcome == TIMEOUT:
+            self.log["timeouts"].append(self.clock.now())
+        return outcome, float(hint) if hint is not None else None
+
+    async def _run_job(self, job: WireJob, breaker, budget, end: float) -> bool:
+        """Take *job* to its end, its retry parked, or the run's end; False when it is
+        still in hand at the run's end (pending)."""
+        sc = self.scenario
+        retry = sc.retry
+        clock = self.clock
+        sleep_mode = sc.workers.retry_mode == "sleep"
+        retries_only = sc.breaker.retries_only
+        slow_threshold = sc.breaker.slow_call_threshold
+        late = self.lateness.samples["timer"]
+        while True:
+            now = clock.now()
+            if now >= end:
+                return False
+            if budget is not None and budget.gates_calls \
+                    and not budget.allow_call(now, not job.retries):
+                self.log["budget_refused"].append(now)
+                return await self._give_up(job, now)
+            if breaker is not None and (not retries_only or job.attempts) \
+                    and not breaker.permit(now):
+                self.log["short_circuited"].append(now)
+                if retries_only:
+                    return await self._give_up(job, now)
+                if sleep_mode:
+                    await self._wait_breaker(breaker)
+                    continue
+                await self.redis.zadd(DELAYED, {job.encode(): max(breaker.open_until, now)})
+                return True
+            job.attempts += 1
+            started = now
+            outcome, hint = await self._call()
+            now = clock.now()
+            if now >= end:
+                return False
+            failed = outcome != OK or job.poison
+            if breaker is not None:
+                breaker.record(now, failed, slow_threshold is not None
+                               and now - started >= slow_threshold)
+            if budget is not None:
+                budget.on_result(now, not failed, job.paid)
+                job.paid = 0.0
+            if not failed:
+                self._finish(job, now, SUCCEEDED)
+                return True
+            n = job.retries
+            if (job.poison and not retry.poison_retryable) or (
+                    retry.max_retries is not None and n >= retry.max_retries):
+                return await self._give_up(job, now)
+            throttled = outcome in (THROTTLED, REJECTED)
+            if budget is not None:
+                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
+                if not allowed:
+                    self.log["budget_refused"].append(now)
+                    return await self._give_up(job, now)
+            strategy = self.throttling if throttled and self.throttling else self.strategy
+            if strategy.stateful:
+                pause, job.prev = strategy.sleep(n, job.prev, self.rng)
+            else:
+                pause = job.prev = strategy.sleep(n, job.prev, self.rng)
+            if self.heed is not None and throttled and hint is not None:
+                pause = self.heed(pause, hint)
+            job.retries = n + 1
+            for name, value in zip(("time", "job", "attempt", "sleep"), (now, job.id, n, pause),
+                                   strict=True):
+                self.sleeps[name].append(value)
+            if not sleep_mode:
+                await self.redis.zadd(DELAYED, {job.encode(): now + pause})
+                return True
+            self.sleeping += 1
+            try:
+                await clock.sleep_until(min(now + pause, end), late)
+            finally:
+                self.sleeping -= 1
+
+    def _finish(self, job: WireJob, now: float, outcome: int) -> None:
+        for name, value in zip(("id", "time", "attempts", "outcome"),
+                               (job.id, now, job.attempts, outcome), strict=True):
+            self.finished[name].append(value)
+
+    async def _give_up(self, job: WireJob, now: float) -> bool:
+        """The job fails for good: to the DLQ, or (DLQ off) back on the queue after the
+        redelivery delay."""
+        if self.scenario.dlq.enabled:
+            self._finish(job, now, DEAD_LETTERED)
+            await self.redis.rpush(DLQ, job.encode())
+            return True
+        self.log["recycled"].append(now)
+        job.retries, job.prev = 0, self.scenario.retry.base
+        await self.redis.zadd(DELAYED, {job.encode(): now + self.scenario.dlq.redelivery_delay})
+        return True
