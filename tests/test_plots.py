@@ -138,7 +138,8 @@ def test_monte_carlo_overlay_fits_a_strategy_without_cdf(make_scenario):
     arm, ordered = _sleeps_of("decorrelated_jitter_v2", make_scenario)
     edges = np.linspace(0, 1.0, 26)
     observed = binned(ordered["sleep"].to_numpy(), edges)
-    expected = simulated_counts(arm.scenario.retry.build(), ordered, edges)
+    expected = simulated_counts(arm.scenario.retry.build(), ordered, edges,
+                                arm.scenario.retry.base)
     keep = expected >= 5
     chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
     assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3

@@ -198,3 +198,71 @@ def test_children_die_with_a_parent_killed_before_they_were_told(tmp_path):
     parent.kill()
     parent.wait(10)
     assert left_alive([child]) == []
+
+
+# -- saves: every signal that ends a save leaves the whole result or nothing ----------------
+
+BLOCKED_SAVE = """\
+import pathlib, sys, time
+from herdsim.outputs import compare_dir
+def blocked(*args, **kwargs):  # the save is under way: its staging exists
+    pathlib.Path("saving").write_text("")
+    time.sleep(60)
+compare_dir.save_figures = blocked
+from herdsim.cli import main
+sys.argv = ["herdsim", *sys.argv[1:]]
+main()
+"""
+
+
+def hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def blocked_save(tmp: Path, *args: str) -> psutil.Popen:
+    """``herdsim *args`` stopped inside its save (figures are drawn last, into staging)."""
+    (tmp / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    proc = psutil.Popen([sys.executable, "-c", BLOCKED_SAVE, *args], cwd=tmp,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (tmp / "saving").exists() or proc.poll() is not None, 60, "the save")
+    assert proc.poll() is None, proc.stderr.read()
+    (tmp / "saving").unlink()
+    return proc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize("command", ["run", "plot"])
+def test_a_signal_during_a_save_leaves_nothing_half_written(tmp_path, signum, command):
+    if command == "plot":
+        (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+        subprocess.run([sys.executable, "-m", "herdsim", "run", "tiny.yaml", "--out", "out",
+                        "-q"], cwd=tmp_path, check=True)
+        before = sorted(p.name for p in (tmp_path / "out").iterdir())
+        proc = blocked_save(tmp_path, "plot", "out", "--format", "png")
+    else:
+        proc = blocked_save(tmp_path, "run", "tiny.yaml", "--out", "out", "-q")
+    assert hidden(tmp_path) or hidden(tmp_path / "out")  # staging exists now
+    proc.send_signal(signum)
+    assert proc.wait(20) == 128 + signum  # as a shell reports a signal
+    assert "Traceback" not in proc.stderr.read()
+    assert hidden(tmp_path) == []
+    if command == "plot":  # the run folder as it was, no staging inside
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
+    else:
+        assert not (tmp_path / "out").exists()
+
+
+def test_staging_of_a_killed_save_is_cleared_by_the_next_writer(tmp_path):
+    from herdsim.outputs import atomic
+
+    proc = blocked_save(tmp_path, "run", "tiny.yaml", "--out", "out", "-q")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    stale = hidden(tmp_path)
+    assert stale and all(name.startswith(atomic.STAGING) for name in stale)
+    alive_owner = tmp_path / f"{atomic.STAGING}{os.getpid()}-mine"
+    alive_owner.mkdir()  # a save still running (this process) is left alone
+    subprocess.run([sys.executable, "-m", "herdsim", "run", "tiny.yaml", "--out", "next", "-q"],
+                   cwd=tmp_path, check=True)
+    assert hidden(tmp_path) == [alive_owner.name]
+    assert (tmp_path / "next" / "checksums.json").is_file()

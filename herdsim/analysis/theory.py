@@ -35,10 +35,11 @@ def expected_counts(strategy, ordered: pd.DataFrame, edges: np.ndarray,
     return total
 
 
-def simulated_counts(strategy, ordered: pd.DataFrame, edges: np.ndarray,
+def simulated_counts(strategy, ordered: pd.DataFrame, edges: np.ndarray, base: float,
                      draws: int = 50_000, seed: int = 0) -> np.ndarray:
     """Expected sleeps per bin by Monte Carlo: redraw every job's chain of sleeps with
-    ``strategy.sleep`` (same attempts), averaged over enough repeats for *draws* draws."""
+    ``strategy.sleep`` (same attempts; the first ``prev`` is the scenario's *base*, as in
+    a run), averaged over enough repeats for *draws* draws."""
     attempts = ordered["attempt"].to_numpy()
     repeats = max(1, draws // max(1, len(attempts)))
     rng = np.random.default_rng(seed)
@@ -46,10 +47,10 @@ def simulated_counts(strategy, ordered: pd.DataFrame, edges: np.ndarray,
     values = np.empty(len(attempts) * repeats)
     i = 0
     for _ in range(repeats):
-        state = strategy.base
+        state = base
         for attempt in attempts.tolist():
             if attempt == 0:
-                state = strategy.base
+                state = base
             if stateful:
                 values[i], state = strategy.sleep(attempt, state, rng)
             else:

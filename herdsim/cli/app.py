@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
+import tempfile
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -19,6 +21,7 @@ from typer.core import TyperGroup
 from herdsim.cli import complete
 from herdsim.config import bundled
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
+from herdsim.outputs import signals
 
 if TYPE_CHECKING:
     from herdsim.config.scenario import Scenario
@@ -30,15 +33,37 @@ class Boundary(TyperGroup):
 
     def invoke(self, ctx: Any):  # typer types it with its own vendored click
         try:
-            return super().invoke(ctx)
+            with signals.as_interrupt():  # TERM and HUP end a command as Ctrl-C does
+                return super().invoke(ctx)
         except HerdsimError as exc:
-            for line in str(exc).splitlines() or [type(exc).__name__]:
-                err_console.print(f"[bold red]error:[/] {safe(line)}", highlight=False,
-                                  soft_wrap=True)
+            _error_lines(str(exc).splitlines() or [type(exc).__name__])
             raise typer.Exit(2) from None
-        except KeyboardInterrupt:
+        except OSError as exc:  # the environment said no: the path and the cause
+            _error_lines([os_problem(exc)])
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt as exc:
             err_console.print("interrupted: nothing was written")
-            raise typer.Exit(130) from None
+            raise typer.Exit(128 + getattr(exc, "signum", 2)) from None
+
+    def main(self, *args, **kwargs):
+        """Text that the terminal's encoding cannot show is escaped, a closed stdout is a
+        sink, and a stdout that fails (a full disk, ``/dev/full``) is one line on stderr."""
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is None:  # started with the descriptor closed
+                setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (as long as we live)
+            elif hasattr(stream, "reconfigure"):
+                stream.reconfigure(errors="backslashreplace")
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            try:
+                sys.stdout.flush()
+            except OSError as exc:  # only an error line is left to say, and exit code 2
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                with contextlib.suppress(OSError):
+                    sys.stderr.write(f"error: stdout: {exc.strerror or exc}\n")
+                raise SystemExit(2) from None
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The command list with each one's whole first sentence, wrapped, never cut."""
@@ -50,6 +75,28 @@ class Boundary(TyperGroup):
                 formatter.write_dl(rows)
 
 
+def _error_lines(lines: list[str]) -> None:
+    for line in lines:
+        err_console.print(f"[bold red]error:[/] {safe(line)}", highlight=False, soft_wrap=True)
+
+
+def os_problem(exc: OSError) -> str:
+    """An ``OSError`` as one line: the path (both, for a rename) and the cause; a write
+    with no path is named stdout when it was the console's."""
+    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
+    where = " -> ".join(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
+    if not where:
+        tb, where = exc.__traceback__, "writing an output"
+        while tb is not None:
+            if tb.tb_frame.f_locals.get("self") is console:
+                where = "stdout"
+                with contextlib.suppress(OSError, ValueError):
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                break
+            tb = tb.tb_next
+    return f"{where}: {exc.strerror or str(exc) or type(exc).__name__}"
+
+
 app = typer.Typer(
     help="herdsim: simulate retry storms (the thundering herd) before production does.",
     no_args_is_help=True,
@@ -59,7 +106,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: wrapped, never cut with "…", no <bool> after flags
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console(width=None if sys.stdout.isatty() else 120)  # pipes: wide, no wrapping
+console = Console(width=None if sys.stdout and sys.stdout.isatty() else 120)  # pipes: wide
 err_console = Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(
@@ -117,12 +164,19 @@ def slug(name: str) -> str:
     return re.sub(r"[^\w.-]+", "-", name).strip("-.")[:80] or "run"
 
 
+NAME_MAX = 255  # bytes in one file name (Linux, macOS and most filesystems)
+
+
 def output_dir(out: Path | None, name: str) -> Path:
     """The output directory: *out*, or ``runs/<slug of name>-<timestamp>`` (always under
-    ``runs/``). Checked before any simulation: it must not exist (not even as a dangling
-    symlink) and its nearest existing parent must be a writable directory."""
+    ``runs/``; ``-2``, ``-3``... when a run of the same second has it). Checked before any
+    simulation: it must not exist (not even as a dangling symlink), each name in it must
+    fit a file name, and its nearest existing parent must be a directory that takes a new
+    folder (tried)."""
     if out is None:
-        out = Path("runs") / f"{slug(name)}-{datetime.now():%Y%m%d-%H%M%S}"
+        stamp = Path("runs") / f"{slug(name)}-{datetime.now():%Y%m%d-%H%M%S}"
+        out = next(path for n in range(1, 10_000) if not os.path.lexists(
+            path := stamp if n == 1 else stamp.with_name(f"{stamp.name}-{n}")))
     if os.path.lexists(out):
         what = "is a dangling symlink" if not out.exists() else "already exists"
         raise OutputExistsError(f"{out}: {what}; choose another --out or remove it")
@@ -133,6 +187,15 @@ def output_dir(out: Path | None, name: str) -> Path:
         raise OutputDirError(f"{out}: cannot be created: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputDirError(f"{out}: cannot be created: {parent} is not writable")
+    too_long = [part for part in out.parts if len(os.fsencode(part)) > NAME_MAX]
+    if too_long:
+        raise OutputDirError(f"{out}: cannot be created: the name {too_long[0][:20]}… is "
+                             f"{len(os.fsencode(too_long[0]))} bytes (at most {NAME_MAX})")
+    try:  # what os.access cannot see: a read-only mount, /proc, a full disk's inodes
+        os.rmdir(tempfile.mkdtemp(prefix=f".herdsim-{os.getpid()}-probe-", dir=parent))
+    except OSError as exc:
+        raise OutputDirError(f"{out}: cannot be created in {parent}: "
+                             f"{exc.strerror or exc}") from None
     return out
 
 

@@ -78,9 +78,9 @@ def compare(
     formats = parse_formats(fmt)
     target = output_dir(out, f"{sc.name}-compare")
     try:
-        comparison = compare_arms(sc, names, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
+        comparison = compare_arms(sc, names or None, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
                                   progress=not (quiet or json_), force=force,
-                                  presets=preset_names)
+                                  presets=preset_names or None)
     except Interrupted as stop:  # save the arms that finished, whole, marked as such
         partial = stop.comparison
         save_comparison(partial, target, formats, report=report)

@@ -73,7 +73,10 @@ def _parse(text: str) -> Condition:
         if op not in ("==", "!="):
             raise UsageError(f"--fail-if {text!r}: {key} is text: use == or !=")
         return Condition(text, key, op, raw.strip("'\""))
-    return Condition(text, key, op, _number(text, raw, kpi.kind))
+    value = _number(text, raw, kpi.kind)
+    if not math.isfinite(value):  # nothing compares true with NaN: it could never trip
+        raise UsageError(f"--fail-if {text!r}: {raw!r} is not a finite number")
+    return Condition(text, key, op, value)
 
 
 def _number(text: str, raw: str, kind: str) -> float:

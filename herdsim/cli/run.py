@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -80,7 +80,7 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
 
     sc = load(scenario, set_, trust_code=import_strategy)
     console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
-    if strategies.is_import_path(sc.retry.strategy) and not import_strategy:
+    if not strategies.is_own(sc.retry.strategy) and not import_strategy:
         console.print(f"note: retry.strategy {safe(sc.retry.strategy)} is code and was not "
                       "imported; --import-strategy imports and checks it")
     console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)
@@ -112,13 +112,17 @@ def list_scenarios(
 ) -> None:
     """List the bundled scenarios (run one by name: herdsim run outage)."""
     if copy_to is not None:
+        from herdsim.outputs.atomic import write_file
+
         copy_to.mkdir(parents=True, exist_ok=True)
-        taken = [name for name in bundled.names() if (copy_to / f"{name}.yaml").exists()]
+        taken = [name for name in bundled.names()
+                 if os.path.lexists(copy_to / f"{name}.yaml")]  # a link, even dangling
         if taken:
             raise OutputExistsError(f"{copy_to}: already holds {', '.join(taken)}.yaml; "
                                     "choose another folder")
         for name in bundled.names():
-            shutil.copyfile(bundled.directory() / f"{name}.yaml", copy_to / f"{name}.yaml")
+            write_file(copy_to / f"{name}.yaml",
+                       (bundled.directory() / f"{name}.yaml").read_text(encoding="utf-8"))
         console.print(f"copied {len(bundled.names())} scenarios to [bold]{safe(copy_to)}[/]")
         return
     table = Table(show_header=True, header_style="bold")

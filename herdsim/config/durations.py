@@ -13,7 +13,10 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 250ms, 10s or 2m, got a boolean")
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a whole number of 400 digits
+            raise ValueError(f"{str(value)[:12]}… is too large for a duration") from None
     if isinstance(value, str):
         match = _PATTERN.match(value)
         if match and match.group(2) in _UNITS | {"": 1.0}:

@@ -7,6 +7,7 @@ Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,13 +25,21 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import arguments, files
 from herdsim.config import trace as traces
 from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.schema import GatesCalls, model_at, section_type
-from herdsim.errors import ScenarioError, StrategyError
+from herdsim.errors import ScenarioError, StrategyError, UsageError
 from herdsim.policies import presets, strategies
 
 RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
+
+
+def number_text(value: float) -> str:
+    """A number in a message, however large (``10**400`` has no float form)."""
+    if isinstance(value, int) and len(digits := str(abs(value))) > 15:
+        return f"{'-' if value < 0 else ''}{digits[:3]}… ({len(digits)} digits)"
+    return f"{value:g}"
 
 
 def _resolvable(seconds: float) -> float:
@@ -99,8 +108,8 @@ class Section(BaseModel):
     def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and info.field_name not in _UNBOUNDED and abs(value) > LIMIT:
-            raise ValueError(f"{value:g} is beyond {LIMIT:g}, the largest number herdsim "
-                             "accepts for a duration, rate or count")
+            raise ValueError(f"{number_text(value)} is beyond {LIMIT:g}, the largest number "
+                             "herdsim accepts for a duration, rate or count")
         return value
 
 
@@ -245,7 +254,7 @@ class RateLimit(Section):
 
 
 class Collapse(Section):
-    window: PositiveDuration = 0.1
+    window: Period = 0.1
     threshold: int | None = Field(None, ge=1, description="calls within window that crash it")
     load_limit: int | None = Field(None, ge=1, description="in flight + waiting that crash it")
     restart_time: PositiveDuration = 5.0
@@ -429,7 +438,7 @@ class Retry(Section):
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
         None, description="a retry waits the larger of its backoff and this shared "
                           "bucket's reservation delay")
-    _untrusted: bool = PrivateAttr(False)  # an import path read with trust_code=False
+    _untrusted: bool = PrivateAttr(False)  # code named, read with trust_code=False
 
     @model_validator(mode="after")
     def _strategy_exists(self, info: ValidationInfo) -> Retry:
@@ -452,8 +461,11 @@ class Retry(Section):
             raise _FieldError("retry.retry_after_limit",
                               "retry_after_limit applies to retry_after: at_least")
         if not (info.context or {}).get("trust_code", True) \
-                and strategies.is_import_path(self.strategy):
-            self._untrusted = True  # code named by a file being read: a name, not imported
+                and not strategies.is_own(self.strategy):
+            if not strategies.is_import_path(self.strategy) \
+                    and self.strategy not in strategies.installed():
+                raise _FieldError("retry.strategy", strategies.unknown(self.strategy))
+            self._untrusted = True  # code named by a file being read: a name, not resolved
             return self
         try:
             self.build()
@@ -487,7 +499,7 @@ class Breaker(Section):
     scope: Literal["worker", "pool", "client"] = "worker"
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
-    window: PositiveDuration = 30.0
+    window: Period = 30.0
     window_calls: int | None = Field(None, ge=1, description="count-based window instead")
     minimum_calls: int = Field(20, ge=1)
     slow_call_threshold: PositiveDuration | None = None
@@ -523,7 +535,7 @@ class Budget(Section):
     refund_retry_cost: bool | None = None
     floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
     strict: bool | None = None
-    window: PositiveDuration | None = None
+    window: Period | None = None
     k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
     ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
                                 "(0.2); cumulative_ratio: failures per first try (0.1)")
@@ -572,7 +584,7 @@ class Scenario(Section):
     seed: int = Field(0, ge=0)
     duration: PositiveDuration
     bin: PositiveDuration = 0.1
-    peak_window: PositiveDuration = 0.01
+    peak_window: Period = 0.01
     queue: str | None = None
     workload: Workload
     workers: Workers = Workers()
@@ -812,7 +824,15 @@ def read_trace(scenario: Scenario, base: Path) -> None:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+    """PyYAML's safe loader, refusing a key given twice in one mapping, and reading whole
+    numbers as YAML 1.2 does (``017`` is seventeen, not YAML 1.1's octal fifteen)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node)).replace("_", "")
+        digits = text.lstrip("+-")
+        if len(digits) > 1 and digits.startswith("0") and digits.isdigit():
+            return int(text, 10)
+        return super().construct_yaml_int(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
@@ -829,6 +849,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is given twice", key_node.start_mark)
         return super().construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_implicit_resolver(  # 08 and 09: YAML 1.1 makes them text
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?0[0-9_]+$"), list("-+0"))
 
 
 def _count_nodes(data: Any, budget: int = MAX_NODES) -> None:
@@ -865,7 +890,7 @@ def parse_yaml(text: str) -> Any:
 def read_text(path: Path) -> str:
     """The UTF-8 text of a scenario file; a clear ``ValueError`` for binary files, UTF-16
     and other encodings."""
-    raw = path.read_bytes()
+    raw = files.read_bytes(path, files.SCENARIO_LIMIT)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError("the file is UTF-16; save it as UTF-8")
     try:
@@ -996,11 +1021,16 @@ def load_scenario(
 ) -> Scenario:
     """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
 
-    A ``retry.strategy: module:Class`` is code: it is imported only with ``trust_code``
-    (the default); readers of output directories pass ``trust_code=False``.
+    A ``retry.strategy`` that is not herdsim's own (``module:Class``, or an installed
+    entry point's name) is code: it is resolved only with ``trust_code`` (the default);
+    readers of output directories pass ``trust_code=False``.
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
     label = None
+    overrides = arguments.mapping("overrides", overrides)
+    if not isinstance(source, (str, Path, dict)):
+        raise UsageError(f"load_scenario({type(source).__name__}): expected a YAML file's "
+                         "path, a bundled scenario's file, or a dict")
     if isinstance(source, dict):
         data = yaml.safe_load(yaml.safe_dump(source))
     else:
@@ -1012,6 +1042,9 @@ def load_scenario(
             raise ScenarioError([("", "no such file")], label) from None
         except IsADirectoryError:
             raise ScenarioError([("", "a directory, not a scenario file")], label) from None
+        except files.NotRegularFile as exc:
+            raise ScenarioError([("", f"{exc.strerror}; not a scenario file")],
+                                label) from None
         except OSError as exc:
             raise ScenarioError([("", f"cannot read: {exc.strerror}")], label) from None
         except ValueError as exc:

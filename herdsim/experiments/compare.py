@@ -17,6 +17,7 @@ import rich
 from rich.console import Console
 
 from herdsim.analysis.kpis import show
+from herdsim.config import arguments
 from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
@@ -61,6 +62,7 @@ def _preset_arms(scenario: Scenario, names: Sequence[str],
                 raise ScenarioError(exc.problems, source) from None
             varied = {k: v for k, v in settings.items() if k != "retry.preset"}
             arms.append(Arm(_label(name, varied), strategy, settings, scenario_of_arm))
+    _distinct(arms)
     return arms
 
 
@@ -104,7 +106,20 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
                 source = "strategies" if exc.problems[0][0].startswith("retry") else "vary"
                 raise ScenarioError(exc.problems, source) from None
             arms.append(Arm(_label(name, settings), name, settings, scenario_of_arm))
+    _distinct(arms)
     return arms
+
+
+def _distinct(arms: list[Arm]) -> None:
+    """Refuse two arms that are one scenario (``--vary workers.count=1,01``, or
+    ``50ms,0.05``): they would run the same thing twice under two labels."""
+    seen: dict[str, str] = {}
+    for arm in arms:
+        key = arm.scenario.to_yaml()
+        if key in seen:
+            raise ScenarioError([("", f"the arms {seen[key]!r} and {arm.label!r} are the same "
+                                      "scenario (two values that mean the same)")], "vary")
+        seen[key] = arm.label
 
 
 def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
@@ -176,9 +191,10 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     the finished arms.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    if replications < 1:
-        raise ScenarioError([("", f"must be at least 1, got {replications}")], "replications")
-    arms = build_arms(base, strategies, vary, presets)
+    replications = arguments.whole("replications", replications)  # type: ignore[assignment]
+    processes = arguments.whole("processes", processes, optional=True)
+    arms = build_arms(base, arguments.names("strategies", strategies),
+                      arguments.mapping("vary", vary), arguments.names("presets", presets))
     tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if _runs_in_main_only(arms):
         processes = 1

@@ -43,6 +43,7 @@ from herdsim.model.recorder import Recorder
 from herdsim.outputs.atomic import staged_dir
 from herdsim.plots import reproduce as plots
 from herdsim.plots.figures import Figure
+from herdsim.plots.style import save_figure
 from herdsim.results import result as results
 
 AWS_CLIENTS = tuple(range(10, 200, 10))
@@ -144,7 +145,7 @@ class Reproduction:
             self.runs.to_csv(staging / f"{self.name}-runs.csv", index=False)
             if self.series is not None:
                 self.series.to_csv(staging / f"{self.name}-series.csv", index=False)
-            self.figure.savefig(staging / f"{self.name}.png", format="png")
+            save_figure(self.figure, staging / f"{self.name}.png", "png")
         return Path(out)
 
 

@@ -39,7 +39,6 @@ from herdsim.errors import ScenarioError, SweepError
 from herdsim.experiments.design import seeded_data
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import sweep_dir
-from herdsim.outputs.atomic import write_file
 from herdsim.results.result import run
 from herdsim.results.sweep_result import SweepResult
 
@@ -102,12 +101,14 @@ def _range(path: str, text: str) -> tuple[Any, ...]:
 
 def _endpoint(where: str, text: str) -> tuple[float, bool]:
     """A range end in plain units (durations in seconds), and whether it is a whole number."""
-    if _INTEGER.match(text):
-        return float(text), True
     try:
-        return parse_duration(text), False
+        value, whole = (float(text), True) if _INTEGER.match(text) else \
+            (parse_duration(text), False)
     except ValueError:
         raise SweepError(f"{where}: {text!r} is neither a number nor a duration") from None
+    if not math.isfinite(value):
+        raise SweepError(f"{where}: {text[:20]!r} is not a finite number")
+    return value, whole
 
 
 def unit_of(path: str) -> str | None:
@@ -127,13 +128,16 @@ class Task:
     keys: dict[str, Any]
     scenario: dict
     force: bool = False  # run even when the estimate says the machine cannot hold it
+    sweep: str = ""  # the digest of the sweep it belongs to (its task file proves it)
 
 
 def run_task(task: Task) -> dict[str, Any]:
-    """Run one task: its keys, the run's summary KPIs and its metastability KPIs."""
+    """Run one task: the run's summary KPIs and its metastability KPIs, then its keys and
+    its sweep's digest (an axis such as ``seed`` keeps the cell's value)."""
     result = run(Scenario.model_validate(task.scenario), force=task.force)
-    return {"task": task.id, "cell": task.cell, "replication": task.replication,
-            **task.keys, **result.summary, **metastability.run_kpis(result)}
+    return {**result.summary, **metastability.run_kpis(result), "sweep": task.sweep,
+            "task": task.id, "cell": task.cell, "replication": task.replication,
+            **task.keys}
 
 
 @dataclass
@@ -184,6 +188,7 @@ class Sweep:
 
     def tasks(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Task]:
         """Every task not in *skip*, built lazily (one scenario at a time)."""
+        digest = self.manifest()["digest"]
         for cell, overrides, keys in self.cells():
             for arm, strategy in enumerate(self.strategies):
                 ids = [self.task_id(cell, arm, r) for r in range(self.replications)]
@@ -193,7 +198,7 @@ class Sweep:
                 for replication, task_id in enumerate(ids):
                     if task_id not in skip:
                         yield Task(task_id, cell, replication, keys,
-                                   seeded_data(data, replication), self.force)
+                                   seeded_data(data, replication), self.force, digest)
 
     def manifest(self) -> dict[str, Any]:
         """What the sweep is, with a digest of everything that changes its results."""
@@ -249,6 +254,7 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
         seen.add(axis.path)
     if replications < 1:
         raise SweepError(f"--replications {replications}: must be at least 1")
+    _seeds_apart([axis for axis in axes if axis.path == "seed"], replications)
     by_preset = any(axis.path == PRESET for axis in axes)
     arms = list(strategies) or [PRESET_ARM if by_preset else base.retry.strategy]
     if len(set(arms)) < len(arms):
@@ -267,6 +273,24 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
         if len(set(values)) < len(values):
             raise SweepError(f"--grid {axis.label}: two values mean the same {values}")
     return sweep
+
+
+def _seeds_apart(axes: list[Axis], replications: int) -> None:
+    """Refuse a seed axis whose cells would share runs: replication ``r`` runs seed
+    ``seed + r``, so seeds closer than *replications* overlap."""
+    for axis in axes:
+        try:
+            seeds = sorted(int(str(value)) for value in axis.values)
+        except ValueError:
+            return  # not whole numbers: the scenario's validation names it
+        close = [(a, b) for a, b in zip(seeds, seeds[1:], strict=False) if b - a < replications]
+        if close:
+            a, b = close[0]
+            raise SweepError(
+                f"--grid {axis.label} with --replications {replications}: replication r "
+                f"runs seed + r, so the cells seed={a} and seed={b} would share runs; space "
+                f"the seeds at least {replications} apart, or use one cell and "
+                "--replications")
 
 
 def _read(scenario: Scenario, path: str) -> Any:
@@ -296,7 +320,7 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
                              total=todo)
     try:
         for _, row in results:
-            write_file(out / sweep_dir.TASKS / f"{row['task']}.json", json.dumps(row) + "\n")
+            sweep_dir.write_task(out, row)
     except BaseException:
         if fresh and not sweep_dir.finished(out):  # nothing to resume: leave nothing behind
             shutil.rmtree(out, ignore_errors=True)

@@ -30,15 +30,30 @@ MAX_EVENTS = 5e9  # simulated events beyond which a run would take many hours
 EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
 
 
+ADVICE = {
+    "jobs": "shorten duration or lower workload.rate",
+    "retries": "lower retry.max_retries, shorten duration or lower workload.rate",
+    "bins": "widen bin or shorten duration",
+    "workers": "lower workers.count",
+}
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """Upper-bound work of one run of a scenario."""
+    """Upper-bound work of one run of a scenario; ``parts`` is its memory by what costs it
+    (``jobs``, ``retries``, ``bins``, ``workers``), so advice names the field that matters."""
 
     jobs: float
     calls: float
     rows: float
     bytes: float
     events: float
+    parts: tuple[tuple[str, float], ...] = ()
+
+    def advice(self) -> str:
+        """What to change to make the run smaller: the fields of its largest memory part."""
+        largest = max(self.parts, key=lambda part: part[1])[0] if self.parts else "jobs"
+        return ADVICE[largest]
 
     def describe(self) -> str:
         return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls, "
@@ -59,14 +74,35 @@ def estimate(scenario: Scenario) -> Estimate:
     jobs = load.backlog + max(arriving, 0.0)
     retries = scenario.retry.max_retries
     per_job = 1 + (UNBOUNDED_RETRIES if retries is None else retries)
-    calls = jobs * per_job
+    calls = jobs * per_job + _endless(scenario, jobs)
     rows = math.ceil(seconds / scenario.bin)
     per = BYTES_PER_OPEN_LOOP_JOB if scenario.workers.count is None else BYTES_PER_JOB
-    memory = (jobs * per + calls * BYTES_PER_CALL + (calls - jobs) * BYTES_PER_RETRY
-              + rows * BYTES_PER_BIN + (scenario.workers.count or 0) * BYTES_PER_WORKER)
+    parts = (("jobs", jobs * (per + BYTES_PER_CALL)),
+             ("retries", (calls - jobs) * (BYTES_PER_CALL + BYTES_PER_RETRY)),
+             ("bins", rows * BYTES_PER_BIN),
+             ("workers", (scenario.workers.count or 0) * BYTES_PER_WORKER))
     ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
     events = calls * EVENTS_PER_CALL + ticks + rows
-    return Estimate(jobs, calls, rows, memory, events)
+    return Estimate(jobs, calls, rows, sum(b for _, b in parts), events, parts)
+
+
+def _endless(scenario: Scenario, jobs: float) -> float:
+    """Calls beyond :data:`UNBOUNDED_RETRIES` a job of poison makes when it retries at once
+    and forever (a zero-wait strategy, no ``max_retries``): one per service time until the
+    run ends (half the run on average), no more than the workers can make."""
+    retry, load = scenario.retry, scenario.workload
+    if retry.max_retries is not None or not retry.poison_retryable or not load.poison_fraction:
+        return 0.0
+    try:
+        zero_wait = getattr(retry.build(), "min_sleep", None) == 0.0
+    except (ValueError, TypeError):  # a strategy read, not run: nothing to estimate
+        return 0.0
+    if not zero_wait:
+        return 0.0
+    per_call = max(scenario.downstream.service.mean, 1e-6)
+    poison = jobs * load.poison_fraction * scenario.duration / (2 * per_call)
+    workers = (scenario.workers.count or math.inf) * scenario.duration / per_call
+    return max(0.0, min(poison, workers) - jobs * load.poison_fraction * UNBOUNDED_RETRIES)
 
 
 def available_memory() -> float:
@@ -105,7 +141,7 @@ def check(scenarios: Iterable[Scenario], at_once: int = 1, force: bool = False) 
         together = f" x {at_once} at once" if at_once > 1 else ""
         raise CapacityError(
             f"this run needs {largest.describe()}{together}; this machine has "
-            f"{_size(free)} available. Shorten duration, lower workload.rate or widen bin; "
+            f"{_size(free)} available. To make it smaller: {largest.advice()}; "
             "or pass --force (force=True) to run it anyway")
 
 

@@ -1,4 +1,12 @@
-"""Outputs that appear whole or not at all: directories and single files.
+"""Outputs that appear whole or not at all, and never land outside their folder.
+
+Every write goes through here: :func:`staged_dir` for a new directory, :func:`write_file`
+for one file, :func:`staging_dir` for a scratch folder beside the outputs. Each stages
+under a hidden name that carries the writer's pid (``.herdsim-<pid>-...``), then renames
+it into place; a save ended by a signal (see :mod:`herdsim.outputs.signals`) removes its
+staging, and one ended by SIGKILL leaves it for the next writer in that folder to clear
+(:func:`clear_stale`: the owner's pid is gone). A target is never reached through a
+symbolic link that leads out of the folder written into.
 
 Every directory written through :func:`staged_dir` carries ``checksums.json`` (the SHA-256
 of each file as written); readers call :func:`verify` so a file truncated, edited or
@@ -11,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -18,8 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from herdsim.errors import OutputDirError, OutputExistsError
+from herdsim.outputs.children import alive
+from herdsim.outputs.signals import as_interrupt
 
 CHECKSUMS = "checksums.json"
+STAGING = ".herdsim-"  # the prefix of every staging folder and file: .herdsim-<pid>-...
+_OWNER = re.compile(rf"^{re.escape(STAGING)}(\d+)-")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_cleared: set[str] = set()
 
 
 def sha256(path: Path) -> str:
@@ -33,26 +48,49 @@ def sha256(path: Path) -> str:
 def seal(directory: Path) -> None:
     """Write ``checksums.json``: the SHA-256 of every file now in *directory* (top level)."""
     sums = {path.name: sha256(path) for path in sorted(directory.iterdir())
-            if path.is_file() and path.name != CHECKSUMS}
-    (directory / CHECKSUMS).write_text(json.dumps(sums, indent=1) + "\n")
+            if path.is_file() and not path.is_symlink() and path.name != CHECKSUMS
+            and not path.name.startswith(STAGING)}
+    write_file(directory / CHECKSUMS, json.dumps(sums, indent=1) + "\n")
+
+
+def checksums(directory: Path) -> dict[str, str] | None:
+    """The sealed checksums of *directory*: None when it has none (written before
+    checksums existed); :class:`OutputDirError` when ``checksums.json`` is not a mapping of
+    file names to SHA-256 digests (``[]`` or ``{}`` would turn every check off)."""
+    from herdsim.config.files import read_bytes
+
+    listing = directory / CHECKSUMS
+    if not os.path.lexists(listing):
+        return None
+    try:
+        sums = json.loads(read_bytes(listing).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise OutputDirError(f"{listing}: damaged (not JSON)") from None
+    if not (isinstance(sums, dict) and sums and all(
+            isinstance(name, str) and "/" not in name and isinstance(digest, str)
+            and _SHA256.match(digest) for name, digest in sums.items())):
+        raise OutputDirError(f"{listing}: damaged (expected an object mapping each file "
+                             "name to its SHA-256)")
+    return sums
 
 
 def verify(directory: Path, name: str) -> None:
     """Raise :class:`OutputDirError` when *name* in *directory* differs from what the
-    writer sealed (directories written before checksums existed are not checked)."""
-    listing = directory / CHECKSUMS
-    if not listing.is_file():
-        return
-    try:
-        sums = json.loads(listing.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise OutputDirError(f"{listing}: damaged (not JSON)") from None
-    expected = sums.get(name) if isinstance(sums, dict) else None
-    if expected is None:
+    writer sealed, or when a sealed directory's ``checksums.json`` does not cover it
+    (directories written before checksums existed are not checked)."""
+    sums = checksums(directory)
+    if sums is None:
         return
     path = directory / name
-    if not path.is_file():
-        raise OutputDirError(f"{directory}: {name} is missing")
+    expected = sums.get(name)
+    if expected is None:
+        if not os.path.lexists(path):
+            raise OutputDirError(f"{directory}: {name} is missing")
+        raise OutputDirError(f"{path}: not covered by {CHECKSUMS} (added or renamed since "
+                             "herdsim wrote the directory)")
+    if path.is_symlink() or not path.is_file():
+        what = "missing" if not os.path.lexists(path) else "not a regular file"
+        raise OutputDirError(f"{directory}: {name} is {what}")
     if sha256(path) != expected:
         raise OutputDirError(f"{path}: changed, truncated or replaced since herdsim wrote it "
                              f"(its checksum differs from {CHECKSUMS})")
@@ -61,11 +99,62 @@ def verify(directory: Path, name: str) -> None:
 def sealed(directory: Path, name: str) -> bool:
     """True when *name* is in *directory* exactly as its writer sealed it."""
     try:
+        sums = checksums(directory)
         verify(directory, name)
-        sums = json.loads((directory / CHECKSUMS).read_text(encoding="utf-8"))
-    except (OutputDirError, OSError, ValueError):
+    except (OutputDirError, OSError):
         return False
-    return isinstance(sums, dict) and name in sums
+    return sums is not None and name in sums
+
+
+def clear_stale(folder: Path) -> list[Path]:
+    """Delete the staging folders and files in *folder* whose writer process is gone (a
+    save ended by SIGKILL or a power cut); once per folder and process."""
+    key = os.path.realpath(folder)
+    if key in _cleared:
+        return []
+    _cleared.add(key)
+    cleared = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            owner = _OWNER.match(entry.name)
+            if owner is None or alive(int(owner.group(1))):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+            cleared.append(Path(entry.path))
+    return cleared
+
+
+def _prefix(name: str) -> str:
+    return f"{STAGING}{os.getpid()}-{name.encode()[:60].decode(errors='ignore')}-"
+
+
+def inside(root: Path, path: Path) -> Path:
+    """*path*'s folder, refusing one reached through a symbolic link that leads out of
+    *root* (a planted link must not carry a write elsewhere)."""
+    folder = path.parent
+    real_root, real_folder = os.path.realpath(root), os.path.realpath(folder)
+    if os.path.commonpath([real_root, real_folder]) != real_root:
+        raise OutputDirError(f"{folder}: a symbolic link leads out of {root} (to "
+                             f"{real_folder}); herdsim does not write through it")
+    return folder
+
+
+@contextlib.contextmanager
+def staging_dir(folder: Path, name: str) -> Iterator[Path]:
+    """A scratch folder in *folder* (named for *name*), removed when the block ends however
+    it ends; one left by a killed process is cleared by the next writer there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    clear_stale(folder)
+    with as_interrupt():
+        holder = Path(tempfile.mkdtemp(prefix=_prefix(name), dir=folder))
+        try:
+            yield holder
+        finally:
+            shutil.rmtree(holder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -79,14 +168,10 @@ def staged_dir(out: str | Path) -> Iterator[Path]:
     out = Path(out)
     if os.path.lexists(out):
         raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    holder = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}-", dir=out.parent))
-    try:
+    with staging_dir(out.parent, out.name) as holder:
         yield holder / out.name
         seal(holder / out.name)
         _commit(holder / out.name, out)
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
 
 
 def _commit(staging: Path, out: Path) -> None:
@@ -115,15 +200,24 @@ def _claim(staging: Path, target: Path) -> bool:
     return True
 
 
-def write_file(path: Path, content: Any, writer=None) -> None:
-    """Write *content* (text, or through ``writer(content, path)``) to a temporary file in
-    the same directory, then rename it into place: readers never see half a file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if writer is None:
-            temporary.write_text(content, encoding="utf-8")
-        else:
-            writer(content, temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+def write_file(path: Path, content: Any, writer=None, root: Path | None = None) -> None:
+    """Write *content* (text, or through ``writer(content, path)``) to a staging file in
+    the same folder, then rename it into place: readers never see half a file, and a link
+    at *path* is replaced, never followed. *root* (default: *path*'s folder) is the folder
+    the write must stay in (see :func:`inside`)."""
+    folder = inside(path.parent if root is None else root, path)
+    clear_stale(folder)
+    with as_interrupt():
+        handle, name = tempfile.mkstemp(prefix=_prefix(path.name), suffix=path.suffix,
+                                        dir=folder)
+        temporary = Path(name)
+        try:
+            if writer is None:
+                with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                    stream.write(content)
+            else:
+                os.close(handle)
+                writer(content, temporary)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from herdsim.errors import FigureError, OutputDirError, ScenarioError
+from herdsim.config import arguments
+from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
 from herdsim.outputs import reading
-from herdsim.outputs.atomic import staged_dir
+from herdsim.outputs.atomic import staged_dir, staging_dir
 from herdsim.outputs.report import write_report
 from herdsim.plots.figures import FIGURES
+from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Arm, Comparison, arm_scenario, peak_rate_frame, short_name
 from herdsim.results.result import Result
 
@@ -68,7 +69,7 @@ def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str]
         figure = comparison.plot(kind)
         for fmt in formats:
             path = directory / f"{kind}.{fmt}"
-            figure.savefig(path, format=fmt)
+            save_figure(figure, path, fmt)
             written.append(path)
     return written
 
@@ -94,8 +95,8 @@ def redraw(directory: str | Path, formats: Sequence[str],
     each file is replaced whole (drawn aside, then renamed over the old one)."""
     directory = Path(directory)
     comparison = load_outputs(directory)
-    with tempfile.TemporaryDirectory(prefix=".redraw-", dir=directory) as aside:
-        drawn = save_figures(comparison, Path(aside), formats, kinds)
+    with staging_dir(directory, "redraw") as aside:
+        drawn = save_figures(comparison, aside, formats, kinds)
         return [path.replace(directory / path.name) for path in drawn]
 
 
@@ -171,14 +172,10 @@ def load_outputs(directory: str | Path) -> Comparison:
 
 TIMESERIES_COLUMNS = ("time", "arrivals", "attempts", "success", "retry", "failed_dlq")
 SLEEP_COLUMNS = ("time", "attempt", "sleep")
-
-
-def _summary_problem(summary: object) -> str | None:
-    if not isinstance(summary, dict) or not summary:
-        return "expected an object of KPIs"
-    wrong = [k for k, v in summary.items() if v is not None
-             and not isinstance(v, (int, float, str, bool, list, dict))]
-    return f"KPI {wrong[0]} has no usable value" if wrong else None
+SLEEP_KINDS = {"time": reading.NONNEGATIVE, "attempt": reading.COUNT,
+               "sleep": reading.NONNEGATIVE, "replication": reading.COUNT}
+PEAK_KINDS = {"time": reading.NONNEGATIVE, "peak_rate": reading.NONNEGATIVE,
+              "replication": reading.COUNT}
 
 
 def _load_comparison(directory: Path) -> Comparison:
@@ -192,14 +189,14 @@ def _load_comparison(directory: Path) -> Comparison:
         raise OutputDirError(f"{directory / COMPARE_MARKER}: an arm's settings do not fit "
                              f"scenario.yaml ({str(exc).splitlines()[0]})") from None
     keys = ("arm", "replication")
-    timeseries = reading.csv(directory, "timeseries.csv", (*TIMESERIES_COLUMNS, "replication"),
-                             ("arm",), empty_ok=False)
-    reading.rows(timeseries, base, directory / "timeseries.csv", keys)
+    timeseries = reading.timeseries(directory, base, (*TIMESERIES_COLUMNS, "replication"),
+                                    ("arm",))
     peaks_path = directory / "peak_rate.csv"
     peaks = (reading.csv(directory, "peak_rate.csv", ("time", "peak_rate", "replication"),
-                         ("arm",)) if peaks_path.is_file() else None)
+                         ("arm",), kinds=PEAK_KINDS) if peaks_path.is_file() else None)
     runs = reading.csv(directory, "runs.csv", ("replication",), ("arm",), empty_ok=False)
-    sleeps = reading.csv(directory, "sleeps.csv", (*SLEEP_COLUMNS, "replication"), ("arm",))
+    sleeps = reading.csv(directory, "sleeps.csv", (*SLEEP_COLUMNS, "replication"), ("arm",),
+                          kinds=SLEEP_KINDS)
     labels = {arm.label for arm in arms}
     for name, frame in (("runs.csv", runs), ("timeseries.csv", timeseries)):
         strange = set(frame["arm"].astype(str)) - labels
@@ -216,7 +213,7 @@ def _load_comparison(directory: Path) -> Comparison:
 
 def _load_run(directory: Path) -> Comparison:
     scenario = reading.scenario(directory)
-    summary = reading.json_file(directory, RUN_MARKER, _summary_problem)
+    summary = reading.json_file(directory, RUN_MARKER, reading.summary_problem)
     strategy = scenario.retry.strategy
     arm = Arm(short_name(strategy), strategy, {}, scenario)
 
@@ -225,20 +222,26 @@ def _load_run(directory: Path) -> Comparison:
         frame.insert(0, "arm", arm.label)
         return frame
 
-    timeseries = reading.csv(directory, "timeseries.csv", TIMESERIES_COLUMNS, empty_ok=False)
-    reading.rows(timeseries, scenario, directory / "timeseries.csv")
+    timeseries = reading.timeseries(directory, scenario, TIMESERIES_COLUMNS)
     peaks_path = directory / "peak_rate.csv"
-    peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate")))
+    peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"),
+                                 kinds=PEAK_KINDS))
              if peaks_path.is_file() else None)
     runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **summary}])
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
-                      tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS)), peaks)
+                      tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
+                                      kinds=SLEEP_KINDS)), peaks)
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,
          report: bool = False) -> Path:
     """Write a run or a comparison into the new directory *out* (see the module doc);
     figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says."""
+    out = arguments.path("out", out)
+    chosen = arguments.names("formats", formats, FORMATS)
     if isinstance(what, Result):
-        return save_run(what, out, formats or ("png",))
-    return save_comparison(what, out, formats or ("png", "svg"), report)
+        return save_run(what, out, chosen or ("png",))
+    if not isinstance(what, Comparison):
+        raise UsageError(f"save({type(what).__name__}): expected a Result (herdsim.run) or "
+                         "a Comparison (herdsim.compare)")
+    return save_comparison(what, out, chosen or ("png", "svg"), report)

@@ -147,12 +147,10 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
                              "'herdsim run' or 'herdsim compare')")
     scenario = reading.scenario(directory)
-    ts = reading.csv(directory, "timeseries.csv",
-                     ("time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)),
-                     empty_ok=False)
-    reading.rows(ts, scenario, directory / "timeseries.csv",
-                 [c for c in ("arm", "replication") if c in ts.columns])
-    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"))
+    ts = reading.timeseries(directory, scenario, (
+        "time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)))
+    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"),
+                         kinds={"time": reading.NONNEGATIVE, "sleep": reading.NONNEGATIVE})
     if "arm" not in ts.columns:
         return RunData(scenario, {None: (ts, sleeps, scenario.downstream.concurrency)})
     if "replication" in ts.columns:
@@ -298,16 +296,24 @@ def export(directory: str | Path, out: str | Path | None = None, start: float | 
     """Write the OpenMetrics file of the run (or comparison) in *directory*.
 
     *out* defaults to ``DIR/metrics.om``; *start* (unix s) to now minus the run's duration,
-    so the last sample is recent and inside any retention. Written atomically.
+    so the last sample is recent and inside any retention. Written atomically; an
+    existing file is never replaced.
     """
     data = load_run(directory, replication)
     if start is None:
         start = math.floor(time.time() - data.scenario.duration)
-    step = None if interval is None else parse_duration(interval)
+    try:
+        step = None if interval is None else parse_duration(interval)
+    except ValueError as exc:
+        raise UsageError(f"--interval: {exc}") from None
+    if step is not None and not math.isfinite(step):
+        raise UsageError(f"--interval {interval}: not a finite duration")
     text, samples, series = render(data, start, step, buckets)
     path = Path(out) if out is not None else Path(directory) / FILE_NAME
-    if out is not None and os.path.lexists(path):
-        raise OutputExistsError(f"{path}: already exists; choose another --out or remove it")
+    if os.path.lexists(path):
+        again = "choose another --out or remove it" if out is not None else \
+            "remove it, or give --out to write elsewhere"
+        raise OutputExistsError(f"{path}: already exists; {again}")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file(path, text)
     n_bins = max(len(ts) for ts, _, _ in data.arms.values())

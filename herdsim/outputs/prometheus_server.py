@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from herdsim.errors import PrometheusError
+from herdsim.errors import PrometheusError, UsageError
 from herdsim.outputs.children import alive, die_with_parent
 from herdsim.outputs.openmetrics import FILE_NAME, RETRY_QUERY, Export, export
 
@@ -177,6 +177,8 @@ def serve(directory: str | Path, port: int | None = None, start: float | None = 
           interval: str | float | None = None, replication: int = 0) -> Iterator[Server]:
     """Export *directory*, backfill it into a temporary TSDB and run Prometheus over it
     until the block ends; then stop it (by its pid) and delete the TSDB."""
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"--port {port}: a TCP port is between 1 and 65535")
     for name in ("promtool", "prometheus"):
         tool(name)
     clear_stale()

@@ -1,10 +1,12 @@
 """Reading what herdsim wrote, and nothing else: every reader of an output directory
 goes through here.
 
-Each file is checked against ``checksums.json`` (see :mod:`herdsim.outputs.atomic`), then
-against what its writer writes: a CSV's columns and their dtypes, a JSON file's shape,
-a time series' row count against the scenario's ``duration / bin``. Any problem is one
-:class:`~herdsim.errors.OutputDirError` naming the file and what is wrong with it.
+Each file is read only as a regular file (:mod:`herdsim.config.files`), checked against
+``checksums.json`` (see :mod:`herdsim.outputs.atomic`), then against what its writer
+writes: a CSV's columns, their dtypes and their values (finite; counts whole and >= 0),
+a JSON file's shape, a time series' rows against the scenario's ``duration / bin`` with
+time stepping by the bin on every row, a summary's KPIs against the KPI registry. Any
+problem is one :class:`~herdsim.errors.OutputDirError` naming the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from herdsim.analysis.kpis import BY_KEY, STATES
+from herdsim.config import files
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import OutputDirError, ScenarioError
+from herdsim.model.recorder import GAUGES
 from herdsim.outputs.atomic import verify
 
 
@@ -34,20 +40,31 @@ def scenario(directory: Path) -> Scenario:
         raise
 
 
+COUNT, NONNEGATIVE, REAL = "a whole number >= 0", "a finite number >= 0", "a finite number"
+
+
 def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[str] = (),
-        empty_ok: bool = True) -> pd.DataFrame:
-    """``directory/name`` as a frame with at least the *numeric* and *text* columns; a
-    table the writer stored as Parquet for its size (``sleeps.parquet`` beside no
-    ``sleeps.csv``, see :data:`herdsim.outputs.compare_dir.LARGE_TABLE`) is read instead."""
+        empty_ok: bool = True, kinds: dict[str, str] | None = None,
+        every: str | None = None) -> pd.DataFrame:
+    """``directory/name`` as a frame with at least the *numeric* and *text* columns; each
+    numeric column holds finite numbers of its kind in *kinds* (:data:`COUNT`,
+    :data:`NONNEGATIVE`, default :data:`REAL`). With *every* (a kind), every other column
+    that is not *text* is numeric too, of that kind unless *kinds* says. A table the writer
+    stored as Parquet for its size (``sleeps.parquet`` beside no ``sleeps.csv``, see
+    :data:`herdsim.outputs.compare_dir.LARGE_TABLE`) is read instead."""
     twin = Path(name).with_suffix(".parquet").name
     if not (directory / name).exists() and (directory / twin).is_file():
         name = twin
     path = directory / name
     verify(directory, name)
     try:
-        frame = pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path)
+        with open(files.open_regular(path), "rb") as stream:
+            frame = (pd.read_parquet(stream) if name.endswith(".parquet")
+                     else pd.read_csv(stream))
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
+    except OSError as exc:
+        raise OutputDirError(f"{path}: {exc.strerror}") from None
     except pd.errors.EmptyDataError:
         if not empty_ok:
             raise OutputDirError(f"{path}: empty") from None
@@ -58,15 +75,37 @@ def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[
     missing = [column for column in (*numeric, *text) if column not in frame.columns]
     if missing:
         raise OutputDirError(f"{path}: missing column(s) {', '.join(missing)}")
-    for column in numeric:
-        if len(frame) == 0:
-            frame[column] = frame[column].astype(float)
-        elif not pd.api.types.is_numeric_dtype(frame[column]):
-            bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna()
-                                & frame[column].notna()]
-            raise OutputDirError(f"{path}: column {column} holds non-numbers "
-                                 f"(row {bad.index[0] + 2}: {str(bad.iloc[0])[:40]!r})")
+    kinds = dict(kinds or {})
+    checked = list(numeric)
+    if every is not None:
+        checked += [c for c in frame.columns if c not in (*numeric, *text, *LABELS)]
+        kinds = {c: every for c in checked} | kinds
+    for column in checked:
+        _check_column(path, frame, column, kinds.get(column, REAL))
     return frame
+
+
+def _check_column(path: Path, frame: pd.DataFrame, column: str, kind: str) -> None:
+    """Every value of *column* numeric, finite and of *kind* (see :func:`csv`)."""
+    if len(frame) == 0:
+        frame[column] = frame[column].astype(float)
+        return
+    if not pd.api.types.is_numeric_dtype(frame[column]):
+        bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna()
+                            & frame[column].notna()]
+        where = (f"row {bad.index[0] + 2}: {str(bad.iloc[0])[:40]!r}" if len(bad)
+                 else "empty cells")
+        raise OutputDirError(f"{path}: column {column} holds non-numbers ({where})")
+    values = frame[column].to_numpy(dtype=float)
+    wrong = ~np.isfinite(values)
+    if kind in (COUNT, NONNEGATIVE):
+        wrong |= values < 0
+    if kind == COUNT:
+        wrong |= values != np.round(values)
+    if wrong.any():
+        row = int(np.argmax(wrong))
+        raise OutputDirError(f"{path}: column {column} row {row + 2} holds "
+                             f"{values[row]!r}, not {kind}")
 
 
 def json_file(directory: Path, name: str, check: Callable[[Any], str | None]) -> Any:
@@ -74,9 +113,12 @@ def json_file(directory: Path, name: str, check: Callable[[Any], str | None]) ->
     path = directory / name
     verify(directory, name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(files.read_bytes(path).decode("utf-8"),
+                          parse_constant=no_constant)
     except FileNotFoundError:
         raise OutputDirError(f"{directory}: {name} is missing") from None
+    except OSError as exc:
+        raise OutputDirError(f"{path}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise OutputDirError(f"{path}: not JSON ({_first_line(exc)})") from None
     problem = check(data)
@@ -97,10 +139,80 @@ def rows(frame: pd.DataFrame, scenario: Scenario, path: Path,
         raise OutputDirError(f"{path}: {got} rows per run where the scenario's duration "
                              f"and bin give {expected}; the file is truncated or not this "
                              "run's")
-    times = frame["time"].to_numpy()
-    if not (times[: expected] >= 0).all() or abs(times[expected - 1] - (expected - 1)
-                                                  * scenario.bin) > 1e-6 * scenario.duration:
-        raise OutputDirError(f"{path}: its time column does not step by the scenario's bin")
+    times = frame["time"].to_numpy(dtype=float).reshape(-1, expected)
+    steps = np.arange(expected) * scenario.bin
+    if not (np.abs(times - steps) <= 1e-6 * max(scenario.duration, 1.0)).all():
+        raise OutputDirError(f"{path}: its time column does not step by the scenario's bin "
+                             "from 0 on every row")
+
+
+LABELS = ("arm",)  # text columns of tidy frames: which arm a row belongs to
+RUN_KEYS = ("arm", "replication")  # the columns that tell the runs of a tidy frame apart
+
+
+def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
+               text: Sequence[str] = ()) -> pd.DataFrame:
+    """``timeseries.csv`` with at least the *required* and *text* columns, every column
+    checked: counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and
+    time stepping by the scenario's bin from 0 in every run (by ``arm`` and
+    ``replication`` when the file has them)."""
+    kinds = {"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
+    frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
+                kinds=kinds, every=COUNT)
+    rows(frame, scenario, directory / "timeseries.csv",
+         [key for key in RUN_KEYS if key in frame.columns])
+    return frame
+
+
+def summary_problem(summary: object) -> str | None:
+    """What is wrong with a run's ``summary.json``, if anything: every KPI of the registry
+    must have its kind's type (counts whole numbers >= 0, fractions within 0..1, other
+    numbers finite and >= 0, flags true or false, texts text; null only where a ratio or a
+    time may be undefined)."""
+    if not isinstance(summary, dict) or not summary:
+        return "expected an object of KPIs"
+    for key, value in summary.items():
+        kpi = BY_KEY.get(key)
+        if kpi is not None and value is None and kpi.kind in ("text", "flag", "count"):
+            return f"KPI {key} is missing (null)"
+        if kpi is None or value is None:
+            if not (value is None or isinstance(value, (str, bool)) or _finite(value)):
+                return f"KPI {key} has no usable value ({str(value)[:40]!r})"
+            continue
+        problem = _kind_problem(kpi.kind, value)
+        if key == "state" and value not in STATES:
+            problem = f"one of {', '.join(STATES)}"
+        if problem:
+            return f"KPI {key} must be {problem}, got {str(value)[:40]!r}"
+    return None
+
+
+def _kind_problem(kind: str, value: Any) -> str | None:
+    if kind == "text":
+        return None if isinstance(value, str) else "text"
+    if kind == "flag":
+        return None if isinstance(value, bool) else "true or false"
+    if isinstance(value, bool) or not _finite(value):
+        return "a finite number"
+    if kind == "count" and (value < 0 or value != int(value)):
+        return "a whole number >= 0"
+    if kind == "fraction" and not 0 <= value <= 1:
+        return "a fraction between 0 and 1"
+    if value < 0:  # every KPI counts, times or rates something
+        return "a number >= 0"
+    return None
+
+
+def _finite(value: object) -> bool:
+    """A finite real number (a whole number of any size is one; NaN and inf are not)."""
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def no_constant(name: str) -> None:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are not numbers herdsim writes."""
+    raise ValueError(f"{name} is not a number herdsim writes")
 
 
 def arms_problem(meta: object) -> str | None:

@@ -6,41 +6,56 @@
   replications) and its ``digest``; a rerun with another digest is refused.
 - ``scenario.yaml``: the resolved base scenario.
 - ``tasks/<task>.json``: one per finished task, written atomically as it finishes: the
-  task's keys (``task``, ``cell``, ``replication``, one column per axis), its summary KPIs
-  and the metastability KPIs. A rerun skips the tasks already there.
+  sweep's ``digest`` (as ``sweep``), the task's keys (``task``, ``cell``, ``replication``,
+  one column per axis), its summary KPIs and the metastability KPIs. A rerun skips the
+  tasks whose file proves its sweep, its cell (the axis values of that cell) and a
+  result (a summary the KPI registry accepts); any other file is redone.
 - ``sweep.parquet`` and ``sweep.csv``: every task's row, by cell, strategy, replication.
+- ``checksums.json``: the SHA-256 of the top-level files, sealed when the folder is made
+  and again when the tables are written; readers check the manifest and the tables
+  against it, as they check a run's files.
 - ``map.<format>``: the metastability map, when asked for.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
+import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.errors import SweepError
-from herdsim.outputs.atomic import write_file
+from herdsim.config import files
+from herdsim.errors import OutputDirError, SweepError
+from herdsim.outputs import reading
+from herdsim.outputs.atomic import inside, seal, staging_dir, verify, write_file
 from herdsim.plots.metastability_map import plot_map
+from herdsim.plots.style import save_figure
 
 MANIFEST = "manifest.json"
+RESULT = ("strategy", "seed", "state", "succeeded_fraction", "goodput", "recovery_time",
+          "collapses_after_outage", "latency_censored", "jobs_submitted",
+          "load", "outage_seconds", "goodput_tail")  # what every task's row must hold
 TASKS = "tasks"
 TABLES = ("sweep.parquet", "sweep.csv")
 
 
 def check(out: Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SweepError` unless *out* is free or holds the sweep of *manifest*."""
-    if (out / MANIFEST).exists():
+    if os.path.lexists(out / MANIFEST):
         old = _manifest(out)
         if old.get("digest") != manifest["digest"]:
             raise SweepError(
                 f"{out}: holds another sweep (its scenario, grid, strategies or replications "
                 "differ); choose a new --out, or remove it to start over")
-    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        tasks = out / TASKS
+        if tasks.is_symlink() or not tasks.is_dir():
+            raise SweepError(f"{tasks}: not the sweep's own folder (a link or missing); "
+                             f"remove {out} to start over")
+    elif os.path.lexists(out) and (not out.is_dir() or any(out.iterdir())):
         raise SweepError(f"{out}: exists and is not a sweep directory; choose another --out")
 
 
@@ -49,58 +64,107 @@ def prepare(out: Path, manifest: dict[str, Any], scenario_yaml: str) -> None:
     check(out, manifest)
     if (out / MANIFEST).exists():
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        (staging / TASKS).mkdir()
+    with staging_dir(out.parent, out.name) as holder:
+        staging = holder / out.name
+        (staging / TASKS).mkdir(parents=True)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         (staging / "scenario.yaml").write_text(scenario_yaml)
+        seal(staging)
         if out.exists():
             out.rmdir()
         staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _manifest(out: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        verify(out, MANIFEST)
+        manifest = json.loads(files.read_bytes(out / MANIFEST).decode("utf-8"))
+    except OutputDirError as exc:
+        raise SweepError(str(exc)) from None
+    except OSError as exc:
+        raise SweepError(f"{out / MANIFEST}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError):
         raise SweepError(f"{out / MANIFEST}: damaged (not JSON); remove {out} to start "
                          "over") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("digest"), str):
-        raise SweepError(f"{out / MANIFEST}: not a herdsim sweep manifest (no digest)")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("digest"), str) \
+            or not _axes_ok(manifest.get("axes")) \
+            or not isinstance(manifest.get("strategies"), list):
+        raise SweepError(f"{out / MANIFEST}: not a herdsim sweep manifest (no digest, axes "
+                         "or strategies)")
     return manifest
 
 
-def _task(path: Path) -> dict[str, Any] | None:
-    """A task file's row, or None when it is empty or damaged (the task is then rerun)."""
+def _axes_ok(axes: object) -> bool:
+    return isinstance(axes, list) and all(
+        isinstance(a, dict) and isinstance(a.get("path"), str)
+        and isinstance(a.get("values"), list) and a["values"] for a in axes)
+
+
+def _task(path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """A task file's row when it proves its task: this sweep's digest, the cell, arm and
+    replication its name says with that cell's axis values, and a valid summary; None
+    otherwise (the task is then rerun)."""
     try:
-        row = json.loads(path.read_text(encoding="utf-8"))
+        row = json.loads(files.read_bytes(path, 1 << 20).decode("utf-8"),
+                         parse_constant=reading.no_constant)
+        cell, arm, replication = (int(part[1:]) for part in path.stem.split("-"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    return row if isinstance(row, dict) and row.get("task") == path.stem else None
+    axes = manifest["axes"]
+    shape = [len(axis["values"]) for axis in axes]
+    if not (isinstance(row, dict) and row.get("task") == path.stem
+            and row.get("sweep") == manifest["digest"] and row.get("cell") == cell
+            and row.get("replication") == replication and cell < max(1, int(np.prod(shape)))
+            and arm < len(manifest["strategies"])
+            and replication < manifest.get("replications", 1)
+            and all(key in row for key in RESULT)
+            and reading.summary_problem(row) is None):
+        return None
+    where = np.unravel_index(cell, shape) if shape else ()
+    if any(row.get(axis["path"]) != axis["values"][i] for axis, i in zip(axes, where,
+                                                                          strict=True)):
+        return None
+    return row
+
+
+def _tasks(out: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The proven task rows of *out* by task id."""
+    folder = out / TASKS
+    if folder.is_symlink() or not folder.is_dir():
+        return {}
+    rows = {path.stem: _task(path, manifest) for path in sorted(folder.glob("c*.json"))}
+    return {task: row for task, row in rows.items() if row is not None}
 
 
 def finished(out: str | Path) -> set[str]:
-    """The ids of the tasks whose results are in *out* (none when it does not exist); an
-    empty or damaged task file does not count, so the next run redoes that task."""
-    return {path.stem for path in (Path(out) / TASKS).glob("c*.json")
-            if _task(path) is not None}
+    """The ids of the tasks whose results are in *out* (none when it holds no sweep yet);
+    a task file that does not prove its task does not count, so the next run redoes it."""
+    out = Path(out)
+    if not os.path.lexists(out / MANIFEST):
+        return set()
+    return set(_tasks(out, _manifest(out)))
+
+
+def write_task(out: Path, row: dict[str, Any]) -> None:
+    """Write one finished task's row, never through a link out of *out*."""
+    path = out / TASKS / f"{row['task']}.json"
+    inside(out, path)
+    write_file(path, json.dumps(row) + "\n", root=out)
 
 
 def combine(out: Path) -> pd.DataFrame:
-    """Gather the task files of *out* into ``sweep.parquet`` and ``sweep.csv``."""
-    rows = [_task(path) for path in sorted((out / TASKS).glob("c*.json"))]
-    frame = pd.DataFrame([row for row in rows if row is not None])
+    """Gather the task files of *out* into ``sweep.parquet`` and ``sweep.csv``, and seal."""
+    frame = pd.DataFrame(list(_tasks(out, _manifest(out)).values()))
     write_file(out / TABLES[0], frame, lambda f, path: f.to_parquet(path, index=False))
     write_file(out / TABLES[1], frame, lambda f, path: f.to_csv(path, index=False))
+    verify(out, "scenario.yaml")
+    seal(out)
     return frame
 
 
 def load_sweep(out: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The combined table and the manifest of the sweep directory *out*."""
+    """The combined table and the manifest of the sweep directory *out*, both checked
+    against ``checksums.json``."""
     out = Path(out)
     if not (out / MANIFEST).exists():
         raise SweepError(f"{out}: not a sweep directory (no {MANIFEST})")
@@ -111,7 +175,11 @@ def load_sweep(out: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
                          f"{manifest.get('tasks', '?')} tasks); rerun the same sweep command "
                          "to complete it")
     try:
-        table = pd.read_parquet(out / TABLES[0])
+        verify(out, TABLES[0])
+        with open(files.open_regular(out / TABLES[0]), "rb") as stream:
+            table = pd.read_parquet(stream)
+    except OutputDirError as exc:
+        raise SweepError(str(exc)) from None
     except Exception as exc:  # pyarrow raises its own types for a damaged file
         raise SweepError(f"{out / TABLES[0]}: damaged ({type(exc).__name__}); rerun the same "
                          "sweep command to rebuild it") from None
@@ -135,7 +203,6 @@ def save_map(sweep_dir: str | Path, formats: list[str] | tuple[str, ...] = ("png
     written = []
     for fmt in formats:
         path = Path(sweep_dir) / f"map.{fmt}"
-        write_file(path, figure, lambda fig, aside, fmt=fmt: fig.savefig(aside, dpi=110,
-                                                                           format=fmt))
+        write_file(path, figure, lambda f, aside, fmt=fmt: save_figure(f, aside, fmt, dpi=110))
         written.append(path)
     return written

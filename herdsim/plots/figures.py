@@ -21,7 +21,7 @@ from matplotlib.ticker import EngFormatter, MaxNLocator
 from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
-from herdsim.plots import describe
+from herdsim.plots import coarse, describe
 from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
@@ -303,7 +303,8 @@ def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndar
         return None, "no retries"
     if callable(getattr(strategy, "cdf", None)):
         return expected_counts(strategy, ordered, edges), THEORY_CDF
-    return simulated_counts(strategy, ordered, edges), "theory by Monte Carlo (no cdf)"
+    return (simulated_counts(strategy, ordered, edges, arm.scenario.retry.base),
+            "theory by Monte Carlo (no cdf)")
 
 
 SUCCEEDED = ("Succeeded", "% of jobs submitted")
@@ -405,10 +406,17 @@ def kpis(c: Comparison) -> Figure:
 
 
 PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
+BY_TIME = ("timeline",)  # drawn from the time series (landing thins its own 10 ms steps)
 
 
 def draw(c: Comparison, kind: str) -> Figure:
     """The figure *kind* (``timeline``, ``landing``, ``sleeps`` or ``kpis``) of *c*."""
     if kind not in PLOTS:
         raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(PLOTS)}")
-    return PLOTS[kind](c)
+    if kind not in BY_TIME:
+        return PLOTS[kind](c)
+    drawn, note = coarse.for_drawing(c)
+    figure = PLOTS[kind](drawn)
+    if note:  # under everything, where the layout makes room for it
+        figure.supxlabel(note, fontsize=11, color="0.35")
+    return figure

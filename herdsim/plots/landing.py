@@ -15,7 +15,7 @@ from matplotlib.ticker import LogLocator
 
 from herdsim.analysis.kpis import number_text
 from herdsim.config.durations import format_duration
-from herdsim.plots import describe
+from herdsim.plots import coarse, describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
     STYLE,
@@ -84,6 +84,17 @@ def landing_times(c: Comparison, replication: int = 0) -> dict[str, np.ndarray]:
     return {arm.label: landings(groups.get(arm.label, empty)) for arm in c.arms}
 
 
+def busiest_of(counts: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """*counts* per 10 ms with at most :data:`~herdsim.plots.coarse.MAX_BINS` steps: over
+    a long run each drawn step is the busiest 10 ms of the ones it covers (a spike keeps
+    its height; the zoom keeps every 10 ms)."""
+    k = coarse.factor(len(counts))
+    if k == 1:
+        return counts, edges
+    starts = np.arange(0, len(counts), k)
+    return np.maximum.reduceat(counts, starts), np.append(edges[starts], edges[-1])
+
+
 def window(c: Comparison, shift: float, replication: int = 0,
            times_of: dict[str, np.ndarray] | None = None) -> tuple[float, float]:
     """The x range with activity: from before the outage to where 99.5% have landed."""
@@ -128,7 +139,8 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
             i0 = max(0, int((left - lo) / RESOLUTION) - 1)
             i1 = i0 + int(ZOOM / RESOLUTION) + 3
             shown = np.where(k > 0, k, 0.1)  # zero bins fall below the axis
-            for target, part, at_edges in ((ax, shown, edges),
+            overview, over_edges = busiest_of(shown, edges)
+            for target, part, at_edges in ((ax, overview, over_edges),
                                            (zoom, shown[i0:i1], edges[i0:i1 + 1])):
                 shade_outages(target, arm.scenario.outage_windows, shift)
                 target.stairs(part, at_edges, baseline=0.1, fill=True, color=color, alpha=0.45)
@@ -146,7 +158,8 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
                          f"({number_text(cap * RESOLUTION)} per 10 ms)")
             ax.set_title(arm.label, color=color, weight="bold", loc="left", fontsize=15)
             ax.set_title(note, loc="right", fontsize=13)
-            ax.set_ylabel("per 10 ms")
+            ax.set_ylabel("per 10 ms" if coarse.factor(len(k)) == 1 else
+                          "busiest 10 ms\nper step")
             ax.yaxis.set_major_locator(LogLocator(numticks=4))
             if ax is not axes[-1]:
                 ax.tick_params(labelbottom=False)

@@ -42,6 +42,7 @@ STYLE: Any = {  # matplotlib rc settings (its stubs want literal keys)
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
+    "agg.path.chunksize": 10_000,  # a long jagged line is drawn in pieces, never overflows
 }
 
 
@@ -82,6 +83,19 @@ class Figure(matplotlib.figure.Figure):
         buffer = io.BytesIO()
         self.savefig(buffer, format="png")
         return buffer.getvalue()
+
+
+# Metadata that would differ between two saves of one figure: dates, and the random ids
+# of SVG elements (a fixed salt makes them a function of the figure alone).
+STABLE_METADATA = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None},
+                   "png": {}}
+
+
+def save_figure(figure: matplotlib.figure.Figure, target: Any, fmt: str, **kwargs: Any) -> None:
+    """Save *figure* as *fmt* to *target* (a path or a binary stream); one figure gives the
+    same bytes every time, in every format."""
+    with matplotlib.rc_context({"svg.hashsalt": "herdsim"}):
+        figure.savefig(target, format=fmt, metadata=STABLE_METADATA.get(fmt), **kwargs)
 
 
 SLIDE_ARMS = 5  # up to this many arms a figure stays 16:9; more arms make it taller

@@ -394,15 +394,26 @@ def resolve(name: str) -> type:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ValueError(f"cannot import {module_name!r}: {exc}") from None
-        except Exception as exc:  # the module's own code failed while importing
+        except (Exception, SystemExit) as exc:  # the module's own code failed importing
             raise ValueError(f"importing {module_name!r} raised "
                              f"{type(exc).__name__}: {_short(exc)}") from None
         try:
             return getattr(module, attr)
         except AttributeError:
             raise ValueError(f"module {module_name!r} has no {attr!r}") from None
+    raise ValueError(unknown(name))
+
+
+def unknown(name: str) -> str:
+    """The message for a strategy name that is nothing known."""
     known = ", ".join(sorted(available()))
-    raise ValueError(f"unknown strategy {name!r}; known: {known} (or module.path:Class)")
+    return f"unknown strategy {name!r}; known: {known} (or module.path:Class)"
+
+
+def is_own(name: str) -> bool:
+    """True when *name* is one of herdsim's own strategies: resolving it runs no other
+    package's code (an entry point's name or ``module:Class`` would)."""
+    return name in BUILT_IN or name in LIBRARY
 
 
 def is_import_path(name: str) -> bool:
@@ -436,7 +447,7 @@ class Checked:
     def sleep(self, attempt: int, prev: Any, rng: np.random.Generator) -> Any:
         try:
             drawn = self.inner.sleep(attempt, prev, rng)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a strategy ends no run
             raise StrategyError(f"strategy {self.name!r}: sleep(attempt={attempt}) raised "
                                 f"{type(exc).__name__}: {_short(exc)}") from None
         if self.stateful:
@@ -459,6 +470,11 @@ class Checked:
         return f"Checked({self.inner!r})"
 
 
+def _bare(cls: object) -> bool:
+    """A class that only provides ``sleep``: no ``__init__`` of its own to take base, cap."""
+    return isinstance(cls, type) and cls.__init__ is object.__init__  # type: ignore[misc]
+
+
 def build(name: str, base: float, cap: float, params: dict | None = None) -> Strategy:
     """Instantiate strategy *name*; raise ``ValueError`` on an unknown name or parameter.
 
@@ -467,12 +483,13 @@ def build(name: str, base: float, cap: float, params: dict | None = None) -> Str
     """
     cls = resolve(name)
     try:
-        strategy = (cls(base, cap, **(params or {})) if isinstance(cls, type)
+        strategy = (cls() if _bare(cls) and not params  # "just provide sleep"
+                    else cls(base, cap, **(params or {})) if isinstance(cls, type)
                     else adapters.wrap(cls, base, cap, params or {}) or cls(base, cap,
                                                                            **(params or {})))
     except (TypeError, ValueError) as exc:
         raise ParamsError(f"strategy {name!r} rejects its params: {exc}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise StrategyError(f"strategy {name!r}: __init__ raised "
                             f"{type(exc).__name__}: {_short(exc)}") from None
     if not callable(getattr(strategy, "sleep", None)):

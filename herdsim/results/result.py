@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,8 @@ import pandas as pd
 from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
-from herdsim.config.scenario import Scenario
+from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.errors import UsageError
 from herdsim.model import estimate
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
@@ -82,14 +84,23 @@ class Result:
                 f"<th>value</th><th>unit</th></tr>{rows}</table>{note}")
 
 
-def run(scenario: Scenario, progress: Progress | None = None, force: bool = False
-        ) -> Result:
-    """Run *scenario* once and return its :class:`Result`.
+def run(scenario: Scenario | str | Path | dict, progress: Progress | None = None,
+        force: bool = False) -> Result:
+    """Run *scenario* (a :class:`Scenario`, or what :func:`load_scenario` reads) once and
+    return its :class:`Result`.
 
     *progress*, if given, is called as ``progress(now, duration)`` (simulated seconds
     done, of the run's total) about 200 times during the run and once at its end. A run
     this machine cannot hold is refused before simulating
     (:class:`~herdsim.errors.CapacityError`, see :mod:`herdsim.model.estimate`) unless
     *force*."""
+    if isinstance(scenario, (str, Path, dict)):
+        scenario = load_scenario(scenario)
+    elif not isinstance(scenario, Scenario):
+        raise UsageError(f"run({type(scenario).__name__}): expected a Scenario "
+                         "(herdsim.load_scenario), a scenario file's path or a dict")
+    if progress is not None and not callable(progress):
+        raise UsageError(f"progress={progress!r}: expected a function progress(now, "
+                         "duration) or None")
     estimate.check([scenario], force=force)
     return Result.from_finished(simulate(scenario, progress))

@@ -1,0 +1,64 @@
+"""Checks of the Python API's arguments, so a wrong one is a :class:`UsageError` naming
+the argument, as the CLI's options are, rather than a raw ``AttributeError`` deep inside."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from herdsim.errors import UsageError
+
+
+def names(argument: str, value: Any, choices: Sequence[str] | None = None) -> list[str] | None:
+    """A list of names: None stays None, ``"a,b"`` is split as the CLI splits it, a list
+    must hold text; an empty list, a name twice or one not in *choices* is refused."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items = [item.strip() for item in value.split(",") if item.strip()]
+    elif isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
+        items = [item.strip() for item in value]
+    else:
+        raise UsageError(f"{argument}={_show(value)}: expected a list of names")
+    if not items or not all(items):
+        raise UsageError(f"{argument}={_show(value)}: expected at least one name "
+                         "(None for the default)")
+    if len(set(items)) < len(items):
+        raise UsageError(f"{argument}={_show(value)}: a name is listed twice")
+    wrong = [item for item in items if choices is not None and item not in choices]
+    if wrong:
+        raise UsageError(f"{argument}={_show(value)}: {wrong[0]!r} is not one of "
+                         f"{', '.join(choices or ())}")
+    return items
+
+
+def whole(argument: str, value: Any, minimum: int = 1, optional: bool = False) -> int | None:
+    """A whole number >= *minimum* (None allowed when *optional*)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{argument}={_show(value)}: expected a whole number >= {minimum}")
+    return value
+
+
+def mapping(argument: str, value: Any) -> dict[str, Any]:
+    """A mapping with text keys (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{argument}={_show(value)}: expected a dict such as "
+                         "{'retry.strategy': 'full_jitter'}")
+    return dict(value)
+
+
+def path(argument: str, value: Any) -> Path:
+    """A file-system path given as text or a Path."""
+    if not isinstance(value, (str, Path)) or not str(value):
+        raise UsageError(f"{argument}={_show(value)}: expected a path (text or Path)")
+    return Path(value)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
