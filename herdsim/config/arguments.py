@@ -10,9 +10,11 @@ from typing import Any
 from herdsim.errors import UsageError
 
 
-def names(argument: str, value: Any, choices: Sequence[str] | None = None) -> list[str] | None:
+def names(argument: str, value: Any, choices: Sequence[str] | None = None,
+          empty_ok: bool = False) -> list[str] | None:
     """A list of names: None stays None, ``"a,b"`` is split as the CLI splits it, a list
-    must hold text; an empty list, a name twice or one not in *choices* is refused."""
+    must hold text; an empty list (unless *empty_ok*), a name twice or one not in *choices*
+    is refused."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -21,7 +23,7 @@ def names(argument: str, value: Any, choices: Sequence[str] | None = None) -> li
         items = [item.strip() for item in value]
     else:
         raise UsageError(f"{argument}={_show(value)}: expected a list of names")
-    if not items or not all(items):
+    if (not items and not empty_ok) or not all(items):
         raise UsageError(f"{argument}={_show(value)}: expected at least one name "
                          "(None for the default)")
     if len(set(items)) < len(items):

@@ -236,12 +236,13 @@ def _load_run(directory: Path) -> Comparison:
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,
          report: bool = False) -> Path:
     """Write a run or a comparison into the new directory *out* (see the module doc);
-    figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says."""
+    figures as PNG for a run, PNG and SVG for a comparison, unless *formats* says (an
+    empty list: no figures)."""
     out = arguments.path("out", out)
-    chosen = arguments.names("formats", formats, FORMATS)
+    chosen = arguments.names("formats", formats, FORMATS, empty_ok=True)
     if isinstance(what, Result):
-        return save_run(what, out, chosen or ("png",))
+        return save_run(what, out, ("png",) if chosen is None else chosen)
     if not isinstance(what, Comparison):
         raise UsageError(f"save({type(what).__name__}): expected a Result (herdsim.run) or "
                          "a Comparison (herdsim.compare)")
-    return save_comparison(what, out, chosen or ("png", "svg"), report)
+    return save_comparison(what, out, ("png", "svg") if chosen is None else chosen, report)

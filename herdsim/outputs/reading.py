@@ -168,12 +168,13 @@ def summary_problem(summary: object) -> str | None:
     """What is wrong with a run's ``summary.json``, if anything: every KPI of the registry
     must have its kind's type (counts whole numbers >= 0, fractions within 0..1, other
     numbers finite and >= 0, flags true or false, texts text; null only where a ratio or a
-    time may be undefined)."""
+    time may be undefined, or the KPI is optional)."""
     if not isinstance(summary, dict) or not summary:
         return "expected an object of KPIs"
     for key, value in summary.items():
         kpi = BY_KEY.get(key)
-        if kpi is not None and value is None and kpi.kind in ("text", "flag", "count"):
+        if kpi is not None and value is None and kpi.kind in ("text", "flag", "count") \
+                and not kpi.optional:
             return f"KPI {key} is missing (null)"
         if kpi is None or value is None:
             if not (value is None or isinstance(value, (str, bool)) or _finite(value)):
