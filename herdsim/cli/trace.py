@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 import yaml
 
@@ -39,6 +38,8 @@ def trace(
 ) -> None:
     """Summarise a recorded trace: count, span and rate percentiles per --bin; --profile
     writes the rates as a scenario's workload.profile."""
+    import numpy as np  # here, not at import: the command line's --help stays quick
+
     width = _seconds(bin_)
     if profile is not None and profile.exists():
         raise OutputExistsError(f"{profile}: already exists; choose another --profile")
