@@ -72,7 +72,7 @@ def budgets(draw, scope: str) -> dict:
 
 @st.composite
 def defences(draw) -> dict:
-    """A downstream's defences (herdsim.model.defences), or none."""
+    """A downstream's defences (herdsim.model.downstream.defences), or none."""
     fields: dict = {}
     discipline = draw(st.sampled_from(["fifo", "fifo", "lifo", "adaptive_lifo"]))
     fields["discipline"] = discipline

@@ -27,8 +27,8 @@ from herdsim.cli import app
 from herdsim.config.scenario import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
 from herdsim.experiments.sweep import plan, run_task
-from herdsim.model.estimate import available_memory, estimate
 from herdsim.outputs import atomic, sweep_dir
+from herdsim.planning.estimate import available_memory, estimate
 
 TINY = {"name": "h", "seed": 1, "duration": "1s", "workload": {"rate": 10},
         "workers": {"count": 2}, "downstream": {"concurrency": 2,

@@ -18,7 +18,7 @@ from test_conservation import scenarios
 
 import herdsim
 from herdsim.config.scenario import Downstream as DownstreamConfig
-from herdsim.model.downstream import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
+from herdsim.model.downstream.core import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws, draws

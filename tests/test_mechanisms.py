@@ -21,7 +21,7 @@ from test_conservation import scenarios
 import herdsim
 from herdsim.config.scenario import Budget
 from herdsim.config.scenario import Downstream as DownstreamConfig
-from herdsim.model.downstream import DOWN, OK, REJECTED, TIMEOUT, Downstream
+from herdsim.model.downstream.core import DOWN, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.kernel import Environment
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation

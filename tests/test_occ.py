@@ -16,7 +16,7 @@ from scipy import stats
 
 from herdsim.config.scenario import load_scenario
 from herdsim.errors import ScenarioError
-from herdsim.model import occ
+from herdsim.model.downstream import occ
 from herdsim.model.recorder import Recorder
 from herdsim.results.result import run
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
+from herdsim.model.downstream import family
 
 Kind = Literal["count", "real", "fraction", "flag", "text"]
 STATES = CLASSES  # the metastability classes, best first
@@ -258,8 +259,9 @@ def missing_text(key: str, summary: dict | None = None) -> str:
         return f"{NA} (no outage)"
     if key == "recovery_time":
         return NOT_RECOVERED
-    if key == "capacity_rate" and summary is not None and summary.get("model") == "occ":
-        return f"{NA} (occ: no service rate)"
+    if key == "capacity_rate" and summary is not None \
+            and not family.named(summary.get("model", "queue")).queueing:
+        return f"{NA} ({summary['model']}: no service rate)"
     if key == "capacity_rate" and summary is not None:
         return f"{NA} (unbounded)"
     return f"{NA} ({kpi.missing})" if kpi is not None and kpi.missing else NA

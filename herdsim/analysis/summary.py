@@ -13,7 +13,8 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
-from herdsim.model.defences import SHED
+from herdsim.model.downstream import family
+from herdsim.model.downstream.defences import SHED
 from herdsim.model.workload import Piecewise
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
@@ -217,8 +218,9 @@ def offered_rate(scenario: Scenario, start: float, end: float) -> float:
 def goodput(jobs: pd.DataFrame, scenario: Scenario) -> float | None:
     """Successes per second from the end of the last outage (the run's start without one)
     to the run's end, over :func:`offered_rate` in that window. Above 1 while a backlog is
-    worked off; None for ``model: occ`` (no offered rate), or with no window left."""
-    if scenario.downstream.model == "occ":
+    worked off; None for a model that serves no offered load (occ), or with no window
+    left."""
+    if not family.of(scenario).queueing:
         return None
     start = scenario.last_outage_end or 0.0
     end = scenario.duration
@@ -271,9 +273,11 @@ def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
     judges is the same health rule from the end of the last load spike, or from t = 0
     (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
-    ``model: occ``: recovered when every client succeeded, else degraded."""
-    if scenario.downstream.model == "occ":
-        return "recovered" if summary.get("completion_time") is not None else "degraded"
+    A model with an end of its own (occ: ``completion_time``): recovered when it came,
+    else degraded."""
+    done_when = family.of(scenario).done_when
+    if done_when is not None:
+        return "recovered" if summary.get(done_when) is not None else "degraded"
     recovery = summary["recovery_time"]
     if not scenario.downstream.outages:
         spikes = scenario.workload.spikes
@@ -296,12 +300,12 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     ``breaker_open_time`` is the mean time one breaker spent not closed (seconds);
     *extra* holds a model's own KPIs (occ: ``completion_time``, ``conflicts``).
     """
-    occ = scenario.downstream.model == "occ"
+    queueing = family.of(scenario).queueing
     outcome = jobs["outcome"]
     submitted = len(jobs)
     succeeded = int((outcome == "succeeded").sum())
     dead = int((outcome == "dead_lettered").sum())
-    capacity = None if occ else bounded_capacity(scenario)
+    capacity = bounded_capacity(scenario) if queueing else None
     peak = peak_rate(attempt_times, scenario.peak_window)
     last_end = scenario.last_outage_end
     after = [t for t in crash_times if last_end is not None and t >= last_end]
@@ -326,7 +330,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "retries_total": int(ts["retry"].sum()),
         "amplification": attempts_total / succeeded if succeeded else None,
         "calls_per_calling_job": attempts_total / calling if calling else None,
-        "rejected_total": None if occ else int(ts["rejected"].sum()),
+        "rejected_total": int(ts["rejected"].sum()) if queueing else None,
         "timeouts_total": int(ts["timeouts"].sum()),
         "errors_total": int(ts["errors"].sum()),
         "wasted_total": int(ts["wasted"].sum()),

@@ -275,7 +275,8 @@ class Overload(Section):
 
 
 class Occ(Section):
-    """The optimistic-concurrency row (``downstream.model: occ``, see herdsim/model/occ.py)."""
+    """The optimistic-concurrency row (``downstream.model: occ``; the model:
+    herdsim/model/downstream/occ.py)."""
 
     hop_mean: PositiveDuration = 0.010
     hop_sd: NonNegativeDuration = 0.002

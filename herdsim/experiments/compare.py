@@ -22,7 +22,7 @@ from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
-from herdsim.model import estimate
+from herdsim.planning import estimate
 from herdsim.policies import presets as preset_table
 from herdsim.policies import strategies as strategy_registry
 from herdsim.results.comparison import (
@@ -145,7 +145,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 def plan_text(arms: list[Arm], replications: int, at_once: int) -> str:
-    """What a comparison is about to run, from :mod:`herdsim.model.estimate`: runs, the
+    """What a comparison is about to run, from :mod:`herdsim.planning.estimate`: runs, the
     largest run's jobs, calls and memory, how many at once."""
     largest = max((estimate.estimate(arm.scenario) for arm in arms), key=lambda e: e.events)
     runs = len(arms) * replications

@@ -8,7 +8,7 @@ maps every line of the originals to the scenario and sets the numbers beside the
 originals' own, run with ``benchmarks/originals.py``.
 
 - ``aws-2015``: the AWS Architecture Blog's "Exponential Backoff And Jitter" (2015):
-  N clients contending on one row with optimistic concurrency (``herdsim/model/occ.py``).
+  N clients contending on one row with optimistic concurrency (``herdsim/model/downstream/occ.py``).
 - ``collapse``: ``simple_collapse_sim/sim.py`` of github.com/mbrooker/simulator_example:
   open-loop clients, a server whose service time is fixed at its start (1 s + 10 ms ×
   concurrency), both network legs delayed, 3 s timeouts, 3 attempts, hit by a spike.
@@ -38,7 +38,7 @@ from herdsim.config.scenario import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import replication_seed
 from herdsim.experiments.parallel import imap_unordered
-from herdsim.model import occ
+from herdsim.model.downstream import occ
 from herdsim.model.recorder import Recorder
 from herdsim.outputs.atomic import staged_dir
 from herdsim.plots import reproduce as plots

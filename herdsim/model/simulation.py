@@ -11,9 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from herdsim.config.scenario import Scenario, Service
-from herdsim.model import occ
-from herdsim.model.defences import DefendedDownstream
-from herdsim.model.downstream import Downstream
+from herdsim.model.downstream.core import Downstream
+from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
@@ -262,14 +261,3 @@ class Simulation:
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
                         sum(g.breaker.trips for g in gates), open_time)
-
-
-def simulate(scenario: Scenario, progress: Progress | None = None) -> Finished:
-    """Run *scenario* once through the model its downstream names, reporting *progress*
-    (see :class:`Simulation`; the ``occ`` model reports only its end)."""
-    if scenario.downstream.model == "occ":
-        finished = occ.simulate(scenario)
-        if progress is not None:
-            progress(scenario.duration, scenario.duration)
-        return finished
-    return Simulation(scenario, progress).run()

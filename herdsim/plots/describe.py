@@ -16,6 +16,7 @@ from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario, load_scenario, value_text
 from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.errors import ScenarioError
+from herdsim.model.downstream import family
 
 
 def _with_units(model: type[BaseModel], data: dict) -> dict:
@@ -93,9 +94,7 @@ def capacity(sc: Scenario) -> float | None:
     """The downstream's capacity in calls/s as the summary's ``capacity_rate`` has it
     (:func:`~herdsim.analysis.summary.bounded_capacity`): None for the occ model or an
     effectively unbounded downstream."""
-    if sc.downstream.model == "occ":
-        return None
-    return bounded_capacity(sc)
+    return bounded_capacity(sc) if family.of(sc).queueing else None
 
 
 UNBOUNDED_TEXT = ("the downstream is effectively unbounded (its capacity is over "
@@ -110,7 +109,8 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
     """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget; the
     sections in *varied* (which differ between arms) are left to the arms' labels."""
     w, d, r = sc.workers, sc.downstream, sc.retry
-    if d.model == "occ":
+    queueing = family.of(sc).queueing
+    if not queueing:
         parts = [f"{w.count:,} clients start together, updating one row under optimistic "
                  "concurrency"]
     else:
@@ -130,7 +130,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
                 "error": f"{o.error_rate:.0%} errors"}[o.mode]
         parts.append(f"{what} {format_duration(o.duration)} at {format_duration(o.start)}")
-    if not d.outages and d.model != "occ":
+    if not d.outages and queueing:
         parts.append("no outage")
     if d.overload.collapse is not None:
         parts.append("crashes when overloaded")
@@ -139,7 +139,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
         parts.append(f"retry {retry}base {format_duration(r.base)} "
                      f"cap {format_duration(r.cap)}, {limit}")
-    if d.model != "occ" and "dlq" not in varied:
+    if queueing and "dlq" not in varied:
         parts.append("DLQ on" if sc.dlq.enabled else "DLQ off (failed jobs go back to the queue)")
     if sc.breaker.enabled and "breaker" not in varied:
         parts.append(f"breaker per {sc.breaker.scope}")

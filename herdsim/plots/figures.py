@@ -21,6 +21,7 @@ from matplotlib.ticker import EngFormatter, MaxNLocator
 from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
+from herdsim.model.downstream import family
 from herdsim.plots import coarse, describe
 from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
@@ -152,7 +153,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
                                          **line)
         ax = panels["success"]
         offered = ""
-        if base.downstream.model != "occ":
+        if family.of(base).queueing:
             ax.axhline(base.workload.rate, color="0.3", linestyle=":", lw=1.6)
             offered = f"; dotted: offered {base.workload.rate:,.4g} jobs/s"
         ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"

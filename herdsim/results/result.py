@@ -14,10 +14,11 @@ from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
 from herdsim.config.scenario import Scenario, load_scenario
 from herdsim.errors import UsageError
-from herdsim.model import estimate
+from herdsim.model.downstream.family import simulate
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
-from herdsim.model.simulation import Progress, simulate
+from herdsim.model.simulation import Progress
+from herdsim.planning import estimate
 
 
 @dataclass
@@ -92,7 +93,7 @@ def run(scenario: Scenario | str | Path | dict, progress: Progress | None = None
     *progress*, if given, is called as ``progress(now, duration)`` (simulated seconds
     done, of the run's total) about 200 times during the run and once at its end. A run
     this machine cannot hold is refused before simulating
-    (:class:`~herdsim.errors.CapacityError`, see :mod:`herdsim.model.estimate`) unless
+    (:class:`~herdsim.errors.CapacityError`, see :mod:`herdsim.planning.estimate`) unless
     *force*."""
     if isinstance(scenario, (str, Path, dict)):
         scenario = load_scenario(scenario)

@@ -2,12 +2,12 @@
 
 ``await Emulator.call()`` is one call; it returns an outcome (``OK``, ``ERROR``,
 ``DOWN``, ``REJECTED``, ``THROTTLED``, ``TIMEOUT``) and the Retry-After hint, following
-:mod:`herdsim.model.downstream`: slots and a waiting room, service times drawn from the
+:mod:`herdsim.model.downstream.core`: slots and a waiting room, service times drawn from the
 scenario's distribution and stream, the client deadline (a call waiting past it leaves
 the room; one served past it is served anyway, as waste), outages at their times from
 ``t0`` (``down`` fails every call in flight at once, ``blackhole`` answers nothing before
 the deadline, ``error``, ``slow``), the crash rule (the model's own
-:class:`~herdsim.model.collapse.CollapseGuard`) and the rate limiter (the policies' own
+:class:`~herdsim.model.downstream.collapse.CollapseGuard`) and the rate limiter (the policies' own
 :class:`~herdsim.policies.rate_limit.TokenBucket`). Each call is one future; a timer per
 call sets it.
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from herdsim.config.scenario import Downstream, Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
-from herdsim.model.collapse import CollapseGuard
+from herdsim.model.downstream.collapse import CollapseGuard
 from herdsim.model.streams import draws, generators
 from herdsim.policies.rate_limit import TokenBucket
 from herdsim.testbed.timing import Clock, Lateness

@@ -28,6 +28,7 @@ import redis
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError
+from herdsim.model.downstream import family
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job
@@ -61,7 +62,7 @@ def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
     ``herdsim serve``) does not emulate."""
     ds, workers = scenario.downstream, scenario.workers
     unsupported = [
-        ("downstream.model", ds.model == "occ", "the occ model"),
+        ("downstream.model", not family.of(scenario).queueing, f"the {ds.model} model"),
         ("downstream.network_delay", ds.network_delay is not None, "a network delay"),
         ("downstream.request_delay", ds.request_delay is not None, "a request delay"),
         ("downstream.overload.latency_model", ds.overload.latency_model == "continuous",

@@ -15,6 +15,7 @@ import json
 import numpy as np
 
 from herdsim.config.durations import format_duration
+from herdsim.model.downstream import family
 from herdsim.plots.landing import landing_counts, landings
 from herdsim.plots.style import arm_styles, one
 
@@ -51,7 +52,7 @@ def payload(c, replication: int = 0) -> dict:
         arms.append({"label": arm.label, "color": styles[arm.label]["color"],
                      "calls": np.round(calls, 1).tolist(),
                      "landBins": np.round(land, 1).tolist()})
-    capacity = None if sc.downstream.model == "occ" else sc.downstream.capacity_rate()
+    capacity = family.of(sc).capacity_rate(sc)
     what = (f"the busiest {format_duration(sc.peak_window)} in each "
             f"{format_duration(sc.bin)} bin" if short else
             f"averaged over each {format_duration(sc.bin)} bin")

@@ -19,6 +19,7 @@ from herdsim.analysis.kpis import BY_KEY, number_text, show
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config.durations import format_duration
+from herdsim.model.downstream import family
 from herdsim.plots import describe
 
 __all__ = ["NOT_RECOVERED", "Stat", "arm_stats", "assumptions", "state_text", "states", "ties",
@@ -144,7 +145,7 @@ def assumptions(c) -> list[str]:
     sc = c.scenario
     d = sc.downstream
     out = []
-    if d.model != "occ":
+    if family.of(sc).queueing:
         collapse = d.overload.collapse
         if collapse is not None:
             rule = []

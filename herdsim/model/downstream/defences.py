@@ -30,16 +30,13 @@ from __future__ import annotations
 from herdsim.model.calls import (
     ABANDONED,
     COMPLETED,
-    DOWN,
     REJECTED,
-    SERVING,
     THROTTLED,
-    TIMEOUT,
     WAITING,
     Call,
 )
-from herdsim.model.downstream import Downstream
-from herdsim.model.kernel import later, trigger_later, unfired
+from herdsim.model.downstream.core import Downstream
+from herdsim.model.kernel import trigger_later
 from herdsim.policies import limiters
 
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
@@ -51,6 +48,7 @@ class DefendedDownstream(Downstream):
     def __init__(self, env, cfg, service, outage_draw, recorder, network=None, request=None,
                  draw=None):
         super().__init__(env, cfg, service, outage_draw, recorder, network, request)
+        self._gated = True  # every call meets the admission limit and shedding first
         self.discipline = cfg.discipline
         self.lifo_threshold = cfg.lifo_threshold
         self.codel = cfg.codel
@@ -90,94 +88,40 @@ class DefendedDownstream(Downstream):
             return self._refuse(now, REJECTED)
         return None
 
-    def _admitted(self, c: Call, now: float) -> None:
-        self.held += 1
-        c.admitted = now
-        c.inflight = self.held
-
-    def _enqueue(self, c: Call, now: float) -> None:
-        if not self.in_room():
-            self._standing_since = now
-        self._waiting.append(c)
-
-    def admit(self, proc):
-        env = self.env
-        now = env.now
-        self._attempts(now)
-        health = self.health
-        if not health.up:
-            self._rejected(now)
-            return DOWN
-        if health.blackhole:
-            c = Call(proc, self.epoch, now + self.timeout)
-            c.event = later(env, self.timeout, TIMEOUT)
-            return c
+    def _overload(self, now: float) -> int | None:
+        """The admission limit and shedding, then the core's rate limiter and guard."""
         refused = self._screen(now)
         if refused is not None:
             return refused
-        if self._gated:
-            refused = self._overload(now)
-            if refused is not None:
-                return refused
-        timeout = self.timeout
-        c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
-        c.admitted = None
-        if self.busy < self.concurrency:
-            self._admitted(c, now)
-            self.busy += 1
-            self._start(c, now)
-        elif self.queue_limit is None or self.in_room() < self.queue_limit:
-            self._admitted(c, now)
-            c.event = unfired()
-            self._enqueue(c, now)
-            self.n_waiting += 1
-            if timeout is not None:
-                self.arm_deadline(c)
-        else:
-            return self._refuse(now, REJECTED)
-        self.active[c] = None
+        return super()._overload(now)
+
+    def admit(self, proc):
+        empty = not self.in_room()
+        c = super().admit(proc)
+        if c.__class__ is Call and c in self.active:  # in service or waiting: admitted
+            self._admitted(c, self.env.now, empty)
         return c
 
     def arrive(self, c: Call) -> int | None:
-        env = self.env
-        now = env.now
-        self._attempts(now)
-        health = self.health
-        if not health.up:
-            self._rejected(now)
-            return DOWN
-        abandoned = c.state == ABANDONED
-        if health.blackhole:
-            if not abandoned:
-                c.state = SERVING
-                trigger_later(env, c.event, TIMEOUT, c.deadline - now)
-            return None
-        refused = self._screen(now)
-        if refused is not None:
-            return refused
-        if self._gated:
-            refused = self._overload(now)
-            if refused is not None:
-                return refused
-        c.epoch = self.epoch
-        if not abandoned:
-            c.state = WAITING
-        if self.busy < self.concurrency:
-            self._admitted(c, now)
-            self.busy += 1
-            self._start(c, now)
-        elif self.queue_limit is None or self.in_room() < self.queue_limit:
-            if abandoned and not self.serve_abandoned:
+        empty = not self.in_room()
+        refused = super().arrive(c)
+        if refused is None and not self.health.blackhole:  # in service or waiting
+            if c.state == ABANDONED and not self.serve_abandoned and self._queued(c):
                 c.admitted = None  # it will be skipped, never served: not admitted
             else:
-                self._admitted(c, now)
-            self._enqueue(c, now)
-            self.n_waiting += not abandoned
-        else:
-            return self._refuse(now, REJECTED)
-        if not abandoned:
-            self.active[c] = None
-        return None
+                self._admitted(c, self.env.now, empty)
+        return refused
+
+    def _queued(self, c: Call) -> bool:
+        return bool(self._waiting) and self._waiting[-1] is c
+
+    def _admitted(self, c: Call, now: float, empty: bool) -> None:
+        """*c* was just admitted (into a slot or the room, *empty* before it)."""
+        self.held += 1
+        c.admitted = now
+        c.inflight = self.held
+        if empty and self._queued(c):
+            self._standing_since = now  # the room goes from empty to standing
 
     # -- leaving -----------------------------------------------------------------------------
 

@@ -9,15 +9,15 @@ together at t0 (a ``down`` outage or a crash) are interrupted with cause ``FAILE
 This core keeps the slots, the waiting room and the client deadlines. Its mechanisms are
 parts chosen once, when it is built, from the scenario's ``downstream`` section:
 
-* ``health`` (:mod:`herdsim.model.health`): outages, crash and restart;
-* ``service`` (:mod:`herdsim.model.service`): ``at_start`` or processor sharing;
-* the collapse guard (:mod:`herdsim.model.collapse`), only with ``overload.collapse``;
+* ``health`` (:mod:`herdsim.model.downstream.health`): outages, crash and restart;
+* ``service`` (:mod:`herdsim.model.downstream.service`): ``at_start`` or processor sharing;
+* the collapse guard (:mod:`herdsim.model.downstream.collapse`), only with ``overload.collapse``;
 * the rate limiter (:mod:`herdsim.policies.rate_limit`), only with ``rate_limit``;
-* the network (:mod:`herdsim.model.network`), only with ``network_delay`` or
+* the network (:mod:`herdsim.model.downstream.network`), only with ``network_delay`` or
   ``request_delay``.
 
 Its defences (disciplines, CoDel, shedding, admission limits) live in the subclass
-:class:`herdsim.model.defences.DefendedDownstream`, built only when a scenario asks.
+:class:`herdsim.model.downstream.defences.DefendedDownstream`, built only when a scenario asks.
 
 No process is spawned per call: a completed call costs one scheduled event, a fast failure
 none. Client deadlines share one timer: they all come ``timeout`` after they are armed, so
@@ -49,11 +49,11 @@ from herdsim.model.calls import (
     WAITING,
     Call,
 )
-from herdsim.model.collapse import CollapseGuard
-from herdsim.model.health import Health
+from herdsim.model.downstream.collapse import CollapseGuard
+from herdsim.model.downstream.health import Health
+from herdsim.model.downstream.network import Wire
+from herdsim.model.downstream.service import AtStart, ProcessorSharing
 from herdsim.model.kernel import at, later, trigger_later, unfired
-from herdsim.model.network import Wire
-from herdsim.model.service import AtStart, ProcessorSharing
 from herdsim.model.streams import Draws
 from herdsim.policies.rate_limit import TokenBucket
 
