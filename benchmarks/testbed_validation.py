@@ -23,7 +23,7 @@ from pathlib import Path
 import matplotlib as mpl
 import pandas as pd
 
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.plots.style import STYLE, Figure
 from herdsim.testbed import agreement
 from herdsim.testbed.run import testbed

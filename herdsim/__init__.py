@@ -28,7 +28,7 @@ _WHERE = {
     "ScenarioError": "herdsim.errors",
     "Strategy": "herdsim.policies.strategies",
     "compare": "herdsim.experiments.compare",
-    "load_scenario": "herdsim.config.scenario",
+    "load_scenario": "herdsim.config.loading",
     "run": "herdsim.results.result",
     "save": "herdsim.outputs.compare_dir",
     "sweep": "herdsim.experiments.sweep",
@@ -51,7 +51,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from herdsim.config.scenario import Scenario, load_scenario
+    from herdsim.config.loading import load_scenario
+    from herdsim.config.scenario import Scenario
     from herdsim.errors import HerdsimError, ScenarioError
     from herdsim.experiments.compare import compare
     from herdsim.experiments.sweep import sweep

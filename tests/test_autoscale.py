@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim.config.scenario import Autoscale
+from herdsim.config.sections import Autoscale
 from herdsim.errors import ScenarioError
 from herdsim.policies.autoscale import Autoscaler
 

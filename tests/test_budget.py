@@ -30,7 +30,7 @@ from herdsim.results.result import Result
 
 def built(**fields):
     """The budget object a scenario's ``budget`` section builds."""
-    cfg = herdsim.config.scenario.Budget(**fields)
+    cfg = herdsim.config.sections.Budget(**fields)
     return budgets.build(cfg, np.random.default_rng(0).random)
 
 

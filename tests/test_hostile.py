@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.cli import app
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
 from herdsim.experiments.sweep import plan, run_task
-from herdsim.outputs import atomic, sweep_dir
+from herdsim.outputs import atomic, openmetrics, sweep_dir
 from herdsim.planning.estimate import available_memory, estimate
 
 TINY = {"name": "h", "seed": 1, "duration": "1s", "workload": {"rate": 10},
@@ -493,7 +493,7 @@ def test_an_impossible_time_series_value_is_named(tmp_path_factory, column, row,
     frame.loc[row, column] = value
     frame.to_csv(out / "timeseries.csv", index=False)
     for read in (herdsim.outputs.compare_dir.load_outputs,
-                 herdsim.outputs.openmetrics.load_run):
+                 openmetrics.load_run):
         with pytest.raises(OutputDirError, match=rf"timeseries.csv: .*{column}"):
             read(out)
 
@@ -642,7 +642,7 @@ def test_an_outage_listed_twice_is_one_outage():
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(0, 10**6), zeros=st.integers(1, 3))
 def test_whole_numbers_with_leading_zeros_are_decimal(n, zeros):
-    from herdsim.config.scenario import parse_yaml
+    from herdsim.config.reading import parse_yaml
 
     assert parse_yaml(f"count: {'0' * zeros}{n}") == {"count": n}
 
@@ -765,7 +765,7 @@ def test_default_outputs_never_collide_or_replace(tmp_path, monkeypatch, tmp_pat
     run = damaged_copy(tmp_path_factory)
     (run / "metrics.om").write_text("mine\n")
     with pytest.raises(herdsim.errors.OutputExistsError):
-        herdsim.outputs.openmetrics.export(run)
+        openmetrics.export(run)
     assert (run / "metrics.om").read_text() == "mine\n"
 
 

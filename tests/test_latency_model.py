@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_conservation import scenarios
 
 import herdsim
-from herdsim.config.scenario import Downstream as DownstreamConfig
+from herdsim.config.sections import Downstream as DownstreamConfig
 from herdsim.model.downstream.core import DOWN, FAILED, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation

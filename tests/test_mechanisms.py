@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from test_conservation import scenarios
 
 import herdsim
-from herdsim.config.scenario import Budget
-from herdsim.config.scenario import Downstream as DownstreamConfig
+from herdsim.config.sections import Budget
+from herdsim.config.sections import Downstream as DownstreamConfig
 from herdsim.model.downstream.core import DOWN, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.kernel import Environment
 from herdsim.model.recorder import Recorder

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.model.downstream import occ
 from herdsim.model.recorder import Recorder

@@ -37,7 +37,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from herdsim.cli import app
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan

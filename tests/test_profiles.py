@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 import herdsim
-from herdsim.config.scenario import Workload
+from herdsim.config.sections import Workload
 from herdsim.errors import ScenarioError
 from herdsim.model.workload import Piecewise, clock, gap
 

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from herdsim.cli import app
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.experiments import reproduce as rp
 from herdsim.results import result as results
 

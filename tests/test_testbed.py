@@ -27,7 +27,7 @@ import psutil
 import pytest
 import redis.asyncio as aioredis
 
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
 from herdsim.testbed import agreement

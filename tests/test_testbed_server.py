@@ -15,7 +15,7 @@ import aiohttp
 from conftest import tiny
 from prometheus_client.parser import text_string_to_metric_families
 
-from herdsim.config.scenario import validate
+from herdsim.config.loading import validate
 from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.server import make_app, start_site
 from herdsim.testbed.timing import Clock, summarize

@@ -154,7 +154,7 @@ def load(path: Path, sets: list[str] | None, trust_code: bool = True) -> Scenari
         overrides = parse_sets(sets)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    from herdsim.config.scenario import load_scenario  # pydantic: not for --help
+    from herdsim.config.loading import load_scenario  # pydantic: not for --help
 
     return load_scenario(bundled.resolve(path), overrides, trust_code)
 

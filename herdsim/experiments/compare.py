@@ -18,7 +18,9 @@ from rich.console import Console
 
 from herdsim.analysis.kpis import show
 from herdsim.config import arguments
-from herdsim.config.scenario import Scenario, load_scenario, value_text
+from herdsim.config.loading import load_scenario
+from herdsim.config.overrides import value_text
+from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered

@@ -34,7 +34,7 @@ import yaml
 
 from herdsim.analysis.statistics import ci95, wilson95
 from herdsim.config import bundled
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.design import replication_seed
 from herdsim.experiments.parallel import imap_unordered

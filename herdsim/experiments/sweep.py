@@ -33,7 +33,9 @@ from pydantic import BaseModel
 
 from herdsim.analysis import metastability
 from herdsim.config.durations import parse_duration
-from herdsim.config.scenario import Scenario, apply_overrides, load_scenario, validate
+from herdsim.config.loading import load_scenario, validate
+from herdsim.config.overrides import apply_overrides
+from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at, is_duration
 from herdsim.errors import ScenarioError, SweepError
 from herdsim.experiments.design import seeded_data

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from herdsim.config.scenario import Scenario, Service
+from herdsim.config.scenario import Scenario
+from herdsim.config.sections import Service
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.finished import Finished

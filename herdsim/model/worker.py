@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from simpy import Interrupt
 
-from herdsim.config.scenario import RESOLUTION, Scenario
+from herdsim.config.scenario import Scenario
 from herdsim.config.schema import gates, value_at
+from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate

@@ -7,7 +7,7 @@ import math
 from bisect import bisect_right
 
 from herdsim.config import trace as traces
-from herdsim.config.scenario import Workload
+from herdsim.config.sections import Workload
 from herdsim.model.kernel import at
 
 

@@ -22,7 +22,8 @@ import pandas as pd
 
 from herdsim.analysis.kpis import BY_KEY, STATES
 from herdsim.config import files
-from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.config.loading import load_scenario
+from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, ScenarioError
 from herdsim.model.recorder import GAUGES
 from herdsim.outputs.atomic import verify

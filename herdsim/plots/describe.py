@@ -13,7 +13,9 @@ from pydantic import BaseModel
 from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
 from herdsim.config import bundled
 from herdsim.config.durations import format_duration
-from herdsim.config.scenario import Scenario, load_scenario, value_text
+from herdsim.config.loading import load_scenario
+from herdsim.config.overrides import value_text
+from herdsim.config.scenario import Scenario
 from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.errors import ScenarioError
 from herdsim.model.downstream import family

@@ -7,7 +7,7 @@ file and line at the commit read; docs/policies.md has the table). A behaviour a
 release changed stays under a name that says its version (``aws-standard-1.43``).
 ``k = 1`` is the first retry; herdsim's strategies see ``attempt = k - 1``.
 
-How a preset meets a scenario (``herdsim.config.scenario``): ``retry.preset`` written in a
+How a preset meets a scenario (``herdsim.config.overrides``): ``retry.preset`` written in a
 file fills only the fields the file leaves out; ``--set retry.preset=NAME`` (and every
 arm of ``compare --presets``) replaces the fields the presets control (:data:`PATHS`) and
 other ``--set`` values then override it. The zero-wait presets set

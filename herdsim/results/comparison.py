@@ -22,7 +22,8 @@ from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show
 from herdsim.analysis.metastability import RANK_RULE, majority, rank
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
-from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.config.loading import load_scenario
+from herdsim.config.scenario import Scenario
 from herdsim.plots import figures
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
-from herdsim.config.scenario import Scenario, load_scenario
+from herdsim.config.loading import load_scenario
+from herdsim.config.scenario import Scenario
 from herdsim.errors import UsageError
 from herdsim.model.downstream.family import simulate
 from herdsim.model.finished import Finished

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import redis.asyncio as aioredis
 
-from herdsim.config.scenario import validate
+from herdsim.config.loading import validate
 from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.producer import Producer
 from herdsim.testbed.server import make_app, start_site

@@ -24,7 +24,8 @@ from collections import deque
 
 import numpy as np
 
-from herdsim.config.scenario import Downstream, Scenario
+from herdsim.config.scenario import Scenario
+from herdsim.config.sections import Downstream
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.downstream.collapse import CollapseGuard
 from herdsim.model.streams import draws, generators

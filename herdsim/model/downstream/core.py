@@ -31,7 +31,7 @@ from collections import deque
 
 import simpy
 
-from herdsim.config.scenario import Downstream as DownstreamConfig
+from herdsim.config.sections import Downstream as DownstreamConfig
 from herdsim.model.calls import (
     ABANDONED,
     COMPLETED,

@@ -21,7 +21,7 @@ from herdsim.analysis import metastability
 from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, NA, REGISTRY, REPORT_TABLE, STATE_MEANING
 from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
 from herdsim.config.durations import format_duration
-from herdsim.config.scenario import load_scenario
+from herdsim.config.loading import load_scenario
 from herdsim.outputs.atomic import sealed
 from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import arm_stats, assumptions, states, ties, verdict
