@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import herdsim
 from herdsim.cli import app
 from herdsim.config import bundled
+from herdsim.outputs.compare_dir import load_outputs
 from herdsim.plots import describe
 from herdsim.plots.landing import RESOLUTION, landing_counts, landings
 
@@ -122,6 +123,21 @@ def test_set_overrides_reach_the_title_of_a_bundled_scenario():
     fake = SimpleNamespace(scenario=sc, arms=[SimpleNamespace(label="exponential")],
                            replications=1, varied="one arm")
     assert "dlq.enabled=false" in describe.heading(fake, "x")
+
+
+def test_set_overrides_travel_with_the_output_directory(tmp_path):
+    """The heading names what --set changed from the scenario itself, not from a bundled
+    file reloaded at drawing time: a redraw from the folder names the same changes, and a
+    scenario loaded without --set names none, whatever its name."""
+    sc = herdsim.load_scenario(bundled.path("poison"),
+                               {"dlq.enabled": "false", "duration": "1s"})
+    out = herdsim.save(herdsim.run(sc), tmp_path / "run", formats=[])
+    again = load_outputs(out).scenario
+    assert describe.overrides(again) == ["dlq.enabled=false", "duration=1s"]
+    plain = herdsim.save(herdsim.run(herdsim.load_scenario(out / "scenario.yaml")),
+                         tmp_path / "plain", formats=[])
+    assert not (plain / "overrides.json").exists()
+    assert describe.overrides(load_outputs(plain).scenario) == []
 
 
 def test_plot_kinds_and_formats(tmp_path, make_scenario):

@@ -16,7 +16,7 @@ from herdsim.config import arguments, files
 from herdsim.config import trace as traces
 from herdsim.config.durations import format_duration
 from herdsim.config.messages import problems
-from herdsim.config.overrides import apply_overrides, fill_preset
+from herdsim.config.overrides import apply_overrides, fill_preset, value_text
 from herdsim.config.reading import parse_yaml, read_text
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError, UsageError
@@ -115,4 +115,6 @@ def load_scenario(
     except ScenarioError as exc:
         exc.source = label
         raise ScenarioError(exc.problems, label) from None
-    return validate(data, label, trust_code)
+    return validate(data, label, trust_code).overridden(
+        {path: raw if isinstance(raw, str) else value_text(raw)
+         for path, raw in (overrides or {}).items()})

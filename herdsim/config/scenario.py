@@ -7,6 +7,7 @@ from typing import Annotated
 import yaml
 from pydantic import (
     Field,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -49,6 +50,7 @@ class Scenario(Section):
     breaker: Breaker = Breaker()
     budget: Annotated[Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
+    _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -188,6 +190,17 @@ class Scenario(Section):
                 or ds.defends()
                 or ds.queue_limit is not None or ds.overload.collapse is not None
                 or (workers.count is None and self.breaker.enabled))
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        """``path -> value`` as ``--set`` (or ``load_scenario``'s *overrides*) changed
+        them when the scenario was loaded, as written; empty when nothing was."""
+        return dict(self._overrides)
+
+    def overridden(self, changes: dict[str, str]) -> Scenario:
+        """This scenario, recording *changes* as its :attr:`overrides`."""
+        self._overrides = dict(changes)
+        return self
 
     @property
     def outage_windows(self) -> list[tuple[float, float]]:

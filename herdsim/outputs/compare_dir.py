@@ -13,13 +13,15 @@ A comparison directory (``herdsim compare --out DIR``):
   instead, the same columns: CSV would take most of the time spent saving;
 - ``scenario.yaml``: the base scenario; ``arms.json``: each arm's label, strategy and
   settings, and the number of replications (and ``unfinished``: the arms an interrupted
-  comparison did not run; the arms saved are whole);
+  comparison did not run; the arms saved are whole); ``overrides.json``, only when
+  ``--set`` changed the scenario: ``path -> value`` as written;
 - ``timeline``, ``landing``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
   ``report.html`` when asked for.
 
 A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.csv``,
-``jobs.parquet``, ``summary.json``, ``scenario.yaml``, ``peak_rate.csv`` (without
-``arm``/``replication``) and the ``timeline`` and ``landing`` figures.
+``jobs.parquet``, ``summary.json``, ``scenario.yaml`` (and ``overrides.json``),
+``peak_rate.csv`` (without ``arm``/``replication``) and the ``timeline`` and ``landing``
+figures.
 :func:`load_outputs` reads either kind into a :class:`~herdsim.results.comparison.Comparison`.
 """
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from herdsim.config import arguments
+from herdsim.config.scenario import Scenario
 from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
 from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir, staging_dir
@@ -59,6 +62,14 @@ def write_table(frame: pd.DataFrame, directory: Path, name: str) -> Path:
         path = directory / name
         frame.to_csv(path, index=False)
     return path
+
+
+def write_scenario(scenario: Scenario, directory: Path) -> None:
+    """``scenario.yaml`` (resolved), and ``overrides.json`` when ``--set`` changed it (what
+    the figures' headings name as changed)."""
+    (directory / "scenario.yaml").write_text(scenario.to_yaml())
+    if scenario.overrides:
+        (directory / reading.OVERRIDES).write_text(json.dumps(scenario.overrides, indent=2) + "\n")
 
 
 def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str],
@@ -115,7 +126,7 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",),
         write_table(result.sleeps, staging, "sleeps.csv")
         result.jobs.to_parquet(staging / "jobs.parquet", index=False)
         (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
-        (staging / "scenario.yaml").write_text(result.scenario.to_yaml())
+        write_scenario(result.scenario, staging)
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
         failures: list[str] = []
         with _drawing(failures):
@@ -137,7 +148,7 @@ def save_comparison(comparison: Comparison, out: str | Path,
         if comparison.peaks is not None:
             comparison.peaks.to_csv(staging / "peak_rate.csv", index=False)
         write_table(comparison.sleeps, staging, "sleeps.csv")
-        (staging / "scenario.yaml").write_text(comparison.scenario.to_yaml())
+        write_scenario(comparison.scenario, staging)
         arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
                 for a in comparison.arms]
         meta = {"replications": comparison.replications, "arms": arms}

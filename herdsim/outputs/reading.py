@@ -31,14 +31,28 @@ from herdsim.outputs.atomic import verify
 
 def scenario(directory: Path) -> Scenario:
     """``scenario.yaml`` of an output directory, validated without importing any code it
-    names (a strategy given as ``module:Class`` stays a name)."""
+    names (a strategy given as ``module:Class`` stays a name), with the ``--set`` changes
+    of its ``overrides.json``."""
     verify(directory, "scenario.yaml")
     try:
-        return load_scenario(directory / "scenario.yaml", trust_code=False)
+        sc = load_scenario(directory / "scenario.yaml", trust_code=False)
     except ScenarioError as exc:
         if exc.problems == [("", "no such file")]:
             raise OutputDirError(f"{directory}: scenario.yaml is missing") from None
         raise
+    if (directory / OVERRIDES).exists():
+        sc.overridden(json_file(directory, OVERRIDES, _overrides_problem))
+    return sc
+
+
+OVERRIDES = "overrides.json"  # what --set changed, beside scenario.yaml (only when it did)
+
+
+def _overrides_problem(data: object) -> str | None:
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in data.items()):
+        return "expected an object of field paths to values as --set wrote them"
+    return None
 
 
 COUNT, NONNEGATIVE, REAL = "a whole number >= 0", "a finite number >= 0", "a finite number"

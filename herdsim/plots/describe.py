@@ -1,23 +1,18 @@
-"""A scenario in words: a one-line summary of what it contains, the fields overridden
-from the bundled file of the same name, and its non-default fields with units."""
+"""A scenario in words: a one-line summary of what it contains, the fields ``--set``
+changed, and its non-default fields with units."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import yaml
 from pydantic import BaseModel
 
 from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
-from herdsim.config import bundled
 from herdsim.config.durations import format_duration
-from herdsim.config.loading import load_scenario
-from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import fields, is_duration, section_type
-from herdsim.errors import ScenarioError
 from herdsim.model.downstream import family
 
 
@@ -58,38 +53,11 @@ def field_docs(model: type[BaseModel] = Scenario, prefix: str = "") -> dict[str,
             if field.description}
 
 
-def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
-    items: Iterable[tuple[Any, Any]]
-    if isinstance(data, dict):
-        items = data.items()
-    elif isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
-        items = ((str(i), v) for i, v in enumerate(data))
-    else:
-        return {prefix[:-1]: data}
-    flat: dict[str, Any] = {}
-    for key, value in items:
-        flat.update(_flat(value, f"{prefix}{key}."))
-    return flat
-
-
 def overrides(sc: Scenario, ignore: tuple[str, ...] = ("retry.strategy",)) -> list[str]:
-    """``path=value`` for each field of *sc* that differs from the bundled scenario of
-    the same name (what ``--set`` changed); empty when there is no such bundled file."""
-    path = bundled.path(sc.name)
-    if path is None:
-        return []
-    try:
-        original = load_scenario(path, trust_code=False)
-    except ScenarioError:
-        return []
-    if original.name != sc.name:
-        return []
-    now = _flat(_with_units(Scenario, sc.to_dict()))
-    before = _flat(_with_units(Scenario, original.to_dict()))
-    return [f"{key}={value_text(value)}" for key, value in now.items()
-            if before.get(key, object()) != value and key not in ignore
-            and not key.startswith(ignore)
-            and not (value is None and key not in before)]  # a new section's unset fields
+    """``path=value`` for each field ``--set`` changed when *sc* was loaded (carried by the
+    scenario, and by its output directory's ``overrides.json``), but those in *ignore*."""
+    return [f"{key}={value}" for key, value in sc.overrides.items()
+            if key not in ignore and not key.startswith(ignore)]
 
 
 def capacity(sc: Scenario) -> float | None:
@@ -187,7 +155,7 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
                           ).split("; "), "; ")]
     changed = overrides(sc)
     if changed:
-        lines += _wrap(["changed from the bundled file:", *changed], " ")
+        lines += _wrap(["changed by --set:", *changed], " ")
     if explain:
         lines.append(explain)
     return "\n".join(lines)

@@ -162,7 +162,7 @@ def scenario_section(sc) -> str:
     """The scenario as written: only non-default fields, durations with units."""
     text = describe.written_yaml(sc)
     changed = describe.overrides(sc)
-    note = ("<p>Changed from the bundled file of this name: "
+    note = ("<p>Changed by <code>--set</code>: "
             + html.escape(", ".join(changed)) + ".</p>") if changed else ""
     return ("<h2>Scenario as written</h2><p class='note'>Only the fields that differ from "
             "the schema's defaults; durations with their units (docs/scenarios.md has "
