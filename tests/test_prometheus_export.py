@@ -7,6 +7,7 @@ against numbers copied from a run. Budget: about 3 s.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -65,7 +66,19 @@ def write_run(directory: Path, n_bins: int = 50, bin_width: float = 0.1, seed: i
         sleeps.append(sl)
     pd.concat(frames).to_csv(directory / "timeseries.csv", index=False)
     pd.concat(sleeps).to_csv(directory / "sleeps.csv", index=False)
+    if arms:
+        write_arms(directory, {arm: {} for arm in arms})
+    else:
+        (directory / "summary.json").write_text(json.dumps({"scenario": "synthetic"}))
     return directory
+
+
+def write_arms(directory: Path, settings: dict[str, dict], replications: int = 1) -> None:
+    """A comparison's ``arms.json`` and ``runs.csv`` for arms *settings* (label -> settings)."""
+    (directory / "arms.json").write_text(json.dumps({"replications": replications, "arms": [
+        {"label": arm, "strategy": "fixed", "settings": s} for arm, s in settings.items()]}))
+    pd.DataFrame([{"arm": arm, "replication": r} for arm in settings
+                  for r in range(replications)]).to_csv(directory / "runs.csv", index=False)
 
 
 def parse(text: str) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -228,6 +241,7 @@ def test_compare_directory_exports_one_replication(tmp_path):
     ts = pd.read_csv(directory / "timeseries.csv")
     twice = pd.concat([ts, ts.assign(replication=1, retry=0, recycled=0)])
     twice.to_csv(directory / "timeseries.csv", index=False)
+    write_arms(directory, {"a": {}}, replications=2)
     for replication, total in ((0, (ts["retry"] + ts["recycled"]).sum()), (1, 0)):
         samples, _ = parse(prom.render(prom.load_run(directory, replication), START)[0])
         assert series(samples, "worker_job_execution_total", status="retry").iloc[-1] == total
@@ -237,10 +251,8 @@ def test_compare_directory_exports_one_replication(tmp_path):
 
 def test_arms_varying_concurrency_get_their_own_capacity(tmp_path):
     directory = write_run(tmp_path / "cmp", arms=("small", "big"))
-    (directory / "arms.json").write_text(
-        '{"replications": 1, "arms": [{"label": "small", "strategy": "fixed", "settings": '
-        '{"downstream.concurrency": 3}}, {"label": "big", "strategy": "fixed", "settings": '
-        '{"downstream.concurrency": 30}}]}')
+    write_arms(directory, {"small": {"downstream.concurrency": 3},
+                           "big": {"downstream.concurrency": 30}})
     samples, _ = parse(prom.render(prom.load_run(directory), START)[0])
     for arm, value in (("small", 3), ("big", 30)):
         assert set(series(samples, "downstream_concurrency_limit", arm=arm)) == {value}
@@ -310,7 +322,7 @@ def test_label_values_are_escaped(tmp_path):
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda d: (d / "timeseries.csv").unlink(), "no timeseries.csv here"),
+    (lambda d: (d / "timeseries.csv").unlink(), "timeseries.csv is missing"),
     (lambda d: (d / "sleeps.csv").unlink(), "sleeps.csv is missing"),
     (lambda d: pd.read_csv(d / "timeseries.csv").drop(columns="retry").to_csv(
         d / "timeseries.csv", index=False), "missing column"),
@@ -330,7 +342,7 @@ def test_cli_export_writes_the_file_and_errors_exit_2(run_dir, tmp_path):
     assert done.exit_code == 0, done.output
     samples, _ = parse((run_dir / "metrics.om").read_text())
     assert samples["ms"].min() == START * 1000
-    for args, message in (([str(tmp_path / "nowhere")], "no such directory"),
+    for args, message in (([str(tmp_path / "nowhere")], "does not exist"),
                           ([str(run_dir), "--start", "1700000000000"], "milliseconds"),
                           ([str(run_dir), "--buckets", "1,x"], "buckets")):
         done = runner.invoke(app, ["export", "prometheus", *args])

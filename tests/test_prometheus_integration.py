@@ -83,6 +83,10 @@ def compare_dir(outage, results, tmp_path_factory):
     for name, parts in frames.items():
         pd.concat(parts).to_csv(directory / f"{name}.csv", index=False)
     (directory / "scenario.yaml").write_text(outage.to_yaml())
+    (directory / "arms.json").write_text(json.dumps({"replications": 1, "arms": [
+        {"label": arm, "strategy": arm, "settings": {}} for arm in ARMS]}))
+    pd.DataFrame([{"arm": arm, "replication": 0, **results[i].summary}
+                  for i, arm in enumerate(ARMS)]).to_csv(directory / "runs.csv", index=False)
     return directory
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,6 +47,19 @@ def parse_start(text: str) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
+
+
+def parse_interval(text: str | None) -> float | None:
+    """``--interval``: a duration (``1s``, ``500ms``), or None for the run's bin."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"--interval: {exc}") from None
+    if not math.isfinite(seconds):
+        raise UsageError(f"--interval {text}: not a finite duration")
+    return seconds
 
 
 def parse_buckets(text: str) -> list[float]:
@@ -130,7 +144,7 @@ def export_prometheus(
 
     bounds = openmetrics.DEFAULT_BUCKETS if buckets is None else parse_buckets(buckets)
     report_export(openmetrics.export(
-        directory, out, None if start is None else parse_start(start), interval,
+        directory, out, None if start is None else parse_start(start), parse_interval(interval),
         bounds, replication))
 
 
@@ -148,7 +162,8 @@ def prometheus_command(
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal cleans up
         signal.signal(signum, _terminate)           # like Ctrl-C (HUP must not just reload)
     try:
-        with prometheus_server.serve(directory, port, at, interval, replication) as running:
+        with prometheus_server.serve(directory, port, at, parse_interval(interval),
+                                     replication) as running:
             begin, end = (datetime.fromtimestamp(running.export.start),
                           datetime.fromtimestamp(running.export.end))
             console.print(f"Prometheus over {safe(directory)}: [bold]{running.url}[/] "

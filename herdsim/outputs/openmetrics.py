@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from herdsim.config.durations import format_duration, parse_duration
+from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, OutputExistsError, UsageError
-from herdsim.outputs import reading
 from herdsim.outputs.atomic import write_file
 
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -138,44 +137,34 @@ class RunData:
 
 
 def load_run(directory: str | Path, replication: int = 0) -> RunData:
-    """Read ``timeseries.csv``, ``sleeps.csv`` and ``scenario.yaml`` (and, for a comparison,
-    ``arms.json``) from *directory*. A comparison with several replications contributes
-    replication *replication* of every arm."""
+    """The run (or comparison) in *directory*, read and checked by the one reader of
+    output directories (:func:`~herdsim.outputs.compare_dir.load_outputs`); a comparison
+    with several replications contributes replication *replication* of every arm."""
+    from herdsim.outputs.compare_dir import COMPARE_MARKER, load_outputs
+
     directory = Path(directory)
-    if not (directory / "timeseries.csv").is_file():
-        what = "no such directory" if not directory.is_dir() else "no timeseries.csv here"
-        raise OutputDirError(f"{directory}: {what} (expected the --out directory of "
-                             "'herdsim run' or 'herdsim compare')")
-    scenario = reading.scenario(directory)
-    ts = reading.timeseries(directory, scenario, (
-        "time", *COUNTER_COLUMNS, *(c for c in GAUGES if c not in OPTIONAL_GAUGES)))
-    sleeps = reading.csv(directory, "sleeps.csv", ("time", "sleep"),
-                         kinds={"time": reading.NONNEGATIVE, "sleep": reading.NONNEGATIVE})
-    if "arm" not in ts.columns:
-        return RunData(scenario, {None: (ts, sleeps, scenario.downstream.concurrency)})
-    if "replication" in ts.columns:
-        if replication not in set(ts["replication"]):
-            raise UsageError(f"{directory}: --replication {replication}: no such replication in "
-                             f"timeseries.csv (it has {sorted(set(ts['replication']))})")
-        ts = ts[ts["replication"] == replication]
-        if "replication" in sleeps.columns:
-            sleeps = sleeps[sleeps["replication"] == replication]
-    concurrency = _arm_concurrency(directory, scenario)
+    c = load_outputs(directory)
+    needed = (*COUNTER_COLUMNS, *(g for g in GAUGES if g not in OPTIONAL_GAUGES))
+    missing = [column for column in needed if column not in c.timeseries.columns]
+    if missing:
+        raise OutputDirError(f"{directory / 'timeseries.csv'}: no column "
+                             f"{', '.join(missing)} (written by an older herdsim?)")
+    if not 0 <= replication < c.replications:
+        raise UsageError(f"{directory}: replication {replication}: no such replication "
+                         f"(it has 0…{c.replications - 1})")
+    ts = c.timeseries[c.timeseries["replication"] == replication]
+    sleeps = c.sleeps[c.sleeps["replication"] == replication]
+    if not (directory / COMPARE_MARKER).is_file():  # a run: no arm label
+        run = c.arms[0].scenario
+        return RunData(c.scenario, {None: (ts.reset_index(drop=True),
+                                           sleeps.reset_index(drop=True),
+                                           run.downstream.concurrency)})
     arms: dict[str | None, tuple[pd.DataFrame, pd.DataFrame, int]] = {}
-    for arm, frame in ts.groupby("arm", sort=False):
-        arm_sleeps = sleeps[sleeps["arm"] == arm] if "arm" in sleeps.columns else sleeps.iloc[:0]
-        arms[str(arm)] = (frame.reset_index(drop=True), arm_sleeps,
-                          concurrency.get(str(arm), scenario.downstream.concurrency))
-    return RunData(scenario, arms)
-
-
-def _arm_concurrency(directory: Path, scenario: Scenario) -> dict[str, int]:
-    """Arms of a comparison that vary ``downstream.concurrency``: arm label -> its value."""
-    if not (directory / "arms.json").is_file():
-        return {}
-    arms = reading.json_file(directory, "arms.json", reading.arms_problem)["arms"]
-    return {arm["label"]: int(arm["settings"]["downstream.concurrency"])
-            for arm in arms if "downstream.concurrency" in arm.get("settings", {})}
+    for arm in c.arms:
+        arms[arm.label] = (ts[ts["arm"] == arm.label].reset_index(drop=True),
+                           sleeps[sleeps["arm"] == arm.label].reset_index(drop=True),
+                           arm.scenario.downstream.concurrency)
+    return RunData(c.scenario, arms)
 
 
 @dataclass
@@ -269,8 +258,9 @@ def _interval_bins(interval: float | None, bin_width: float) -> int:
     if interval is None:
         return 1
     ratio = interval / bin_width
-    if interval <= 0 or ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-6:
-        raise UsageError(f"--interval {format_duration(interval)}: not a multiple "
+    if not math.isfinite(ratio) or interval <= 0 or ratio < 1 - 1e-9 \
+            or abs(ratio - round(ratio)) > 1e-6:
+        raise UsageError(f"interval {format_duration(interval)}: not a multiple "
                          f"of the run's bin ({format_duration(bin_width)})")
     return int(round(ratio))
 
@@ -278,7 +268,7 @@ def _interval_bins(interval: float | None, bin_width: float) -> int:
 def _buckets(buckets: Sequence[float]) -> np.ndarray:
     bounds = np.asarray([b for b in buckets if b != math.inf], dtype=float)
     if bounds.size == 0 or not np.all(np.isfinite(bounds)) or np.any(np.diff(bounds) <= 0):
-        raise UsageError("--buckets: expected finite bucket bounds in increasing order, "
+        raise UsageError("buckets: expected finite bucket bounds in increasing order, "
                          f"got {', '.join(map(str, buckets)) or 'none'}")
     return bounds
 
@@ -286,29 +276,23 @@ def _buckets(buckets: Sequence[float]) -> np.ndarray:
 def _start_millis(start: float) -> int:
     if not 0 <= start < LATEST_PLAUSIBLE_START:
         hint = " (that looks like milliseconds; give seconds)" if start > 0 else ""
-        raise UsageError(f"--start {start:g}: not a unix time in seconds{hint}")
+        raise UsageError(f"start {start:g}: not a unix time in seconds{hint}")
     return int(round(start * 1000))
 
 
 def export(directory: str | Path, out: str | Path | None = None, start: float | None = None,
-           interval: str | float | None = None, buckets: Sequence[float] = DEFAULT_BUCKETS,
+           interval: float | None = None, buckets: Sequence[float] = DEFAULT_BUCKETS,
            replication: int = 0) -> Export:
     """Write the OpenMetrics file of the run (or comparison) in *directory*.
 
     *out* defaults to ``DIR/metrics.om``; *start* (unix s) to now minus the run's duration,
-    so the last sample is recent and inside any retention. Written atomically; an
-    existing file is never replaced.
+    so the last sample is recent and inside any retention; *interval* (s) to the run's
+    bin. Written atomically; an existing file is never replaced.
     """
     data = load_run(directory, replication)
     if start is None:
         start = math.floor(time.time() - data.scenario.duration)
-    try:
-        step = None if interval is None else parse_duration(interval)
-    except ValueError as exc:
-        raise UsageError(f"--interval: {exc}") from None
-    if step is not None and not math.isfinite(step):
-        raise UsageError(f"--interval {interval}: not a finite duration")
-    text, samples, series = render(data, start, step, buckets)
+    text, samples, series = render(data, start, interval, buckets)
     path = Path(out) if out is not None else Path(directory) / FILE_NAME
     if os.path.lexists(path):
         again = "choose another --out or remove it" if out is not None else \

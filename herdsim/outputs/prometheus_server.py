@@ -174,7 +174,7 @@ class Server:
 
 @contextlib.contextmanager
 def serve(directory: str | Path, port: int | None = None, start: float | None = None,
-          interval: str | float | None = None, replication: int = 0) -> Iterator[Server]:
+          interval: float | None = None, replication: int = 0) -> Iterator[Server]:
     """Export *directory*, backfill it into a temporary TSDB and run Prometheus over it
     until the block ends; then stop it (by its pid) and delete the TSDB."""
     if port is not None and not 0 < port < 65536:
