@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from herdsim.cli import app
 from herdsim.cli.gate import parse
 from herdsim.errors import UsageError
-from herdsim.experiments.parallel import Lines
+from herdsim.system.progress import Lines
 
 
 @pytest.fixture()

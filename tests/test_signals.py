@@ -192,7 +192,7 @@ def test_sigkill_leaves_no_prometheus_and_the_next_start_clears_its_tsdb(tmp_pat
 
 def test_children_die_with_a_parent_killed_before_they_were_told(tmp_path):
     """The parent-death signal is armed even if the parent dies first (a race)."""
-    code = ("import os, time; from herdsim.outputs.children import die_with_parent\n"
+    code = ("import os, time; from herdsim.system.children import die_with_parent\n"
             "pid = os.fork()\n"
             "if pid == 0:\n    die_with_parent(); time.sleep(60); os._exit(0)\n"
             "print(pid, flush=True); time.sleep(60)\n")

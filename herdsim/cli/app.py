@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from herdsim.cli import complete
 from herdsim.config import bundled
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
-from herdsim.outputs import signals
+from herdsim.system import signals
 
 if TYPE_CHECKING:
     from herdsim.config.scenario import Scenario

@@ -1,7 +1,7 @@
 """Progress of one simulation in simulated time: ``progress(now_seconds, duration_seconds)``.
 
 In a terminal a bar on stderr with simulated seconds, elapsed time and ETA; when stderr is
-a pipe, a line every few seconds (:class:`herdsim.experiments.parallel.Lines`); nothing
+a pipe, a line every few seconds (:class:`herdsim.system.progress.Lines`); nothing
 with ``--quiet`` or ``--json``. The engine calls it as it runs (``herdsim.run(scenario,
 progress=...)``).
 """
@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from herdsim.experiments.parallel import Lines
+from herdsim.system.progress import Lines
 
 
 class SimProgress:

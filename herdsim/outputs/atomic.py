@@ -3,7 +3,7 @@
 Every write goes through here: :func:`staged_dir` for a new directory, :func:`write_file`
 for one file, :func:`staging_dir` for a scratch folder beside the outputs. Each stages
 under a hidden name that carries the writer's pid (``.herdsim-<pid>-...``), then renames
-it into place; a save ended by a signal (see :mod:`herdsim.outputs.signals`) removes its
+it into place; a save ended by a signal (see :mod:`herdsim.system.signals`) removes its
 staging, and one ended by SIGKILL leaves it for the next writer in that folder to clear
 (:func:`clear_stale`: the owner's pid is gone). A target is never reached through a
 symbolic link that leads out of the folder written into.
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from herdsim.errors import OutputDirError, OutputExistsError
-from herdsim.outputs.children import alive
-from herdsim.outputs.signals import as_interrupt
+from herdsim.system.children import alive
+from herdsim.system.signals import as_interrupt
 
 CHECKSUMS = "checksums.json"
 STAGING = ".herdsim-"  # the prefix of every staging folder and file: .herdsim-<pid>-...

@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from herdsim.errors import PrometheusError, UsageError
-from herdsim.outputs.children import alive, die_with_parent
 from herdsim.outputs.openmetrics import FILE_NAME, RETRY_QUERY, Export, export
+from herdsim.system.children import alive, die_with_parent
 
 WORKDIR_PREFIX = "herdsim-prometheus-"
 OWNER = "owner.pid"  # in the working directory: the herdsim process that made it

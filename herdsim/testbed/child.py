@@ -6,7 +6,7 @@ where things are (Redis, the downstream, the log file). The handshake with the d
 ``ready PORT`` on stdout, reads ``go T0`` on stdin (the run's ``t0``, a
 ``time.monotonic()`` instant), runs the scenario until its end, writes its log (an
 ``.npz`` of flat arrays) and exits 0. It dies with the driver (a parent-death signal
-armed before it starts, see :mod:`herdsim.outputs.children`).
+armed before it starts, see :mod:`herdsim.system.children`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The testbed's processes: start them on loopback, hand them ``t0``, stop every one.
 
 Every child (``redis-server`` and the :mod:`herdsim.testbed.child` roles) gets a
-parent-death signal before it starts (:func:`herdsim.outputs.children.die_with_parent`)
+parent-death signal before it starts (:func:`herdsim.system.children.die_with_parent`)
 and its own session: a SIGKILLed driver still takes them all down, and the terminal's
 Ctrl-C reaches only the driver, which stops them (:meth:`Fleet.stop`, by pid).
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from herdsim.errors import TestbedError
-from herdsim.outputs.children import die_with_parent
+from herdsim.system.children import die_with_parent
 
 REDIS_HINT = "install the Debian package redis-server (apt-get install redis-server)"
 READY_TIMEOUT = 30.0  # s a child may take to say ready
