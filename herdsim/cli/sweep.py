@@ -108,14 +108,19 @@ def sweep_command(
     if json_:
         emit_json(_json(runs, manifest, counts, first, target))
     elif not quiet:
-        table = Table(title="cells by class", header_style="bold")
-        for column in (first, *counts.columns):
-            table.add_column(column, justify="left" if column == first else "right")
-        for strategy, row in counts.iterrows():
-            table.add_row(safe(strategy), *(str(n) for n in row))
-        console.print(table)
-        console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
+        _print_counts(counts, first, written)
     gate(gate_rules.failing(conditions, _by_run(runs, manifest)))
+
+
+def _print_counts(counts, first: str, written: list[Path]) -> None:
+    """The cells of each strategy (or preset) by class, and the files written."""
+    table = Table(title="cells by class", header_style="bold")
+    for column in (first, *counts.columns):
+        table.add_column(column, justify="left" if column == first else "right")
+    for strategy, row in counts.iterrows():
+        table.add_row(safe(strategy), *(str(n) for n in row))
+    console.print(table)
+    console.print("wrote " + ", ".join(safe(path) for path in written), soft_wrap=True)
 
 
 def _run_name(row: dict, axes: list[str]) -> str:
