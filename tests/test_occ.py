@@ -1,4 +1,4 @@
-"""The optimistic-concurrency model (herdsim/occ.py): its semantics pinned exactly where
+"""The optimistic-concurrency model (herdsim/model/downstream/occ.py): its semantics pinned exactly where
 they are deterministic, invariants over random runs, and the hop distribution.
 
 Budget: about 5 s on one core.

@@ -175,19 +175,20 @@ def staged_dir(out: str | Path) -> Iterator[Path]:
 
 
 def _commit(staging: Path, out: Path) -> None:
-    if _claim(staging, out):
+    if claim(staging, out):
         return
     for n in range(1, 1000):
         beside = out.with_name(f"{out.name}.{n}")
-        if _claim(staging, beside):
+        if claim(staging, beside):
             raise OutputExistsError(f"{out}: appeared while this run was working (another "
                                     f"run into the same --out?); this run's outputs are in "
                                     f"{beside}")
     raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
 
 
-def _claim(staging: Path, target: Path) -> bool:
-    """Rename *staging* to *target* unless something (even an empty directory) is there."""
+def claim(staging: Path, target: Path) -> bool:
+    """Rename *staging* to *target* unless something (even an empty directory) is there:
+    the one way a staged directory is published."""
     try:
         target.mkdir()  # atomic: fails if anything exists at target
     except FileExistsError:

@@ -29,9 +29,9 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.config import files
-from herdsim.errors import OutputDirError, SweepError
+from herdsim.errors import OutputDirError, OutputExistsError, SweepError
 from herdsim.outputs import reading
-from herdsim.outputs.atomic import inside, seal, staging_dir, verify, write_file
+from herdsim.outputs.atomic import claim, inside, seal, staging_dir, verify, write_file
 from herdsim.plots.metastability_map import plot_map
 from herdsim.plots.style import save_figure
 
@@ -70,9 +70,11 @@ def prepare(out: Path, manifest: dict[str, Any], scenario_yaml: str) -> None:
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         (staging / "scenario.yaml").write_text(scenario_yaml)
         seal(staging)
-        if out.exists():
-            out.rmdir()
-        staging.rename(out)
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # an empty folder made for the sweep: its place is free
+        if not claim(staging, out):
+            raise OutputExistsError(f"{out}: another process created it meanwhile; rerun "
+                                    "the same command to resume it")
 
 
 def _manifest(out: Path) -> dict[str, Any]:
