@@ -1,5 +1,5 @@
-"""The optimistic-concurrency model (herdsim/model/downstream/occ.py): its semantics pinned exactly where
-they are deterministic, invariants over random runs, and the hop distribution.
+"""The optimistic-concurrency model (herdsim/model/downstream/occ.py): its semantics pinned
+exactly where they are deterministic, invariants over random runs, and the hop distribution.
 
 Budget: about 5 s on one core.
 """
