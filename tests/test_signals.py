@@ -9,6 +9,7 @@ package (``.ci/run`` installs it); in CI they fail rather than skip without it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -31,15 +32,37 @@ TINY = {"name": "served", "seed": 1, "duration": "2s", "workload": {"rate": 20},
         "workers": {"count": 2}, "downstream": {"concurrency": 2}}
 
 
+STARTED: list[psutil.Popen] = []  # this test's herdsim processes, killed when it ends
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test():
+    """A test that fails before its process ends must not leave it running (blocked on
+    a pipe nobody reads): kill what is left, children first."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        try:
+            family = [*proc.children(recursive=True), proc]
+        except psutil.NoSuchProcess:
+            continue
+        for member in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.kill()
+        psutil.wait_procs(family, timeout=5)
+
+
 def start(tmp: Path, *args: str) -> psutil.Popen:
     """``herdsim *args`` in *tmp*, with a temporary directory of its own (:func:`temp_of`):
     what it leaves there is this test's, whatever else runs on the machine."""
     exe = shutil.which("herdsim")
     assert exe, "the herdsim console script is not installed (pip install -e .)"
     temp_of(tmp).mkdir(exist_ok=True)
-    return psutil.Popen([exe, *args], cwd=tmp, stdout=subprocess.PIPE,
+    proc = psutil.Popen([exe, *args], cwd=tmp, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True,
                         env=dict(os.environ, TMPDIR=str(temp_of(tmp))))
+    STARTED.append(proc)
+    return proc
 
 
 def temp_of(tmp: Path) -> Path:

@@ -197,6 +197,14 @@ class Scenario(Section):
         them when the scenario was loaded, as written; empty when nothing was."""
         return dict(self._overrides)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal fields make equal scenarios, however each was loaded (its overrides)."""
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as every pydantic model
+
     def overridden(self, changes: dict[str, str]) -> Scenario:
         """This scenario, recording *changes* as its :attr:`overrides`."""
         self._overrides = dict(changes)
