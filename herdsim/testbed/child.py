@@ -42,7 +42,7 @@ def _save(path: str, lateness: Lateness, **groups: dict) -> None:
     for group, columns in groups.items():
         arrays.update({f"{group}.{k}": np.asarray(v) for k, v in columns.items()})
     with open(path + ".part", "wb") as stream:
-        np.savez(stream, **arrays)
+        np.savez(stream, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
     Path(path + ".part").replace(path)
 
 
@@ -53,7 +53,7 @@ async def server(spec: dict, scenario) -> None:
     runner, port = await start_site(make_app(emulator), "127.0.0.1", 0)
     clock.t0 = (await _handshake(port)).t0
     emulator.start()
-    gauges = {"in_flight": [], "waiting": [], "downstream_up": []}
+    gauges: dict[str, list[float]] = {"in_flight": [], "waiting": [], "downstream_up": []}
 
     async def sample() -> None:
         width, k = scenario.bin, 0

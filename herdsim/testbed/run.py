@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -99,7 +100,9 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     redis_binary()  # missing: said before anything starts
     if processes < 1:
         raise TestbedError(f"--processes {processes}: needs at least one worker process")
-    processes = min(processes, scenario.workers.count)
+    count = scenario.workers.count
+    assert count is not None  # check_supported refused open-loop callers
+    processes = min(processes, count)
     clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
     workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
     fleet = Fleet(workdir)
@@ -141,7 +144,7 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say
     url = f"http://127.0.0.1:{port}/call"
     producer = fleet.start_role("producer", "producer",
                                 {**base, "log": str(logs / "producer.npz")})
-    counts = np.diff(np.linspace(0, scenario.workers.count, processes + 1).round()).astype(int)
+    counts = np.diff(np.linspace(0, scenario.workers.count or 0, processes + 1).round()).astype(int)
     workers = [fleet.start_role("workers", f"workers {i}", {
         **base, "downstream": url, "count": int(n), "index": i,
         "log": str(logs / f"workers-{i}.npz")}) for i, n in enumerate(counts)]
@@ -157,8 +160,9 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say
     wall = time.monotonic() - t0
     client = redis.Redis.from_url(redis_url)
     try:
-        queued = client.lrange(MAIN, 0, -1) + client.zrange(DELAYED, 0, -1)
-        dead_letters = client.llen(DLQ)
+        queued: list[bytes] = [*cast(list, client.lrange(MAIN, 0, -1)),
+                               *cast(list, client.zrange(DELAYED, 0, -1))]
+        dead_letters = cast(int, client.llen(DLQ))
     finally:
         client.close()
     server_log = _load(logs / "server.npz")

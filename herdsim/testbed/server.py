@@ -88,7 +88,9 @@ async def start_site(app: web.Application, host: str, port: int
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
-    return runner, site._server.sockets[0].getsockname()[1]
+    server = site._server
+    assert isinstance(server, asyncio.Server)
+    return runner, server.sockets[0].getsockname()[1]
 
 
 async def serve_forever(scenario: Scenario, host: str, port: int,

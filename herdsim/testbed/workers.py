@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from array import array
+from typing import Any
 
 import aiohttp
 import numpy as np
@@ -199,10 +200,11 @@ class WorkerPool:
                     self.log["budget_refused"].append(now)
                     return await self._give_up(job, now)
             strategy = self.throttling if throttled and self.throttling else self.strategy
+            drawn: Any = strategy.sleep(n, job.prev, self.rng)  # (sleep, memory) if stateful
             if strategy.stateful:
-                pause, job.prev = strategy.sleep(n, job.prev, self.rng)
+                pause, job.prev = drawn
             else:
-                pause = job.prev = strategy.sleep(n, job.prev, self.rng)
+                pause = job.prev = drawn
             if self.heed is not None and throttled and hint is not None:
                 pause = self.heed(pause, hint)
             job.retries = n + 1
