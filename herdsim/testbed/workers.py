@@ -30,6 +30,7 @@ from herdsim.model.streams import draws
 from herdsim.policies import budget as budgets
 from herdsim.policies import retry_after
 from herdsim.policies.breaker import CLOSED, CircuitBreaker
+from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.timing import Clock, Lateness
 
@@ -59,6 +60,8 @@ class WorkerPool:
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
         self.sleeping = 0
+        self.in_flight = 0
+        self.calls = dict.fromkeys(OUTCOME_NAMES.values(), 0)  # by the outcome seen here
         self.in_hand: dict[int, WireJob] = {}
         self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
@@ -98,10 +101,13 @@ class WorkerPool:
         while k * width < end:
             await self.clock.sleep_until(k * width)
             self.log["sleeping"].append(self.sleeping)
-            breakers = self.breakers
-            open_ = sum(b.state != CLOSED for b in breakers) / len(breakers) if breakers else 0
-            self.log["breaker_open"].append(open_)
+            self.log["breaker_open"].append(self.breaker_open())
             k += 1
+
+    def breaker_open(self) -> float:
+        """The fraction of this process's breakers that are not closed."""
+        breakers = self.breakers
+        return sum(b.state != CLOSED for b in breakers) / len(breakers) if breakers else 0.0
 
     async def _worker(self, end: float) -> None:
         breaker = self._pool_breaker or self._breaker()
@@ -127,6 +133,15 @@ class WorkerPool:
         await asyncio.sleep(wait + (jitter * self._draw() if jitter else 0.0))
 
     async def _call(self) -> tuple[int, float | None]:
+        self.in_flight += 1
+        try:
+            outcome, hint = await self._http_call()
+        finally:
+            self.in_flight -= 1
+        self.calls[OUTCOME_NAMES[outcome]] += 1
+        return outcome, hint
+
+    async def _http_call(self) -> tuple[int, float | None]:
         try:
             async with self.session.post(self.url) as response:
                 await response.read()
