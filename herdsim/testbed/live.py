@@ -66,17 +66,20 @@ def start(fleet: Fleet, targets: dict[str, list[int]]) -> str:
                 raise
             fleet.children.remove(child)  # it exited (its port was taken): try another
             continue
-        _wait_scraping(url, sum(len(ports) for ports in targets.values()), process)
+        _wait_scraping(url, sum(len(ports) for ports in targets.values()), fleet, child)
         return url
     raise PrometheusError(f"prometheus did not start: {child.reason()}")
 
 
-def _wait_scraping(url: str, targets: int, process) -> None:
+def _wait_scraping(url: str, targets: int, fleet: Fleet, child: Child) -> None:
     """Wait until Prometheus has scraped every target once: its discovery hands the
     targets over only a few seconds after it is ready, and the run must not start before
     (its first seconds would have no samples)."""
     deadline = time.monotonic() + SCRAPING_TIMEOUT
-    while time.monotonic() < deadline and process.poll() is None:
+    while time.monotonic() < deadline:
+        fleet.check_others(child)  # a process that died meanwhile is said by name
+        if child.process.poll() is not None:
+            raise PrometheusError(child.reason())
         up = api(url, "query", query="count(up == 1)")  # [] before any scrape
         if up and int(up[0]["value"][1]) >= targets:
             return
@@ -88,16 +91,20 @@ def _wait_scraping(url: str, targets: int, process) -> None:
 def read(url: str, t0_unix: float, duration: float) -> dict:
     """What Prometheus scraped of the run that started at unix time *t0_unix*: the brief's
     query (``query``, ``series``) and the executions by status (``by_status``), every
-    ``STEP`` from ``t0`` to the end, as ``{labels, time (s since t0), value}``; and
-    ``final``: each status's last scraped total (summed over the worker processes)."""
+    ``STEP`` from ``t0`` to the end, as ``{labels, time (s since t0), value}``;
+    ``samples``: every sample scraped of the retries counter, one series per worker
+    process, in the same form; and ``final``: each status's last scraped total (summed
+    over the worker processes)."""
     start, end = t0_unix, t0_unix + duration
 
-    def over_run(expr: str) -> list[dict]:
+    def series(items: list[dict]) -> list[dict]:
         return [{"labels": item["metric"],
                  "time": [round(float(t) - t0_unix, 3) + 0.0 for t, _ in item["values"]],
-                 "value": [float(v) for _, v in item["values"]]}
-                for item in api(url, "query_range", query=expr, start=f"{start:.3f}",
-                                end=f"{end:.3f}", step=f"{STEP:g}")]
+                 "value": [float(v) for _, v in item["values"]]} for item in items]
+
+    def over_run(expr: str) -> list[dict]:
+        return series(api(url, "query_range", query=expr, start=f"{start:.3f}",
+                          end=f"{end:.3f}", step=f"{STEP:g}"))
 
     # counters only grow, so a series's maximum is its last scrape, which every worker
     # process waits for before it exits (stale markers are not samples: they are skipped)
@@ -106,9 +113,12 @@ def read(url: str, t0_unix: float, duration: float) -> dict:
     final = {item["metric"].get("status", ""): float(item["value"][1]) for item in api(
         url, "query", query=f"sum by (status) (max_over_time(worker_job_execution_total"
                             f"[{window}s]))", time=f"{now:.3f}")}
+    samples = series(api(url, "query", query=f'worker_job_execution_total{{status="retry"}}'
+                                             f"[{window}s]", time=f"{now:.3f}"))
     return {"url": url, "scrape_interval": SCRAPE_INTERVAL, "step": STEP,
             "t0_unix": t0_unix, "query": SEED_QUERY, "series": over_run(SEED_QUERY),
-            "by_status_query": BY_STATUS, "by_status": over_run(BY_STATUS), "final": final}
+            "by_status_query": BY_STATUS, "by_status": over_run(BY_STATUS),
+            "samples": samples, "final": final}
 
 
 def peak(read_back: dict) -> tuple[float, float] | None:

@@ -128,11 +128,11 @@ class Fleet:
                     return int(line.split()[1])
             elif child.process.poll() is not None:
                 break
-            self._check_others(child)
+            self.check_others(child)
         child.process.poll()
         raise TestbedError(f"{child.reason()} (while starting)")
 
-    def _check_others(self, but: Child) -> None:
+    def check_others(self, but: Child) -> None:
         """Raise naming any other child that has exited already (none should have)."""
         for other in self.children:
             if other is not but and other.process.poll() is not None:
