@@ -114,6 +114,7 @@ async def workers(spec: dict, scenario) -> None:
     clock = Clock(0.0)
     pool = WorkerPool(scenario, spec["count"], spec["index"], redis, spec["downstream"],
                       clock, lateness)
+    await pool.setup()
     last = LastScrape()
     runner, port = await _metrics_site(spec, WorkerCollector(pool, _queue(scenario)), last)
     clock.t0 = (await _handshake(port)).t0

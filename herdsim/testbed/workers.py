@@ -6,9 +6,10 @@ model's worker does (:mod:`herdsim.model.worker`): succeeds, or retries with the
 scenario's own strategy object (``retry.build()``, presets included), holding the job
 through the sleep (``retry_mode: sleep``) or parking it in the delayed set with ZADD at
 its due time (``requeue``), or gives up to the DLQ list (or, DLQ off, back to the queue
-after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects;
-``scope: worker`` gives each worker its own, ``scope: pool`` one per process (a real
-fleet's usual arrangement; the simulation shares one across the pool).
+after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects
+(``scope: worker``: each worker its own), or, ``scope: pool``, one shared by every worker
+of every process through Redis, as the simulation shares one across the pool
+(:mod:`herdsim.testbed.shared`; call :meth:`WorkerPool.setup` first).
 
 The process stops at the run's end: a job still in hand then is pending, with its
 attempts. Everything is logged as times since ``t0``.
@@ -32,9 +33,11 @@ from herdsim.policies import retry_after
 from herdsim.policies.breaker import CLOSED, CircuitBreaker
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
 from herdsim.testbed.timing import Clock, Lateness
 
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
+PROBE_POLL = 0.005  # s between looks at a half-open breaker whose probes are all out
 STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
 EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
 
@@ -66,21 +69,32 @@ class WorkerPool:
         self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
-        self._pool_breaker = self._breaker() if scenario.breaker.scope == "pool" else None
-        self._pool_budget = self._budget() if scenario.budget and \
-            scenario.budget.scope == "pool" else None
-        self.breakers: list[CircuitBreaker] = []
+        self.breakers: list[LocalBreaker | SharedBreaker] = []
+        breaker, budget = scenario.breaker, scenario.budget
+        self._pool_breaker = (SharedBreaker(redis, CircuitBreaker(breaker))
+                              if breaker.enabled and breaker.scope == "pool" else None)
+        if self._pool_breaker is not None:
+            self.breakers.append(self._pool_breaker)
+        self._pool_budget = (SharedBudget(redis, budgets.build(budget, self._draw), self._draw)
+                             if budget is not None and budget.scope == "pool" else None)
 
-    def _breaker(self) -> CircuitBreaker | None:
+    async def setup(self) -> None:
+        """Create the pool's shared breaker and budget in Redis (the first process to
+        come does; the others find them)."""
+        for shared in (self._pool_breaker, self._pool_budget):
+            if shared is not None:
+                await shared.init()
+
+    def _breaker(self) -> LocalBreaker | None:
         if not self.scenario.breaker.enabled:
             return None
-        breaker = CircuitBreaker(self.scenario.breaker)
+        breaker = LocalBreaker(CircuitBreaker(self.scenario.breaker))
         self.breakers.append(breaker)
         return breaker
 
-    def _budget(self):
+    def _budget(self) -> LocalBudget | None:
         cfg = self.scenario.budget
-        return budgets.build(cfg, self._draw) if cfg is not None else None
+        return LocalBudget(budgets.build(cfg, self._draw)) if cfg is not None else None
 
     async def run(self) -> None:
         end = self.scenario.duration
@@ -114,7 +128,7 @@ class WorkerPool:
         budget = self._pool_budget or self._budget()
         redis, now = self.redis, self.clock.now
         while now() < end:
-            if breaker is not None and breaker.blocked(now()):
+            if breaker is not None and await breaker.blocked(now()):
                 await self._wait_breaker(breaker)
                 continue
             item = await redis.blpop([MAIN], timeout=max(0.01, min(1.0, end - now())))
@@ -125,10 +139,11 @@ class WorkerPool:
             if await self._run_job(job, breaker, budget, end):
                 del self.in_hand[job.id]
 
-    async def _wait_breaker(self, breaker: CircuitBreaker) -> None:
-        """Wait until the breaker lets calls through again (then ``resume_jitter``)."""
+    async def _wait_breaker(self, breaker: LocalBreaker | SharedBreaker) -> None:
+        """Wait until the breaker's open period ends (then ``resume_jitter``), or, while
+        its half-open probes are out, ``PROBE_POLL``."""
         now = self.clock.now()
-        wait = max(breaker.open_until - now, 0.001)
+        wait = max(breaker.open_until - now, PROBE_POLL)
         jitter = self.scenario.breaker.resume_jitter
         await asyncio.sleep(wait + (jitter * self._draw() if jitter else 0.0))
 
@@ -175,11 +190,11 @@ class WorkerPool:
             if now >= end:
                 return False
             if budget is not None and budget.gates_calls \
-                    and not budget.allow_call(now, not job.retries):
+                    and not await budget.allow_call(now, not job.retries):
                 self.log["budget_refused"].append(now)
                 return await self._give_up(job, now)
             if breaker is not None and (not retries_only or job.attempts) \
-                    and not breaker.permit(now):
+                    and not await breaker.permit(now):
                 self.log["short_circuited"].append(now)
                 if retries_only:
                     return await self._give_up(job, now)
@@ -196,10 +211,10 @@ class WorkerPool:
                 return False
             failed = outcome != OK or job.poison
             if breaker is not None:
-                breaker.record(now, failed, slow_threshold is not None
-                               and now - started >= slow_threshold)
+                await breaker.record(now, failed, slow_threshold is not None
+                                     and now - started >= slow_threshold)
             if budget is not None:
-                budget.on_result(now, not failed, job.paid)
+                await budget.on_result(now, not failed, job.paid)
                 job.paid = 0.0
             if not failed:
                 self._finish(job, now, SUCCEEDED)
@@ -210,7 +225,8 @@ class WorkerPool:
                 return await self._give_up(job, now)
             throttled = outcome in (THROTTLED, REJECTED)
             if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
+                allowed, job.paid = await budget.allow_retry(now, outcome == TIMEOUT,
+                                                             throttled)
                 if not allowed:
                     self.log["budget_refused"].append(now)
                     return await self._give_up(job, now)
