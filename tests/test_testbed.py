@@ -87,12 +87,22 @@ def test_two_testbeds_at_once_take_different_ports(tmp_path):
     assert urls[0] != urls[1] and all(u.startswith("redis://127.0.0.1:") for u in urls)
 
 
-@pytest.mark.parametrize(("mode", "prometheus"), [("sleep", False), ("requeue", True)])
+# one AWS retry quota of 100 tokens (7 retries at 14 each, then refunds) for the whole
+# pool: shared by both worker processes through Redis, it refuses what the simulated
+# pool's one quota refuses; a quota per process would allow twice the outage's retries
+POOL_BUDGET = {"budget.kind": "token_bucket", "budget.preset": "aws", "budget.capacity": 100,
+               "budget.scope": "pool"}
+
+
+@pytest.mark.parametrize(("mode", "prometheus", "budget"),
+                         [("sleep", False, POOL_BUDGET), ("requeue", True, {})])
 def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode,
-                                                                      prometheus):
+                                                                      prometheus, budget):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
     (every 250 ms) brings it back; max_retries 3 sends some jobs to the DLQ list. The
-    requeue run is scraped by a real Prometheus (its checks: :func:`_check_scraped`).
+    sleep run has a pool budget shared through Redis (when the machine kept up, it
+    retries and refuses as the simulation does, within 2 retries and 5% of refusals);
+    the requeue run is scraped by a real Prometheus (its checks: :func:`_check_scraped`).
 
     Not a 100 ms poll: the peak check's window is 100 ms too, and the simulation's polls
     land exactly one window apart, so its busiest window holds one poll's release where
@@ -100,7 +110,7 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     docs/validation.md, where they differ)."""
     sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
                        {**SHORT, "workers.retry_mode": mode, "workers.poll_interval": "250ms",
-                        "retry.max_retries": 3})
+                        "retry.max_retries": 3, **budget})
     out = tmp_path / "real"
     done = testbed_run.testbed(sc, out, prometheus=prometheus)
     me = psutil.Process()
@@ -123,8 +133,16 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     checks = agreement.checks(done.sim, done.real)
     print(f"lateness p99 {s['lateness_p99_ms']:.1f} ms, valid: {s['testbed_valid']}\n"
           f"{checks.to_string()}")
+    sim = done.sim.summary
+    print(f"retries {sim['retries_total']} simulated, {s['retries_total']} real; refused "
+          f"by the budget {sim['budget_refused_total']}, {s['budget_refused_total']}")
     if s["testbed_valid"]:
         assert checks["agrees"].all(), checks.to_string()
+        if budget:
+            assert sim["budget_refused_total"] > 0
+            assert abs(s["retries_total"] - sim["retries_total"]) <= 2
+            assert abs(s["budget_refused_total"] - sim["budget_refused_total"]) <= \
+                0.05 * sim["budget_refused_total"]
     else:
         assert s["testbed_invalid_reason"].startswith("the machine could not keep up")
     if prometheus:
