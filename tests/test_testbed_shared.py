@@ -12,6 +12,7 @@ state, and the shared clock never goes backwards.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from herdsim.config.scenario import Breaker, Budget
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import OPEN, CircuitBreaker
 from herdsim.testbed.processes import Fleet
-from herdsim.testbed.shared import SharedBreaker, SharedBudget, peek
+from herdsim.testbed.shared import PROBE_POLL, SharedBreaker, SharedBudget, peek
 
 EVENTS = 800
 
@@ -190,3 +191,49 @@ def test_two_processes_share_one_breaker_and_its_clock_never_goes_back(redis_url
 
     blocked, state, until, late = _run(redis_url, body)
     assert blocked and state == OPEN and until == 10.003 + 1.0 and not late
+
+
+def test_the_workers_a_shared_breaker_holds_are_released_together_when_it_lets_go(redis_url):
+    """Open for 0.3 s: two waiting workers are released together at its end, not before.
+    Half-open with its one probe out: a waiter is held until the probe's success closes
+    it (through another client, as another process), then released within a look-out
+    period (``PROBE_POLL``) or two."""
+    cfg = Breaker(enabled=True, window_calls=2, minimum_calls=2, open_duration="300ms",
+                  half_open_calls=1)
+
+    async def body(client):
+        other = aioredis.Redis.from_url(redis_url)
+        start = time.monotonic()
+
+        def now() -> float:
+            return time.monotonic() - start
+
+        try:
+            mine, theirs = (SharedBreaker(client, CircuitBreaker(cfg)),
+                            SharedBreaker(other, CircuitBreaker(cfg)))
+            await mine.init()
+            await mine.record(now(), True)
+            await mine.record(now(), True)  # opens until now + 0.3
+            until = mine.open_until
+
+            async def wait() -> float:
+                await mine.wait_unblocked(now)
+                return now()
+
+            released = await asyncio.gather(wait(), wait())
+            assert await theirs.permit(now())  # the one probe: half-open, none left
+            waiter = asyncio.create_task(wait())
+            await asyncio.sleep(0.1)
+            held = not waiter.done()
+            closed_at = now()
+            await theirs.record(closed_at, False)  # the probe succeeded: closed
+            freed = await waiter
+            await mine.stop_waiting()
+            return until, released, held, closed_at, freed
+        finally:
+            await other.aclose()
+
+    until, released, held, closed_at, freed = _run(redis_url, body)
+    assert all(until <= t < until + 0.05 for t in released), (until, released)
+    assert abs(released[0] - released[1]) < 0.005
+    assert held and closed_at <= freed < closed_at + 2 * PROBE_POLL + 0.02

@@ -23,6 +23,7 @@ models per worker); a pool-wide one costs a Redis round trip per call, as here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from herdsim.policies.windows import TIME_BUCKETS, CountWindow, TimeWindow
 
 BREAKER_KEY, BUDGET_KEY = "herdsim:breaker", "herdsim:budget"
 REFRESH = 0.005  # s: how stale a shared breaker's cached state may be for blocked()
+PROBE_POLL = 0.005  # s between looks at a half-open breaker whose probes are all out
 
 # -- the scripts ----------------------------------------------------------------------------
 
@@ -310,7 +312,37 @@ async def peek(guard: SharedBreaker | SharedBudget, *names: str) -> list[float |
     return out
 
 
-class LocalBreaker:
+class _Waiting:
+    """What the workers a breaker holds wait on: one look-out per breaker and process
+    (not one per waiting worker) sleeps until the open period ends, then looks again
+    every ``PROBE_POLL`` while the half-open probes are out, and releases them all
+    together once it lets calls through, as the simulation's gate wakes its waiters."""
+
+    _lookout: asyncio.Task | None = None
+
+    async def blocked(self, now: float) -> bool:
+        raise NotImplementedError
+
+    def _open_until(self) -> float:
+        raise NotImplementedError
+
+    async def wait_unblocked(self, now: Callable[[], float]) -> None:
+        if self._lookout is None or self._lookout.done():
+            self._lookout = asyncio.create_task(self._look_out(now))
+        await asyncio.shield(self._lookout)
+
+    async def _look_out(self, now: Callable[[], float]) -> None:
+        while await self.blocked(now()):
+            await asyncio.sleep(max(self._open_until() - now(), PROBE_POLL))
+
+    async def stop_waiting(self) -> None:
+        """Cancel the look-out (the run is over)."""
+        if self._lookout is not None:
+            self._lookout.cancel()
+            await asyncio.gather(self._lookout, return_exceptions=True)
+
+
+class LocalBreaker(_Waiting):
     """A breaker of one worker's own (the policies' object), awaited like a shared one."""
 
     def __init__(self, breaker: CircuitBreaker):
@@ -324,6 +356,9 @@ class LocalBreaker:
     def open_until(self) -> float:
         return self.breaker.open_until
 
+    def _open_until(self) -> float:
+        return self.breaker.open_until
+
     async def blocked(self, now: float) -> bool:
         return self.breaker.blocked(now)
 
@@ -334,7 +369,7 @@ class LocalBreaker:
         self.breaker.record(now, failed, slow)
 
 
-class SharedBreaker:
+class SharedBreaker(_Waiting):
     """The pool's one breaker, kept in Redis (``BREAKER_KEY``): :attr:`state` and
     :attr:`open_until` are as of this process's last call to it. :meth:`blocked`, which
     the workers held by the breaker ask over and over, answers from those within
@@ -365,6 +400,9 @@ class SharedBreaker:
         self._probes_left = int(probes)
         self._fresh = now
         return bool(answer)
+
+    def _open_until(self) -> float:
+        return self.open_until
 
     async def blocked(self, now: float) -> bool:
         if now - self._fresh >= REFRESH:

@@ -37,7 +37,6 @@ from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, Sha
 from herdsim.testbed.timing import Clock, Lateness
 
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
-PROBE_POLL = 0.005  # s between looks at a half-open breaker whose probes are all out
 STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
 EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
 
@@ -109,6 +108,8 @@ class WorkerPool:
             for task in workers + probes:
                 task.cancel()
             await asyncio.gather(*workers, *probes, return_exceptions=True)
+            for breaker in self.breakers:
+                await breaker.stop_waiting()
 
     async def _gauges(self, end: float) -> None:
         width, k = self.scenario.bin, 0
@@ -140,12 +141,12 @@ class WorkerPool:
                 del self.in_hand[job.id]
 
     async def _wait_breaker(self, breaker: LocalBreaker | SharedBreaker) -> None:
-        """Wait until the breaker's open period ends (then ``resume_jitter``), or, while
-        its half-open probes are out, ``PROBE_POLL``."""
-        now = self.clock.now()
-        wait = max(breaker.open_until - now, PROBE_POLL)
+        """Wait until the breaker lets calls through again (with this process's other
+        waiters), then ``resume_jitter``."""
+        await breaker.wait_unblocked(self.clock.now)
         jitter = self.scenario.breaker.resume_jitter
-        await asyncio.sleep(wait + (jitter * self._draw() if jitter else 0.0))
+        if jitter:
+            await asyncio.sleep(jitter * self._draw())
 
     async def _call(self) -> tuple[int, float | None]:
         self.in_flight += 1
