@@ -196,8 +196,8 @@ def test_two_processes_share_one_breaker_and_its_clock_never_goes_back(redis_url
 def test_the_workers_a_shared_breaker_holds_are_released_together_when_it_lets_go(redis_url):
     """Open for 0.3 s: two waiting workers are released together at its end, not before.
     Half-open with its one probe out: a waiter is held until the probe's success closes
-    it (through another client, as another process), then released within a look-out
-    period (``PROBE_POLL``) or two."""
+    it (through another client, as another process), then released by the look-out
+    (every ``PROBE_POLL``; the bounds leave a loaded machine's event loop 0.2 s of lag)."""
     cfg = Breaker(enabled=True, window_calls=2, minimum_calls=2, open_duration="300ms",
                   half_open_calls=1)
 
@@ -234,6 +234,6 @@ def test_the_workers_a_shared_breaker_holds_are_released_together_when_it_lets_g
             await other.aclose()
 
     until, released, held, closed_at, freed = _run(redis_url, body)
-    assert all(until <= t < until + 0.05 for t in released), (until, released)
-    assert abs(released[0] - released[1]) < 0.005
-    assert held and closed_at <= freed < closed_at + 2 * PROBE_POLL + 0.02
+    assert all(until <= t < until + 0.2 for t in released), (until, released)
+    assert abs(released[0] - released[1]) < 0.005, released  # one look-out frees both
+    assert held and closed_at <= freed < closed_at + PROBE_POLL + 0.2, (closed_at, freed)
