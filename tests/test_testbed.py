@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -23,10 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import psutil
 import pytest
 import redis.asyncio as aioredis
 
+from herdsim.analysis import promql
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
@@ -83,10 +87,22 @@ def test_two_testbeds_at_once_take_different_ports(tmp_path):
     assert urls[0] != urls[1] and all(u.startswith("redis://127.0.0.1:") for u in urls)
 
 
-@pytest.mark.parametrize("mode", ["sleep", "requeue"])
-def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode):
+# one AWS retry quota of 100 tokens (7 retries at 14 each, then refunds) for the whole
+# pool: shared by both worker processes through Redis, it refuses what the simulated
+# pool's one quota refuses; a quota per process would allow twice the outage's retries
+POOL_BUDGET = {"budget.kind": "token_bucket", "budget.preset": "aws", "budget.capacity": 100,
+               "budget.scope": "pool"}
+
+
+@pytest.mark.parametrize(("mode", "prometheus", "budget"),
+                         [("sleep", False, POOL_BUDGET), ("requeue", True, {})])
+def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode,
+                                                                      prometheus, budget):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
-    (every 250 ms) brings it back; max_retries 3 sends some jobs to the DLQ list.
+    (every 250 ms) brings it back; max_retries 3 sends some jobs to the DLQ list. The
+    sleep run has a pool budget shared through Redis (when the machine kept up, it
+    retries and refuses as the simulation does, within 2 retries and 5% of refusals);
+    the requeue run is scraped by a real Prometheus (its checks: :func:`_check_scraped`).
 
     Not a 100 ms poll: the peak check's window is 100 ms too, and the simulation's polls
     land exactly one window apart, so its busiest window holds one poll's release where
@@ -94,9 +110,9 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     docs/validation.md, where they differ)."""
     sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
                        {**SHORT, "workers.retry_mode": mode, "workers.poll_interval": "250ms",
-                        "retry.max_retries": 3})
+                        "retry.max_retries": 3, **budget})
     out = tmp_path / "real"
-    done = testbed_run.testbed(sc, out)
+    done = testbed_run.testbed(sc, out, prometheus=prometheus)
     me = psutil.Process()
     assert me.children(recursive=True) == []
     assert leftovers() == []
@@ -117,26 +133,92 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     checks = agreement.checks(done.sim, done.real)
     print(f"lateness p99 {s['lateness_p99_ms']:.1f} ms, valid: {s['testbed_valid']}\n"
           f"{checks.to_string()}")
+    sim = done.sim.summary
+    print(f"retries {sim['retries_total']} simulated, {s['retries_total']} real; refused "
+          f"by the budget {sim['budget_refused_total']}, {s['budget_refused_total']}")
     if s["testbed_valid"]:
         assert checks["agrees"].all(), checks.to_string()
+        if budget:
+            assert sim["budget_refused_total"] > 0
+            assert abs(s["retries_total"] - sim["retries_total"]) <= 2
+            assert abs(s["budget_refused_total"] - sim["budget_refused_total"]) <= \
+                0.05 * sim["budget_refused_total"]
     else:
         assert s["testbed_invalid_reason"].startswith("the machine could not keep up")
+    if prometheus:
+        _check_scraped(done, json.loads((out / "prometheus.json").read_text()))
+    else:
+        assert done.prometheus is None and not (out / "prometheus.json").exists()
+
+
+def _check_scraped(done: testbed_run.Testbed, scraped: dict) -> None:
+    """What the live Prometheus scraped is the run's own count:
+
+    * the last scrape of ``worker_job_execution_total`` (every process waits for it
+      before it exits) is exactly the run's successes, retries and dead letters;
+    * at every step, the scraped total lies between the run's count one scrape interval
+      (plus 50 ms of scrape and clock slack) earlier and its count 50 ms later: a sample
+      holds the counts of the moment it was scraped, at most one interval before;
+    * the brief's query, read back over the run, is ``sum(rate(...[10s]))`` of the raw
+      samples Prometheus scraped from the worker processes, as herdsim's own PromQL
+      (:func:`herdsim.analysis.promql.rate`, checked against Prometheus's code in
+      test_promql.py) computes it: timestamps read in seconds, nothing lost; and it is
+      positive once the outage's retries have been scraped.
+    """
+    real = done.real
+    assert scraped is done.prometheus or scraped == json.loads(json.dumps(done.prometheus))
+    assert scraped["url"].startswith("http://127.0.0.1:")
+    s = real.summary
+    assert scraped["final"] == {"success": s["jobs_succeeded"], "retry": s["retries_total"],
+                                "failed_dlq": s["jobs_dead_lettered"]}
+    assert s["retries_total"] > 0 and s.get("recycled_total", 0) == 0  # DLQ on
+    jobs = real.jobs
+    own = {"retry": np.sort(real.sleeps["time"].to_numpy()),
+           "success": np.sort(jobs.loc[jobs["outcome"] == "succeeded", "finish"].to_numpy()),
+           "failed_dlq": np.sort(jobs.loc[jobs["outcome"] == "dead_lettered",
+                                          "finish"].to_numpy())}
+    slack, interval = 0.05, scraped["scrape_interval"]
+    by_status = {series["labels"]["status"]: series for series in scraped["by_status"]}
+    assert set(by_status) == set(own)
+    for status, times in own.items():
+        series = by_status[status]
+        t, v = np.asarray(series["time"]), np.asarray(series["value"])
+        assert t.size >= real.scenario.duration / scraped["step"]  # from t0 on
+        low = np.searchsorted(times, t - interval - slack, side="right")
+        high = np.searchsorted(times, t + slack, side="right")
+        assert np.all((low <= v) & (v <= high)), (status, np.c_[t, low, v, high])
+    (curve,) = scraped["series"]
+    assert curve["labels"] == {"queue": real.scenario.queue}
+    assert len(scraped["samples"]) == s["testbed_processes"]  # one series each
+    t, v = np.asarray(curve["time"]), np.asarray(curve["value"])
+    version = subprocess.run(["prometheus", "--version"], capture_output=True, text=True)
+    left_open = int(version.stdout.split("version ")[1].split(".")[0]) >= 3
+    t0 = scraped["t0_unix"]  # Prometheus's own time axis: unix seconds
+    ours = sum(np.nan_to_num(promql.rate(
+        pd.Series(series["value"], index=np.asarray(series["time"]) + t0), "10s",
+        step=scraped["step"], start=t[0] + t0, end=t[-1] + t0, left_open=left_open
+    ).to_numpy()) for series in scraped["samples"])
+    np.testing.assert_allclose(v, ours, rtol=1e-9, atol=1e-12)
+    outage_end = max(end for _, end in real.scenario.outage_windows)
+    assert np.all(v[t >= outage_end + interval] > 0)
 
 
 def _start(tmp_path: Path) -> psutil.Popen:
     exe = shutil.which("herdsim")
     assert exe, "the herdsim console script is not installed (pip install -e .)"
     return psutil.Popen([exe, "testbed", "testbed", "--set", "duration=30s", "--out",
-                         str(tmp_path / "out")], cwd=tmp_path, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True)
+                         str(tmp_path / "out"), "--prometheus"], cwd=tmp_path,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _running_fleet(proc: psutil.Popen) -> list[psutil.Process]:
-    """Wait until redis-server, the server, the producer and both worker processes run."""
+    """Wait until redis-server, the server, the producer, both worker processes and
+    Prometheus run."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         kids = proc.children(recursive=True)
-        if len(kids) >= 5 and any("redis-server" in k.name() for k in kids):
+        names = {k.name() for k in kids}
+        if len(kids) >= 6 and {"redis-server", "prometheus"} <= names:
             return kids
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
@@ -163,12 +245,16 @@ def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_pa
     proc = _start(tmp_path)
     kids = _running_fleet(proc)
     deadline = time.monotonic() + 60
-    while len(_listening(kids)) < 2:  # Redis and the downstream
-        assert time.monotonic() < deadline, "Redis and the downstream never listened"
+    while len(_listening(kids)) < 6:  # Redis, the downstream, the producer's and the
+        # workers' /metrics, Prometheus
+        assert time.monotonic() < deadline, f"only {_listening(kids)} listened"
         time.sleep(0.1)
     assert set(_listening(kids)) == {"127.0.0.1"}  # nothing listens beyond loopback
     workdirs = {Path(p) for k in kids for p in k.cmdline()
                 if testbed_run.WORKDIR_PREFIX in p and p.endswith(".json")}
+    tsdb = next(Path(a.split("=", 1)[1]) for k in kids for a in k.cmdline()
+                if a.startswith("--storage.tsdb.path="))
+    assert tsdb.parent in {p.parent for p in workdirs}  # its TSDB: in the throwaway dir
     assert workdirs  # the spec files of the children live in the temporary directory
     if how == "a worker process crashes":
         worker = next(k for k in kids if "workers" in " ".join(k.cmdline()))
@@ -176,7 +262,7 @@ def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_pa
     else:
         proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=60)
-    assert _gone(kids) == []
+    assert _gone(kids) == []  # Prometheus included
     assert not any(Path(p).parent.exists() for p in workdirs)
     assert not (tmp_path / "out").exists()
     if how == "a worker process crashes":
@@ -199,6 +285,22 @@ def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_pat
     assert done.stderr.strip().splitlines() == [
         "error: redis-server not found on PATH; install the Debian package redis-server "
         "(apt-get install redis-server)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path):
+    """--prometheus on a PATH with redis-server but no prometheus: one line naming the
+    Debian package, exit 2, nothing written, nothing started."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "redis-server").symlink_to(shutil.which("redis-server"))
+    env = {**os.environ, "PATH": str(tmp_path / "bin")}
+    done = subprocess.run([sys.executable, "-m", "herdsim", "testbed", "testbed", "--out",
+                           str(tmp_path / "out"), "--prometheus"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: prometheus not found on PATH")
+    assert "apt-get install prometheus" in lines[0]
     assert not (tmp_path / "out").exists()
 
 

@@ -71,12 +71,17 @@ def serve(scenario: ScenarioArg, set_: SetOpt = None,
 def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             processes: Annotated[int, typer.Option(
                 "--processes", help="Worker processes the workers are spread over.")] = 2,
+            prometheus: Annotated[bool, typer.Option(
+                "--prometheus", help="A real Prometheus scrapes every process each second; "
+                "the brief's PromQL query then runs on what it scraped (prometheus.json).")
+            ] = False,
             json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png") -> None:
     """Run the scenario for real (Redis, an HTTP downstream, worker processes) and write
     its outputs as 'herdsim run' does, with the simulation beside it (sim_vs_real).
 
-    Needs redis-server on PATH. The summary records the lateness measured; a run whose
-    p99 lateness exceeds 5 ms is marked invalid, with the reason."""
+    Needs redis-server on PATH (and prometheus with --prometheus). The summary records the
+    lateness measured; a run whose p99 lateness exceeds 5 ms is marked invalid, with the
+    reason."""
     from herdsim.cli.tables import summary_table
     from herdsim.testbed import run as testbed_run
 
@@ -87,7 +92,7 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     say = (lambda _line: None) if (quiet or json_) else (
         lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     try:
-        done = testbed_run.testbed(sc, target, processes, formats, say)
+        done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus)
     except KeyboardInterrupt:
         err_console.print("interrupted: every testbed process stopped, nothing was written")
         raise typer.Exit(130) from None
@@ -111,7 +116,30 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                else f"INVALID: {s['testbed_invalid_reason']}")
     console.print(f"lateness p99 {s['lateness_p99_ms']:.1f} ms (bound "
                   f"{s['lateness_bound_ms']:g} ms): {verdict}", highlight=False)
+    if done.prometheus is not None:
+        _print_scraped(done.prometheus, s)
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
+
+
+def _print_scraped(scraped: dict, summary: dict) -> None:
+    """The brief's query on the live data, and the totals Prometheus scraped beside the
+    run's own counts."""
+    from herdsim.testbed import live
+
+    top = live.peak(scraped)
+    peak = ("no data" if top is None
+            else f"peak {top[0]:,.1f} retries/s at t = {top[1]:g} s")
+    console.print(f"Prometheus at {scraped['url']} (stopped) scraped every process every "
+                  f"{scraped['scrape_interval']:g} s. {scraped['query']} over the run: "
+                  f"{peak} (a 10 s window: the spike spread over 10 s)", highlight=False,
+                  soft_wrap=True)
+    final = scraped["final"]
+    own = {"success": summary["jobs_succeeded"],
+           "retry": summary["retries_total"] + (summary.get("recycled_total") or 0),
+           "failed_dlq": summary["jobs_dead_lettered"]}
+    console.print("last scraped worker_job_execution_total (the run's own count): " + ", ".join(
+        f"{status} {final.get(status, 0):,.0f} ({own[status]:,})" for status in own),
+        highlight=False, soft_wrap=True)
 
 
 def _cell(key: str, value, summary: dict) -> str:

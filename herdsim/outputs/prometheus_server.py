@@ -67,11 +67,15 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def start_prometheus(tsdb: Path, port: int, workdir: Path) -> subprocess.Popen:
-    """Start ``prometheus`` over *tsdb* on 127.0.0.1:*port* with no scrape targets;
-    its log goes to ``workdir/prometheus.log``."""
+NO_SCRAPES = "global:\n  evaluation_interval: 1m\nscrape_configs: []\n"
+
+
+def start_prometheus(tsdb: Path, port: int, workdir: Path,
+                     config_text: str = NO_SCRAPES) -> subprocess.Popen:
+    """Start ``prometheus`` over *tsdb* on 127.0.0.1:*port* with *config_text* as its
+    configuration (default: no scrape targets); its log goes to ``workdir/prometheus.log``."""
     config = workdir / "prometheus.yml"
-    config.write_text("global:\n  evaluation_interval: 1m\nscrape_configs: []\n")
+    config.write_text(config_text)
     log = (workdir / "prometheus.log").open("w")
     return subprocess.Popen(
         [tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
@@ -161,15 +165,20 @@ class Server:
         return self._get("query", query=expr, time=f"{at:.3f}")
 
     def _get(self, endpoint: str, **params: str) -> list[dict]:
-        address = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
-        try:
-            with LOOPBACK.open(address, timeout=30) as response:
-                body = json.load(response)
-        except urllib.error.HTTPError as exc:  # a bad query: Prometheus says why in JSON
-            body = json.load(exc)
-        if body.get("status") != "success":
-            raise RuntimeError(f"prometheus: {body.get('error', body)}")
-        return body["data"]["result"]
+        return api(self.url, endpoint, **params)
+
+
+def api(url: str, endpoint: str, **params: str) -> list[dict]:
+    """``GET URL/api/v1/ENDPOINT?PARAMS`` of a Prometheus: the ``result`` list."""
+    address = f"{url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
+    try:
+        with LOOPBACK.open(address, timeout=30) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as exc:  # a bad query: Prometheus says why in JSON
+        body = json.load(exc)
+    if body.get("status") != "success":
+        raise RuntimeError(f"prometheus: {body.get('error', body)}")
+    return body["data"]["result"]
 
 
 @contextlib.contextmanager

@@ -47,7 +47,7 @@ def checks(sim: Result, real: Result) -> pd.DataFrame:
     ``agrees``."""
     rows = []
     peak_sim, peak_real = peak_after_outage(sim), peak_after_outage(real)
-    if peak_sim is not None:
+    if peak_sim is not None and peak_real is not None:  # both have the outage
         rows.append({"check": "peak_after_outage", "simulated": peak_sim, "real": peak_real,
                      "tolerance": f"{PEAK_TOLERANCE:.0%}",
                      "agrees": abs(peak_real - peak_sim) <= PEAK_TOLERANCE * peak_sim})

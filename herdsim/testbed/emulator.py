@@ -21,6 +21,7 @@ import asyncio
 import math
 from array import array
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -64,12 +65,19 @@ class Emulator:
         self._outage_draw = draws(lambda n: outage_rng.random(n))
         collapse = cfg.overload.collapse
         self._guard = CollapseGuard(collapse) if collapse is not None else None
-        self._restart = collapse.restart_time if collapse is not None else None
+        self._restart = collapse.restart_time if collapse is not None else 0.0
         self._limiter = (TokenBucket(cfg.rate_limit.rate, cfg.rate_limit.burst)
                          if cfg.rate_limit else None)
         hint = cfg.retry_after
-        self._hint = (None if hint is None else self._limiter.wait if hint == "limiter"
-                      else (lambda now: hint))
+        limiter = self._limiter
+        self._hint: Callable[[float], float] | None
+        if hint is None:
+            self._hint = None
+        elif hint == "limiter":
+            assert limiter is not None  # validated: a limiter's hint needs the limiter
+            self._hint = limiter.wait
+        else:
+            self._hint = lambda now: hint
         self.busy = 0
         self.waiting: deque[asyncio.Future] = deque()
         self.active: set[asyncio.Future] = set()  # every call in service or waiting
@@ -159,7 +167,8 @@ class Emulator:
         if self.blackhole:
             if timeout is None:  # hangs until the client gives up (or the run ends)
                 await asyncio.Event().wait()
-            await self.clock.sleep_until(now + timeout)
+            else:
+                await self.clock.sleep_until(now + timeout)
             return TIMEOUT, None
         if self._limiter is not None and not self._limiter.take(now):
             return self._refuse(now, THROTTLED)

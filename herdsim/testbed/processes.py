@@ -116,6 +116,7 @@ class Fleet:
     def ready(self, child: Child) -> int:
         """Wait for *child*'s ``ready PORT`` line; returns the port (0 if it has none)."""
         stream = child.process.stdout
+        assert stream is not None  # started with stdout=PIPE
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             readable, _, _ = select.select([stream], [], [], 0.1)
@@ -127,11 +128,11 @@ class Fleet:
                     return int(line.split()[1])
             elif child.process.poll() is not None:
                 break
-            self._check_others(child)
+            self.check_others(child)
         child.process.poll()
         raise TestbedError(f"{child.reason()} (while starting)")
 
-    def _check_others(self, but: Child) -> None:
+    def check_others(self, but: Child) -> None:
         """Raise naming any other child that has exited already (none should have)."""
         for other in self.children:
             if other is not but and other.process.poll() is not None:
@@ -140,8 +141,10 @@ class Fleet:
     def go(self, children: list[Child], t0: float) -> None:
         """Hand every child the run's ``t0``."""
         for child in children:
-            child.process.stdin.write(f"go {t0!r}\n")
-            child.process.stdin.flush()
+            stdin = child.process.stdin
+            assert stdin is not None  # started with stdin=PIPE
+            stdin.write(f"go {t0!r}\n")
+            stdin.flush()
 
     def wait(self, children: list[Child], until: float) -> None:
         """Wait until every one of *children* has exited 0, by monotonic time *until*;

@@ -17,7 +17,7 @@ from array import array
 from herdsim.config.scenario import Scenario
 from herdsim.model.streams import draws, generators
 from herdsim.model.workload import clock as arrival_clock_of
-from herdsim.testbed.jobs import DELAYED, MAIN, PUSH_LIMITED, WireJob, move_due
+from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, PUSH_LIMITED, WireJob, move_due
 from herdsim.testbed.timing import Clock, Lateness
 
 
@@ -31,6 +31,7 @@ class Producer:
         self.lateness = lateness
         self.log = {"arrivals": array("d"), "refused": array("d"), "queue_depth": array("d"),
                     "delayed": array("d")}
+        self.dlq_depth = array("d")  # for /metrics only (the run counts its dead letters)
 
     async def run(self) -> None:
         end = self.scenario.duration
@@ -97,7 +98,8 @@ class Producer:
         while k * width < end:
             await self.clock.sleep_until(k * width)
             async with self.redis.pipeline(transaction=False) as pipe:
-                depth, delayed = await pipe.llen(MAIN).zcard(DELAYED).execute()
+                depth, delayed, dead = await pipe.llen(MAIN).zcard(DELAYED).llen(DLQ).execute()
             self.log["queue_depth"].append(depth)
             self.log["delayed"].append(delayed)
+            self.dlq_depth.append(dead)
             k += 1

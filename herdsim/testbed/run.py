@@ -14,6 +14,7 @@ directory removed before :func:`testbed` returns or raises.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -37,7 +39,7 @@ from herdsim.outputs.prometheus_server import OWNER, clear_stale
 from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
-from herdsim.testbed import agreement, timing
+from herdsim.testbed import agreement, live, timing
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.processes import Fleet, redis_binary
 
@@ -55,6 +57,7 @@ class Testbed:
     real: Result
     sim: Result
     table: pd.DataFrame
+    prometheus: dict | None = None  # --prometheus: what it scraped (live.read)
 
 
 def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
@@ -92,21 +95,27 @@ def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
 
 def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
-            bound: float = timing.BOUND) -> Testbed:
+            bound: float = timing.BOUND, prometheus: bool = False) -> Testbed:
     """Run *scenario* for real with its workers spread over *processes* worker
     processes, write the output directory *out*, and return the real and simulated runs.
-    *say* hears what is happening (one line at a time)."""
+    *say* hears what is happening (one line at a time). With *prometheus*, a real
+    Prometheus scrapes every process during the run (:mod:`herdsim.testbed.live`); what
+    it scraped is written to ``prometheus.json``."""
     check_supported(scenario)
     redis_binary()  # missing: said before anything starts
+    if prometheus:
+        live.check_installed()
     if processes < 1:
         raise TestbedError(f"--processes {processes}: needs at least one worker process")
-    processes = min(processes, scenario.workers.count)
+    count = scenario.workers.count
+    assert count is not None  # check_supported refused open-loop callers
+    processes = min(processes, count)
     clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
     workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
     fleet = Fleet(workdir)
     try:
         (workdir / OWNER).write_text(str(os.getpid()))
-        real, lateness = _run(scenario, fleet, processes, say)
+        real, lateness, scraped = _run(scenario, fleet, processes, say, prometheus)
     finally:
         fleet.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -118,6 +127,8 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
 
     def extra(staging: Path) -> None:
         table.to_csv(staging / "sim_vs_real.csv", index=False)
+        if scraped is not None:
+            (staging / "prometheus.json").write_text(json.dumps(scraped, indent=1) + "\n")
         s = real.summary
         note = (f"lateness p99 {s['lateness_p99_ms']:.1f} ms "
                 + ("(within the bound)" if s["testbed_valid"] else
@@ -126,40 +137,50 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             staging / "sim_vs_real.png")
 
     save_run(real, out, formats, extra)
-    return Testbed(real, sim, table)
+    return Testbed(real, sim, table, scraped)
 
 
-def _run(scenario: Scenario, fleet: Fleet, processes: int, say
-         ) -> tuple[Result, dict[str, np.ndarray]]:
-    """Start everything, run, collect: the real run's :class:`Result` and the lateness
-    samples of every process."""
+def _run(scenario: Scenario, fleet: Fleet, processes: int, say, prometheus: bool
+         ) -> tuple[Result, dict[str, np.ndarray], dict | None]:
+    """Start everything, run, collect: the real run's :class:`Result`, the lateness
+    samples of every process, and what Prometheus scraped (with *prometheus*)."""
     say("starting redis-server…")
     redis_url = fleet.start_redis()
-    base = {"scenario": scenario.to_dict(), "redis": redis_url}
+    base = {"scenario": scenario.to_dict(), "redis": redis_url, "metrics": prometheus}
     logs = fleet.workdir
     server = fleet.start_role("server", "server", {**base, "log": str(logs / "server.npz")})
     port = fleet.ready(server)
     url = f"http://127.0.0.1:{port}/call"
     producer = fleet.start_role("producer", "producer",
                                 {**base, "log": str(logs / "producer.npz")})
-    counts = np.diff(np.linspace(0, scenario.workers.count, processes + 1).round()).astype(int)
+    counts = np.diff(np.linspace(0, scenario.workers.count or 0, processes + 1).round()).astype(int)
     workers = [fleet.start_role("workers", f"workers {i}", {
         **base, "downstream": url, "count": int(n), "index": i,
         "log": str(logs / f"workers-{i}.npz")}) for i, n in enumerate(counts)]
     say(f"starting the downstream on {url}, the producer and {processes} worker "
         f"processes ({scenario.workers.count} workers)…")
-    for child in (producer, *workers):
-        fleet.ready(child)
+    ports = [fleet.ready(child) for child in (producer, *workers)]
+    url_prometheus = None
+    if prometheus:
+        say("starting prometheus…")
+        url_prometheus = live.start(fleet, {"downstream": [port], "producer": ports[:1],
+                                            "workers": ports[1:]})
+        say(f"prometheus: {url_prometheus} (scraping every process every "
+            f"{live.SCRAPE_INTERVAL:g} s; stopped when the run ends)")
     roles = [server, producer, *workers]
     t0 = time.monotonic() + START_DELAY
+    t0_unix = time.time() + (t0 - time.monotonic())
     fleet.go(roles, t0)
     say(f"running {scenario.duration:g} s of {scenario.name} for real…")
     fleet.wait(roles, t0 + scenario.duration + FINISH_GRACE)
     wall = time.monotonic() - t0
+    scraped = (None if url_prometheus is None
+               else live.read(url_prometheus, t0_unix, scenario.duration))
     client = redis.Redis.from_url(redis_url)
     try:
-        queued = client.lrange(MAIN, 0, -1) + client.zrange(DELAYED, 0, -1)
-        dead_letters = client.llen(DLQ)
+        queued: list[bytes] = [*cast(list, client.lrange(MAIN, 0, -1)),
+                               *cast(list, client.zrange(DELAYED, 0, -1))]
+        dead_letters = cast(int, client.llen(DLQ))
     finally:
         client.close()
     server_log = _load(logs / "server.npz")
@@ -169,7 +190,7 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say
                                       (server_log, producer_log, *worker_logs)])
                 for kind in timing.KINDS}
     return _result(scenario, server_log, producer_log, worker_logs,
-                   [WireJob.decode(p) for p in queued], dead_letters, wall), lateness
+                   [WireJob.decode(p) for p in queued], dead_letters, wall), lateness, scraped
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:

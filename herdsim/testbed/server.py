@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
@@ -59,7 +59,7 @@ class _Collector:
                                 value=1.0 if em.up else 0.0)
 
 
-def make_app(emulator: Emulator) -> web.Application:
+def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
     """The aiohttp application serving *emulator* (see the module docstring)."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(_Collector(emulator))
@@ -75,7 +75,7 @@ def make_app(emulator: Emulator) -> web.Application:
         return web.Response(body=generate_latest(registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application()
+    app = web.Application(middlewares=middlewares)
     app.router.add_route("*", "/call", call)
     app.router.add_get("/metrics", metrics)
     return app
@@ -88,7 +88,9 @@ async def start_site(app: web.Application, host: str, port: int
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
-    return runner, site._server.sockets[0].getsockname()[1]
+    server = site._server
+    assert isinstance(server, asyncio.Server)
+    return runner, server.sockets[0].getsockname()[1]
 
 
 async def serve_forever(scenario: Scenario, host: str, port: int,

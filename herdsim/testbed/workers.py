@@ -6,9 +6,10 @@ model's worker does (:mod:`herdsim.model.worker`): succeeds, or retries with the
 scenario's own strategy object (``retry.build()``, presets included), holding the job
 through the sleep (``retry_mode: sleep``) or parking it in the delayed set with ZADD at
 its due time (``requeue``), or gives up to the DLQ list (or, DLQ off, back to the queue
-after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects;
-``scope: worker`` gives each worker its own, ``scope: pool`` one per process (a real
-fleet's usual arrangement; the simulation shares one across the pool).
+after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects
+(``scope: worker``: each worker its own), or, ``scope: pool``, one shared by every worker
+of every process through Redis, as the simulation shares one across the pool
+(:mod:`herdsim.testbed.shared`; call :meth:`WorkerPool.setup` first).
 
 The process stops at the run's end: a job still in hand then is pending, with its
 attempts. Everything is logged as times since ``t0``.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from array import array
+from typing import Any
 
 import aiohttp
 import numpy as np
@@ -29,7 +31,9 @@ from herdsim.model.streams import draws
 from herdsim.policies import budget as budgets
 from herdsim.policies import retry_after
 from herdsim.policies.breaker import CLOSED, CircuitBreaker
+from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
 from herdsim.testbed.timing import Clock, Lateness
 
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
@@ -58,25 +62,38 @@ class WorkerPool:
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
         self.sleeping = 0
+        self.in_flight = 0
+        self.calls = dict.fromkeys(OUTCOME_NAMES.values(), 0)  # by the outcome seen here
         self.in_hand: dict[int, WireJob] = {}
         self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
-        self._pool_breaker = self._breaker() if scenario.breaker.scope == "pool" else None
-        self._pool_budget = self._budget() if scenario.budget and \
-            scenario.budget.scope == "pool" else None
-        self.breakers: list[CircuitBreaker] = []
+        self.breakers: list[LocalBreaker | SharedBreaker] = []
+        breaker, budget = scenario.breaker, scenario.budget
+        self._pool_breaker = (SharedBreaker(redis, CircuitBreaker(breaker))
+                              if breaker.enabled and breaker.scope == "pool" else None)
+        if self._pool_breaker is not None:
+            self.breakers.append(self._pool_breaker)
+        self._pool_budget = (SharedBudget(redis, budgets.build(budget, self._draw), self._draw)
+                             if budget is not None and budget.scope == "pool" else None)
 
-    def _breaker(self) -> CircuitBreaker | None:
+    async def setup(self) -> None:
+        """Create the pool's shared breaker and budget in Redis (the first process to
+        come does; the others find them)."""
+        for shared in (self._pool_breaker, self._pool_budget):
+            if shared is not None:
+                await shared.init()
+
+    def _breaker(self) -> LocalBreaker | None:
         if not self.scenario.breaker.enabled:
             return None
-        breaker = CircuitBreaker(self.scenario.breaker)
+        breaker = LocalBreaker(CircuitBreaker(self.scenario.breaker))
         self.breakers.append(breaker)
         return breaker
 
-    def _budget(self):
+    def _budget(self) -> LocalBudget | None:
         cfg = self.scenario.budget
-        return budgets.build(cfg, self._draw) if cfg is not None else None
+        return LocalBudget(budgets.build(cfg, self._draw)) if cfg is not None else None
 
     async def run(self) -> None:
         end = self.scenario.duration
@@ -91,23 +108,28 @@ class WorkerPool:
             for task in workers + probes:
                 task.cancel()
             await asyncio.gather(*workers, *probes, return_exceptions=True)
+            for breaker in self.breakers:
+                await breaker.stop_waiting()
 
     async def _gauges(self, end: float) -> None:
         width, k = self.scenario.bin, 0
         while k * width < end:
             await self.clock.sleep_until(k * width)
             self.log["sleeping"].append(self.sleeping)
-            breakers = self.breakers
-            open_ = sum(b.state != CLOSED for b in breakers) / len(breakers) if breakers else 0
-            self.log["breaker_open"].append(open_)
+            self.log["breaker_open"].append(self.breaker_open())
             k += 1
+
+    def breaker_open(self) -> float:
+        """The fraction of this process's breakers that are not closed."""
+        breakers = self.breakers
+        return sum(b.state != CLOSED for b in breakers) / len(breakers) if breakers else 0.0
 
     async def _worker(self, end: float) -> None:
         breaker = self._pool_breaker or self._breaker()
         budget = self._pool_budget or self._budget()
         redis, now = self.redis, self.clock.now
         while now() < end:
-            if breaker is not None and breaker.blocked(now()):
+            if breaker is not None and await breaker.blocked(now()):
                 await self._wait_breaker(breaker)
                 continue
             item = await redis.blpop([MAIN], timeout=max(0.01, min(1.0, end - now())))
@@ -118,14 +140,24 @@ class WorkerPool:
             if await self._run_job(job, breaker, budget, end):
                 del self.in_hand[job.id]
 
-    async def _wait_breaker(self, breaker: CircuitBreaker) -> None:
-        """Wait until the breaker lets calls through again (then ``resume_jitter``)."""
-        now = self.clock.now()
-        wait = max(breaker.open_until - now, 0.001)
+    async def _wait_breaker(self, breaker: LocalBreaker | SharedBreaker) -> None:
+        """Wait until the breaker lets calls through again (with this process's other
+        waiters), then ``resume_jitter``."""
+        await breaker.wait_unblocked(self.clock.now)
         jitter = self.scenario.breaker.resume_jitter
-        await asyncio.sleep(wait + (jitter * self._draw() if jitter else 0.0))
+        if jitter:
+            await asyncio.sleep(jitter * self._draw())
 
     async def _call(self) -> tuple[int, float | None]:
+        self.in_flight += 1
+        try:
+            outcome, hint = await self._http_call()
+        finally:
+            self.in_flight -= 1
+        self.calls[OUTCOME_NAMES[outcome]] += 1
+        return outcome, hint
+
+    async def _http_call(self) -> tuple[int, float | None]:
         try:
             async with self.session.post(self.url) as response:
                 await response.read()
@@ -159,11 +191,11 @@ class WorkerPool:
             if now >= end:
                 return False
             if budget is not None and budget.gates_calls \
-                    and not budget.allow_call(now, not job.retries):
+                    and not await budget.allow_call(now, not job.retries):
                 self.log["budget_refused"].append(now)
                 return await self._give_up(job, now)
             if breaker is not None and (not retries_only or job.attempts) \
-                    and not breaker.permit(now):
+                    and not await breaker.permit(now):
                 self.log["short_circuited"].append(now)
                 if retries_only:
                     return await self._give_up(job, now)
@@ -180,10 +212,10 @@ class WorkerPool:
                 return False
             failed = outcome != OK or job.poison
             if breaker is not None:
-                breaker.record(now, failed, slow_threshold is not None
-                               and now - started >= slow_threshold)
+                await breaker.record(now, failed, slow_threshold is not None
+                                     and now - started >= slow_threshold)
             if budget is not None:
-                budget.on_result(now, not failed, job.paid)
+                await budget.on_result(now, not failed, job.paid)
                 job.paid = 0.0
             if not failed:
                 self._finish(job, now, SUCCEEDED)
@@ -194,15 +226,17 @@ class WorkerPool:
                 return await self._give_up(job, now)
             throttled = outcome in (THROTTLED, REJECTED)
             if budget is not None:
-                allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
+                allowed, job.paid = await budget.allow_retry(now, outcome == TIMEOUT,
+                                                             throttled)
                 if not allowed:
                     self.log["budget_refused"].append(now)
                     return await self._give_up(job, now)
             strategy = self.throttling if throttled and self.throttling else self.strategy
+            drawn: Any = strategy.sleep(n, job.prev, self.rng)  # (sleep, memory) if stateful
             if strategy.stateful:
-                pause, job.prev = strategy.sleep(n, job.prev, self.rng)
+                pause, job.prev = drawn
             else:
-                pause = job.prev = strategy.sleep(n, job.prev, self.rng)
+                pause = job.prev = drawn
             if self.heed is not None and throttled and hint is not None:
                 pause = self.heed(pause, hint)
             job.retries = n + 1
