@@ -25,6 +25,7 @@ import redis.asyncio as aioredis
 from aiohttp import web
 
 from herdsim.config.loading import validate
+from herdsim.outputs.atomic import write_file
 from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.metrics import LastScrape, ProducerCollector, WorkerCollector, metrics_app
 from herdsim.testbed.producer import Producer
@@ -47,9 +48,12 @@ def _save(path: str, lateness: Lateness, **groups: dict) -> None:
     arrays = {f"lateness.{k}": np.asarray(v) for k, v in lateness.samples.items()}
     for group, columns in groups.items():
         arrays.update({f"{group}.{k}": np.asarray(v) for k, v in columns.items()})
-    with open(path + ".part", "wb") as stream:
+    write_file(Path(path), arrays, writer=_savez)
+
+
+def _savez(arrays: dict, path: Path) -> None:
+    with open(path, "wb") as stream:
         np.savez(stream, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
-    Path(path + ".part").replace(path)
 
 
 async def _metrics_site(spec: dict, collector, last: LastScrape
