@@ -15,8 +15,9 @@ from array import array
 import numpy as np
 import pandas as pd
 
-SUCCEEDED, DEAD_LETTERED = 0, 1
-OUTCOMES = ("succeeded", "dead_lettered", "pending")
+SUCCEEDED, DEAD_LETTERED, MERGED = 0, 1, 3  # 2 is "pending": a job with no finish row
+# merged: collapsed into a job of the same key (workload.keys), which does its work
+OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")

@@ -6,16 +6,20 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
+import numpy as np
+
 from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import at
+from herdsim.model.streams import Draws, draws
 
 
 class Job:
     """One message on the queue. ``prev`` is the strategy's memory (the last sleep);
-    ``paid`` what the retry budget charged for its pending retry."""
+    ``paid`` what the retry budget charged for its pending retry; ``key`` the object it is
+    about, set only with ``workload.keys`` (else never read)."""
 
-    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid")
+    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key")
 
     def __init__(self, job_id: int, poison: bool, prev: float):
         self.id = job_id
@@ -202,6 +206,17 @@ def clock(cfg: Workload, gap_draw) -> Clock:
     if cfg.profile:
         return ProfileClock(cfg, gap_draw)
     return ArrivalClock(cfg, gap_draw)
+
+
+def key_draws(cfg: Workload, rng: np.random.Generator) -> Draws:
+    """Each job's key (``workload.keys``, numbered from 0): uniform with ``key_skew`` 0,
+    else Zipf-like, key *i* with probability proportional to (i + 1)^-key_skew."""
+    n = cfg.keys
+    assert n is not None, "keys are drawn only with workload.keys"
+    if not cfg.key_skew:
+        return draws(lambda size: rng.integers(0, n, size))
+    cdf = np.cumsum(np.arange(1, n + 1, dtype=float) ** -cfg.key_skew)
+    return draws(lambda size: np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"))
 
 
 class OpenArrivals:
