@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -94,6 +95,7 @@ class Simulation:
         poll = scenario.workers.poll_interval
         if self.keyed:  # client-go's workqueue: jobs collapse into their keys
             self._key_draw = key_draws(scenario.workload, rngs["keys"])
+            self._record_key = self.recorder.job_keys = array("q")
             self.new_job = self._new_keyed_job  # type: ignore[method-assign]  # every job gets a key
             self.queue: JobQueue = KeyedQueue(env, self.clock, self.new_job, self._merge)
             self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
@@ -219,7 +221,8 @@ class Simulation:
         """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order)."""
         job = Simulation.new_job(self, now)
         if job is not None:
-            job.key = self._key_draw()
+            job.key = key = self._key_draw()
+            self._record_key.append(key)
         return job
 
     def _merge(self, job: Job, now: float) -> None:
