@@ -336,3 +336,13 @@ def test_keys_where_they_cannot_apply_are_one_line_errors(changes, field):
     with pytest.raises(herdsim.ScenarioError) as error:
         herdsim.load_scenario(spec)
     assert field in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_testbed_refuses_keys_rather_than_ignore_them():
+    """Its Redis queue has no dedup: a keyed scenario is refused in one line naming the
+    field, not run as if it had no keys."""
+    from herdsim.errors import TestbedError
+    from herdsim.testbed.run import check_supported
+
+    with pytest.raises(TestbedError, match="workload.keys"):
+        check_supported(herdsim.load_scenario(keyed(4)))
