@@ -280,34 +280,35 @@ class KeyedDelayedQueue(DelayedQueue):
                  merge):
         super().__init__(env, target, poll_interval)
         self.merge = merge
-        self._entries: dict = {}  # key -> its live heap entry [due, seq, job]
+        self._live: dict = {}  # key -> its entry in the heap; other entries are stale
 
     def add(self, due: float, job) -> None:
-        entry = self._entries.get(job.key)
-        if entry is not None:
+        live = self._live.get(job.key)
+        if live is not None:
             self.merge(job, self.env.now)
-            if due >= entry[0]:
+            if due >= live[0]:
                 return
-            job, entry[2] = entry[2], None  # the waiting job moves to the earlier time
+            job = live[2]  # the waiting job moves to the earlier time
         self._seq += 1
-        self._entries[job.key] = entry = [due, self._seq, job]
-        heapq.heappush(self._heap, entry)  # type: ignore[arg-type]  # a list entry: its job may be struck out
+        self._live[job.key] = entry = (due, self._seq, job)
+        heapq.heappush(self._heap, entry)
 
     def _poll(self):
-        heap, target, env, entries = self._heap, self._into, self.env, self._entries
+        heap, target, env, live = self._heap, self._into, self.env, self._live
         while True:
             yield env.timeout(self._poll_interval)
             now = env.now
             if heap and heap[0][0] <= now:
                 target.catch_up(now)
                 while heap and heap[0][0] <= now:
-                    job = heapq.heappop(heap)[2]
-                    if job is not None:
-                        del entries[job.key]
-                        target.put(job)
+                    entry = heapq.heappop(heap)
+                    key = entry[2].key
+                    if live.get(key) is entry:
+                        del live[key]
+                        target.put(entry[2])
 
     def jobs(self) -> list:
-        return [entry[2] for entry in self._heap if entry[2] is not None]
+        return [entry[2] for entry in self._live.values()]
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._live)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import at
-from herdsim.model.streams import Draws, draws
+from herdsim.model.streams import draws
 
 
 class Job:
@@ -20,6 +22,7 @@ class Job:
     about, set only with ``workload.keys`` (else never read)."""
 
     __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key")
+    key: int
 
     def __init__(self, job_id: int, poison: bool, prev: float):
         self.id = job_id
@@ -181,15 +184,16 @@ def clock(cfg: Workload, gap_draw) -> Clock:
     return ArrivalClock(cfg, gap_draw)
 
 
-def key_draws(cfg: Workload, rng: np.random.Generator) -> Draws:
+def key_draws(cfg: Workload, rng: np.random.Generator) -> Callable[[], int]:
     """Each job's key (``workload.keys``, numbered from 0): uniform with ``key_skew`` 0,
     else Zipf-like, key *i* with probability proportional to (i + 1)^-key_skew."""
     n = cfg.keys
     assert n is not None, "keys are drawn only with workload.keys"
     if not cfg.key_skew:
-        return draws(lambda size: rng.integers(0, n, size))
+        return cast(Callable[[], int], draws(lambda size: rng.integers(0, n, size)))
     cdf = np.cumsum(np.arange(1, n + 1, dtype=float) ** -cfg.key_skew)
-    return draws(lambda size: np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"))
+    return cast(Callable[[], int], draws(
+        lambda size: np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")))
 
 
 class OpenArrivals:
