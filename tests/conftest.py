@@ -64,9 +64,10 @@ def play_calls(env, downstream, starts: dict[str, float], until: float) -> dict:
 
 def assert_every_job_ends_in_one_place(sim, res) -> None:
     """Every job that arrived is in exactly one place, counted from the model (not from
-    the summary's ``pending = submitted - succeeded - dead``): finished once (the
-    recorder's finish rows) or still held (the queues, a worker, a caller); and the
-    per-job table and the summary count the same."""
+    the summary's ``pending = submitted - succeeded - dead - merged``): finished once (the
+    recorder's finish rows: succeeded, dead-lettered or merged into its key's job) or
+    still held (the queues, a worker, a caller); and the per-job table and the summary
+    count the same."""
     finished = list(sim.recorder.finish_id)
     held = [job.id for job in sim.pending_jobs()]
     assert len(set(finished)) == len(finished), "a job finished twice"
@@ -75,7 +76,9 @@ def assert_every_job_ends_in_one_place(sim, res) -> None:
         "a job was lost, or finished and still held"
     outcomes = res.jobs["outcome"].value_counts()
     assert res.summary["jobs_pending"] == outcomes.get("pending", 0) == len(held)
-    assert res.summary["jobs_succeeded"] + res.summary["jobs_dead_lettered"] == len(finished)
+    assert res.summary["jobs_succeeded"] + res.summary["jobs_dead_lettered"] \
+        + res.summary["jobs_merged"] == len(finished)
+    assert res.summary["jobs_merged"] == outcomes.get("merged", 0)
     assert res.summary["jobs_succeeded"] == outcomes.get("succeeded", 0)
     assert res.summary["jobs_dead_lettered"] == outcomes.get("dead_lettered", 0)
 

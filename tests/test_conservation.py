@@ -145,6 +145,7 @@ def scenarios(draw) -> dict:
             "queue_limit": draw(maybe(st.integers(1, 60))),
             "spikes": spikes,
             "profile": profile if steps else [],
+            "keys": None if count is None else draw(maybe(st.integers(1, 30))),
         },
         "workers": {
             "count": count,
@@ -227,6 +228,11 @@ def test_every_job_ends_in_exactly_one_place(data):
     assert_every_job_ends_in_one_place(sim, res)
     assert set(pending_ids) == set(jobs.loc[jobs["outcome"] == "pending", "job"])
 
+    # keys: one job of a key in hand at a time, and the queue knows exactly those keys
+    if sc.workload.keys is not None:
+        held_keys = [job.key for job in sim.in_hand]
+        assert len(set(held_keys)) == len(held_keys) and set(held_keys) == sim.queue.processing
+
     # a defended downstream's limiter counts exactly the calls in service or waiting
     ds = sim.downstream
     if hasattr(ds, "held"):
@@ -252,8 +258,8 @@ def test_every_job_ends_in_exactly_one_place(data):
     max_retries = sc.retry.max_retries
     if max_retries is not None:
         assert (sleeps["attempt"] < max_retries).all()
-        if sc.dlq.enabled:
-            assert (jobs["attempts"] <= max_retries + 1).all()
+        if sc.dlq.enabled and sc.workload.keys is None:  # keyed: the key's count, which
+            assert (jobs["attempts"] <= max_retries + 1).all()  # a success resets
     if not sc.retry.poison_retryable:
         poison_ids = jobs.loc[jobs["poison"], "job"]
         assert not sleeps["job"].isin(poison_ids).any()

@@ -77,6 +77,7 @@ TURNED_ON = {
     "workers.autoscale": {"metric": "queue_depth", "target": 5, "max": 16, "interval": "250ms"},
     "client_limiter": {"scope": "pool"},
     "retry.bucket": {"rate": 10, "burst": 100},
+    "workload.keys": 50,
 }
 
 

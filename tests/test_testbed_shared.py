@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import redis.asyncio as aioredis
 
-from herdsim.config.scenario import Breaker, Budget
+from herdsim.config.sections import Breaker, Budget
 from herdsim.policies import budget as budgets
 from herdsim.policies.breaker import OPEN, CircuitBreaker
 from herdsim.testbed.processes import Fleet

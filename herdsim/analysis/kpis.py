@@ -62,6 +62,10 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="jobs that ended in the dead-letter queue"),
     KPI("jobs_pending", "pending at the end", kind="count", better="lower",
         meaning="jobs still queued, parked or in hand when the run stopped"),
+    KPI("jobs_merged", "merged into their key", kind="count", optional=True,
+        meaning="jobs that collapsed into a job of the same key already queued, held or "
+                "waiting to retry (workload.keys: client-go's workqueue); not in the "
+                "latency KPIs"),
     KPI("jobs_refused", "refused (queue full)", kind="count", better="lower", optional=True,
         meaning="arrivals refused by a full main queue"),
     KPI("attempts_total", "downstream calls", kind="count",
@@ -184,9 +188,9 @@ REGISTRY: tuple[KPI, ...] = (
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 
 RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_succeeded",
-             "jobs_dead_lettered", "jobs_pending", "attempts_total", "amplification",
-             "calls_per_calling_job", "capacity_rate", "peak_calls", "peak_attempt_rate",
-             "peak_to_capacity", "peak_to_baseline",
+             "jobs_dead_lettered", "jobs_pending", "jobs_merged", "attempts_total",
+             "amplification", "calls_per_calling_job", "capacity_rate", "peak_calls",
+             "peak_attempt_rate",             "peak_to_capacity", "peak_to_baseline",
              "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
              "calls_avoided", "budget_refused_total", "shed_admission_total",

@@ -305,6 +305,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
     submitted = len(jobs)
     succeeded = int((outcome == "succeeded").sum())
     dead = int((outcome == "dead_lettered").sum())
+    merged = int((outcome == "merged").sum())
     capacity = bounded_capacity(scenario) if queueing else None
     peak = peak_rate(attempt_times, scenario.peak_window)
     last_end = scenario.last_outage_end
@@ -324,7 +325,8 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "jobs_submitted": submitted,
         "jobs_succeeded": succeeded,
         "jobs_dead_lettered": dead,
-        "jobs_pending": submitted - succeeded - dead,
+        "jobs_pending": submitted - succeeded - dead - merged,
+        "jobs_merged": merged,
         "jobs_refused": int(ts["refused"].sum()),
         "attempts_total": attempts_total,
         "retries_total": int(ts["retry"].sum()),
@@ -349,7 +351,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "collapses": len(crash_times),
         "collapses_after_outage": len(after),
         "recovery_time": recovery_time(ts, scenario),
-        **latency_quantiles(jobs, scenario.duration),
+        **latency_quantiles(jobs[outcome != "merged"] if merged else jobs, scenario.duration),
         **{f"{name}_total": int(ts[name].sum()) for name in SHED if name in ts},
         **(extra or {}),
         "wall_seconds": wall,

@@ -146,7 +146,8 @@ class Scenario(Section):
                 "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
 
     def _check_scaling(self) -> None:
-        """An autoscaled pool starts within its bounds; occ has clients, not a pool."""
+        """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor
+        a main queue for keys)."""
         scaling = self.workers.autoscale
         if scaling is not None:
             if self.workers.count is None:
@@ -161,6 +162,11 @@ class Scenario(Section):
                                                       "to scale")
         if self.downstream.model == "occ" and self.workers.count is None:
             raise FieldError("workers.count", "the occ model needs a number of clients")
+        if self.workload.keys is not None and (self.workers.count is None
+                                               or self.downstream.model == "occ"):
+            raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
+                                              "need queue workers (workers.count) and the "
+                                              "queue model")
 
     def _check_spikes(self) -> None:
         """Spikes start within the run and do not overlap."""

@@ -144,6 +144,9 @@ class Trace(Section):
                                                  "different file is refused")
 
 
+MAX_SKEWED_KEYS = 10_000_000  # key_skew keeps one float per key
+
+
 class Workload(Section):
     arrivals: Literal["poisson", "constant", "burst", "trace"] = "poisson"
     rate: float = Field(  # type: ignore[assignment]  # None until the load fills it in
@@ -156,6 +159,22 @@ class Workload(Section):
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
     spikes: list[Spike] = []
+    keys: Annotated[int | None, GatesCalls()] = Field(
+        None, ge=1, description="each job is about one of this many keys (a controller's "
+                                "objects); a job whose key is queued or in process "
+                                "collapses into it (client-go's workqueue)")
+    key_skew: float = Field(0.0, ge=0, le=10, description="0: keys drawn uniformly; s > 0: "
+                                                          "key i with weight (i + 1)^-s")
+
+    @model_validator(mode="after")
+    def _skewed_keys(self) -> Workload:
+        if self.key_skew and self.keys is None:
+            raise FieldError("workload.key_skew", "key_skew shapes workload.keys: set keys")
+        if self.key_skew and self.keys is not None and self.keys > MAX_SKEWED_KEYS:
+            raise FieldError("workload.keys", f"{number_text(self.keys)} keys with a "
+                                              f"key_skew: at most {MAX_SKEWED_KEYS:,} (a "
+                                              "table of their weights is kept)")
+        return self
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:

@@ -188,3 +188,127 @@ class DelayedQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class KeyedQueue(JobQueue):
+    """The main queue with client-go's workqueue rules (``workload.keys``): a job's key is
+    the item, a job the message that made its key dirty.
+
+    ``queue.go`` @v0.36.3 (``Add`` :227-251, ``Get`` :265-284, ``Done`` :289-302): a job
+    whose key is dirty (queued, or added again while in process) collapses into it:
+    ``merge(job, t)`` records it at *t* and it ends there. A job whose key is in process
+    (a worker holds a job of that key) makes the key dirty and is *held*: ``done(job)``
+    (the worker lets go of the job) queues it at the tail. Handing a job out (``take``, a
+    waiting worker's timer, a ``put`` to an idle worker) is ``Get``: its key moves from
+    dirty to in process. ``depth`` counts the queued jobs only (``Len``: held ones are
+    not in the queue).
+    """
+
+    def __init__(self, env: simpy.Environment, clock: Clock, new_job, merge):
+        super().__init__(env, clock, new_job)
+        self.merge = merge
+        self.queued: set = set()  # dirty keys in line
+        self.held: dict = {}  # dirty keys in process -> the job done() queues
+        self.processing: set = set()
+
+    def take(self, now: float):
+        job = super().take(now)
+        if job is not None:
+            self.queued.discard(job.key)
+            self.processing.add(job.key)
+        return job
+
+    def jobs(self, until: float | None) -> list:
+        return [*super().jobs(until), *self.held.values()]
+
+    def put(self, job) -> None:
+        self._add(job, self.env.now)
+
+    def done(self, job) -> None:
+        """A worker lets go of *job* (``Done``): its key is no longer in process, and the
+        job held for it, if any, joins the queue."""
+        now = self.env.now
+        self.catch_up(now)  # arrivals up to now saw the key in process
+        key = job.key
+        self.processing.discard(key)
+        held = self.held.pop(key, None)
+        if held is not None:
+            self._add(held, now)
+
+    def _add(self, job, t: float) -> None:
+        """``Add`` at *t*: collapse, hold, hand to an idle worker, or queue."""
+        key = job.key
+        if key in self.queued or key in self.held:
+            self.merge(job, t)
+        elif key in self.processing:
+            self.held[key] = job
+        else:
+            if self._waited or self._waiting:  # JobQueue.put hands it out at once
+                self.processing.add(key)
+            else:
+                self.queued.add(key)
+            JobQueue.put(self, job)
+
+    def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
+        """As :meth:`JobQueue._let_in`, every arrival through ``Add`` at its own time; the
+        event *first* gets the first one that would be queued (none, when every arrival
+        collapses or is held: its worker then waits again)."""
+        clock, new_job, add = self.clock, self.new_job, self._add
+        while clock.next_at < now or (clock.next_at == now and not until_before):
+            t = clock.next_at
+            for _ in range(clock.burst):
+                job = new_job(t)
+                if job is None:
+                    continue
+                key = job.key
+                if first is not None and key not in self.queued and key not in self.held \
+                        and key not in self.processing:
+                    self.processing.add(key)
+                    first.value = job
+                    first = None
+                else:
+                    add(job, t)
+            clock.advance()
+
+
+class KeyedDelayedQueue(DelayedQueue):
+    """The delayed queue with ``delaying_queue.go``'s ``insert`` (@v0.36.3 :355-369): a
+    key already waiting keeps one entry, at the earlier of the two ready times; the job
+    parked second collapses into it (``merge(job, now)``)."""
+
+    def __init__(self, env: simpy.Environment, target: JobQueue, poll_interval: float,
+                 merge):
+        super().__init__(env, target, poll_interval)
+        self.merge = merge
+        self._live: dict = {}  # key -> its entry in the heap; other entries are stale
+
+    def add(self, due: float, job) -> None:
+        live = self._live.get(job.key)
+        if live is not None:
+            self.merge(job, self.env.now)
+            if due >= live[0]:
+                return
+            job = live[2]  # the waiting job moves to the earlier time
+        self._seq += 1
+        self._live[job.key] = entry = (due, self._seq, job)
+        heapq.heappush(self._heap, entry)
+
+    def _poll(self):
+        heap, target, env, live = self._heap, self._into, self.env, self._live
+        while True:
+            yield env.timeout(self._poll_interval)
+            now = env.now
+            if heap and heap[0][0] <= now:
+                target.catch_up(now)
+                while heap and heap[0][0] <= now:
+                    entry = heapq.heappop(heap)
+                    key = entry[2].key
+                    if live.get(key) is entry:
+                        del live[key]
+                        target.put(entry[2])
+
+    def jobs(self) -> list:
+        return [entry[2] for entry in self._live.values()]
+
+    def __len__(self) -> int:
+        return len(self._live)

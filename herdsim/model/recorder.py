@@ -15,8 +15,9 @@ from array import array
 import numpy as np
 import pandas as pd
 
-SUCCEEDED, DEAD_LETTERED = 0, 1
-OUTCOMES = ("succeeded", "dead_lettered", "pending")
+SUCCEEDED, DEAD_LETTERED, MERGED = 0, 1, 3  # 2 is "pending": a job with no finish row
+# merged: collapsed into a job of the same key (workload.keys), which does its work
+OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")
@@ -52,6 +53,7 @@ class Recorder:
         self.finish_time = array("d")
         self.finish_attempts = array("i")
         self.finish_outcome = array("b")
+        self.job_keys: array | None = None  # each job's key, by id (workload.keys only)
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
         # counters only some runs have (a downstream that sheds calls): name -> times
         self.optional: dict[str, array] = {}
@@ -122,12 +124,15 @@ class Recorder:
         arrival = np.asarray(self.arrivals, dtype=float)
         poison = np.zeros(n, dtype=bool)
         poison[np.asarray(self.poison_ids, dtype=np.int64)] = True
+        keyed = self.job_keys is not None
         return pd.DataFrame({
             "job": np.arange(n),
             "arrival": arrival,
             "poison": poison,
+            **({"key": np.asarray(self.job_keys, dtype=np.int64)} if keyed else {}),
             "attempts": attempts,
-            "outcome": pd.Categorical.from_codes(outcome, OUTCOMES),
+            # "merged" only where a job can merge: other runs' files keep their categories
+            "outcome": pd.Categorical.from_codes(outcome, OUTCOMES if keyed else OUTCOMES[:3]),
             "finish": finish,
             "latency": finish - arrival,
         }, copy=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -17,21 +18,22 @@ from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
-from herdsim.model.queues import DelayedQueue, JobQueue
-from herdsim.model.recorder import Recorder
+from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
+from herdsim.model.recorder import MERGED, Recorder
 from herdsim.model.scaling import Pool, autoscaler
 from herdsim.model.streams import Draws, draws, generators
 from herdsim.model.worker import (
     Frozen,
     make_finish,
     make_give_up,
+    make_keyed,
     make_plain_worker,
     make_retry,
     make_run_job,
     plain,
     worker,
 )
-from herdsim.model.workload import Job, OpenArrivals, clock
+from herdsim.model.workload import Job, OpenArrivals, clock, key_draws
 from herdsim.policies import budget as budgets
 from herdsim.policies.adaptive import ClientRateLimiter
 from herdsim.policies.breaker import CircuitBreaker
@@ -89,10 +91,19 @@ class Simulation:
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, self.unit_exponential)
-        self.queue = JobQueue(env, self.clock, self.new_job)
+        self.keyed = scenario.workload.keys is not None
+        poll = scenario.workers.poll_interval
+        if self.keyed:  # client-go's workqueue: jobs collapse into their keys
+            self._key_draw = key_draws(scenario.workload, rngs["keys"])
+            self._record_key = self.recorder.job_keys = array("q")
+            self.new_job = self._new_keyed_job  # type: ignore[method-assign]  # every job gets a key
+            self.queue: JobQueue = KeyedQueue(env, self.clock, self.new_job, self._merge)
+            self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
+        else:
+            self.queue = JobQueue(env, self.clock, self.new_job)
+            self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
-        self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
         defended = scenario.downstream.defends()
         extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
         self.downstream = (DefendedDownstream if defended else Downstream)(
@@ -128,6 +139,8 @@ class Simulation:
         self.finish = make_finish(self)  # the worker loops' shared steps
         self.give_up = make_give_up(self, self.finish)
         self.retry = make_retry(self, self.give_up)
+        if self.keyed:
+            self.finish, self.give_up, self.retry = make_keyed(self)
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None
@@ -203,6 +216,18 @@ class Simulation:
             self._poison(job_id)
             return Job(job_id, True, self._base)
         return Job(job_id, False, self._base)
+
+    def _new_keyed_job(self, now: float) -> Job | None:
+        """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order)."""
+        job = Simulation.new_job(self, now)
+        if job is not None:
+            job.key = key = self._key_draw()
+            self._record_key.append(key)
+        return job
+
+    def _merge(self, job: Job, now: float) -> None:
+        """*job* collapses at *now* into the job of its key queued, held or waiting."""
+        self.finish(job, now, MERGED)
 
     def _start_caller(self, job: Job) -> None:
         """Open loop: every job is its own caller process."""

@@ -140,6 +140,36 @@ def make_retry(sim, give_up):
     return retry
 
 
+def make_keyed(sim):
+    """``(finish, give_up, retry)`` counting failures per key, as client-go's
+    ``ItemExponentialFailureRateLimiter`` does (``default_rate_limiters.go`` @v0.36.3
+    :116-149): a retry's index is its key's failures so far (``NumRequeues``), which it
+    then adds one to (``When``); a success or a job giving up deletes them (``Forget``).
+    Wraps the steps ``sim`` has (``workload.keys`` only)."""
+    failures: dict = {}
+    finish, give_up, retry = sim.finish, sim.give_up, sim.retry
+
+    def keyed_finish(job, now, outcome):
+        if outcome == SUCCEEDED:
+            failures.pop(job.key, None)
+        finish(job, now, outcome)
+
+    def keyed_give_up(job, now):
+        failures.pop(job.key, None)
+        give_up(job, now)
+
+    def keyed_retry(job, now, outcome, budget):
+        job.retries = failures.get(job.key, 0)
+        pause = retry(job, now, outcome, budget)
+        if pause is None:  # it gave up
+            failures.pop(job.key, None)
+        else:
+            failures[job.key] = job.retries
+        return pause
+
+    return keyed_finish, keyed_give_up, keyed_retry
+
+
 def make_guards(sim):
     """``guards(gate)``: the active process and the retry budget, breaker gate and client
     rate limiter that guard its calls (an open-loop caller's are its client's, the client
@@ -248,8 +278,11 @@ def make_run_job(sim):
 
 def worker(sim, gate: BreakerGate | None, leaves=None):
     """SimPy process of one queue worker: consume jobs while its breaker lets it; under an
-    autoscaler, ``leaves()`` between jobs says whether it retires."""
+    autoscaler, ``leaves()`` between jobs says whether it retires. With keys it tells the
+    queue when it lets go of a job (``done``), and a wait may end with no job (every
+    arrival collapsed into a key): it waits again."""
     env, take, get, run_job = sim.env, sim.queue.take, sim.queue.get, sim.run_job
+    done = sim.queue.done if sim.keyed else None
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if leaves is not None and leaves():
@@ -258,9 +291,11 @@ def worker(sim, gate: BreakerGate | None, leaves=None):
             while blocked(env.now):
                 yield from gate.wait_jittered()  # type: ignore[union-attr]  # blocked: a gate
         job = take(env.now)
-        if job is None:
+        while job is None:
             job = yield get()
         yield from run_job(job, gate)
+        if done is not None:
+            done(job)
 
 
 GATES = gates(Scenario)  # path -> off(value): the fields marked GatesCalls in the schema

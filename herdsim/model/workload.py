@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Callable
+from typing import cast
+
+import numpy as np
 
 from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import at
+from herdsim.model.streams import draws
 
 
 class Job:
     """One message on the queue. ``prev`` is the strategy's memory (the last sleep);
-    ``paid`` what the retry budget charged for its pending retry."""
+    ``paid`` what the retry budget charged for its pending retry; ``key`` the object it is
+    about, set only with ``workload.keys`` (else never read)."""
 
-    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid")
+    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key")
+    key: int
 
     def __init__(self, job_id: int, poison: bool, prev: float):
         self.id = job_id
@@ -26,72 +33,25 @@ class Job:
         self.paid = 0.0
 
 
-class RateSchedule:
-    """The arrival rate over time: the base rate, replaced by each spike while it lasts."""
-
-    def __init__(self, cfg: Workload):
-        self.edges = [0.0]
-        self.rates = [cfg.rate]
-        for spike in sorted(cfg.spikes, key=lambda s: s.at):
-            end = spike.at + spike.duration
-            self.edges += [spike.at, end]
-            self.rates += [spike.rate, cfg.rate]
-
-    def at(self, t: float) -> tuple[float, float]:
-        """The rate at *t* and the time it next changes."""
-        i = bisect_right(self.edges, t) - 1
-        nxt = self.edges[i + 1] if i + 1 < len(self.edges) else float("inf")
-        return self.rates[i], nxt
-
-
-class ArrivalClock:
-    """When jobs arrive: Poisson, constant or burst gaps at the rate of the moment.
-
-    ``next_at`` is the time of the next arrival (``burst`` jobs at once); ``advance()``
-    draws the one after it. A rate change between two arrivals restarts the gap there
-    (Poisson arrivals are memoryless: the gap is drawn afresh at the new rate). The times
-    are the sums a chain of timers would reach: each gap added to the previous arrival's
-    time, a restart at ``t + (change - t)``.
-    """
-
-    def __init__(self, cfg: Workload, gap_draw):
-        self.schedule = RateSchedule(cfg)
-        self.rate, self.change = self.schedule.at(0.0)
-        self.poisson = cfg.arrivals == "poisson"
-        self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
-        self.gap_draw = gap_draw
-        self.next_at = 0.0
-        self.advance()
-
-    def advance(self) -> None:
-        """Move ``next_at`` past the arrival it names."""
-        t = self.next_at
-        while True:
-            gap = self.gap_draw() / self.rate if self.poisson else self.burst / self.rate
-            if t + gap < self.change:
-                self.next_at = t + gap
-                return
-            t += self.change - t
-            self.rate, self.change = self.schedule.at(t)
-
-
 class Piecewise:
-    """The arrival rate over time as linear pieces: the profile's steps and ramps, each
-    spike replacing it while it lasts. ``at(t)`` gives the rate at *t*, its slope and the
-    time the piece ends."""
+    """The arrival rate over time as linear pieces: the profile's steps and ramps (or the
+    steady ``rate``), each spike replacing it while it lasts. ``at(t)`` gives the rate at
+    *t*, its slope and the time the piece ends."""
 
     def __init__(self, cfg: Workload):
         starts, rates, slopes = [], [], []
-        previous = cfg.profile[0].rate
-        for step in cfg.profile:
-            if step.ramp:
-                starts.append(step.at)
+        steps = [(step.at, step.rate, step.ramp) for step in cfg.profile] \
+            or [(0.0, cfg.rate, 0.0)]  # no profile: the steady rate
+        previous = steps[0][1]
+        for begin, rate, ramp in steps:
+            if ramp:
+                starts.append(begin)
                 rates.append(previous)
-                slopes.append((step.rate - previous) / step.ramp)
-            starts.append(step.at + step.ramp)
-            rates.append(step.rate)
+                slopes.append((rate - previous) / ramp)
+            starts.append(begin + ramp)
+            rates.append(rate)
             slopes.append(0.0)
-            previous = step.rate
+            previous = rate
         self._profile = (starts, rates, slopes)
         edges = set(starts)
         windows = sorted((s.at, s.at + s.duration, s.rate) for s in cfg.spikes)
@@ -110,11 +70,15 @@ class Piecewise:
 
     def at(self, t: float) -> tuple[float, float, float]:
         """The rate at *t*, its slope (per second) and the time the piece ends."""
+        start, rate, slope, end = self.piece(t)
+        return max(rate + slope * (t - start), 0.0), slope, end
+
+    def piece(self, t: float) -> tuple[float, float, float, float]:
+        """The piece in force at *t*: its start, its rate there, its slope and its end."""
         i = bisect_right(self.edges, t) - 1
         rate, slope = self.pieces[i]
-        rate += slope * (t - self.edges[i])
-        nxt = self.edges[i + 1] if i + 1 < len(self.edges) else math.inf
-        return max(rate, 0.0), slope, nxt
+        end = self.edges[i + 1] if i + 1 < len(self.edges) else math.inf
+        return self.edges[i], rate, slope, end
 
 
     def integral(self, start: float, end: float) -> float:
@@ -141,34 +105,52 @@ def gap(rate: float, slope: float, area: float) -> float:
     return 2.0 * area / denominator if denominator > 0 else math.inf
 
 
-class ProfileClock:
-    """Arrivals under a rate profile, generated exactly by inversion: the next arrival
-    is where the integral of the rate from the last one reaches a unit exponential
-    (Poisson) or ``burst`` (constant, burst). A new piece restarts the draw at its start
-    (for Poisson arrivals an exact restart: they are memoryless)."""
+class ArrivalClock:
+    """When jobs arrive under the rate of the moment (the steady ``rate`` or a profile's
+    steps and ramps, each spike replacing it while it lasts), generated by inversion: the
+    next arrival is where the integral of the rate from the last one reaches a unit
+    exponential (Poisson) or ``burst`` (constant, burst); at a constant rate, the draw
+    over the rate.
+
+    ``next_at`` is the time of the next arrival (``burst`` jobs at once); ``advance()``
+    draws the one after it. A new piece (a rate change) restarts the draw at its start
+    (for Poisson arrivals an exact restart: they are memoryless). The piece in force is
+    kept between arrivals, and the times are the sums a chain of timers would reach: each
+    gap added to the previous arrival's time, a restart at ``t + (change - t)``.
+    """
 
     def __init__(self, cfg: Workload, gap_draw):
         self.schedule = Piecewise(cfg)
         self.poisson = cfg.arrivals == "poisson"
         self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
         self.gap_draw = gap_draw
+        self._enter(0.0)
         self.next_at = 0.0
         self.advance()
+
+    def _enter(self, t: float) -> None:
+        """Keep the piece in force at *t*: its start, its rate there, slope and end;
+        ``steady`` when a gap is the plain draw over the rate (constant and above 0)."""
+        self.start, self.base, self.slope, self.change = self.schedule.piece(t)
+        self.steady = self.slope == 0.0 and self.base > 0
 
     def advance(self) -> None:
         """Move ``next_at`` past the arrival it names."""
         t = self.next_at
         while True:
-            rate, slope, change = self.schedule.at(t)
-            area = self.gap_draw() if self.poisson else self.burst
-            step = gap(rate, slope, area)
-            if t + step < change:
+            if self.steady:
+                step = (self.gap_draw() if self.poisson else self.burst) / self.base
+            else:
+                area, slope = self.gap_draw() if self.poisson else self.burst, self.slope
+                step = gap(max(self.base + slope * (t - self.start), 0.0), slope, area)
+            if t + step < self.change:
                 self.next_at = t + step
                 return
-            if change == math.inf:
+            if self.change == math.inf:  # the rate has fallen to 0 for good
                 self.next_at = math.inf
                 return
-            t = change
+            t += self.change - t
+            self._enter(t)
 
 
 class TraceClock:
@@ -191,17 +173,27 @@ class TraceClock:
         self.next_at = math.inf if value is None else value * self._scale + self._start
 
 
-Clock = ArrivalClock | ProfileClock | TraceClock
+Clock = ArrivalClock | TraceClock
 """What a queue reads of any of them: ``next_at``, ``burst`` and ``advance()``."""
 
 
 def clock(cfg: Workload, gap_draw) -> Clock:
-    """The arrival clock *cfg* describes (the steady one unless a profile or a trace)."""
+    """The arrival clock *cfg* describes: a trace's, else the rate's (steady or a profile)."""
     if cfg.trace is not None:
         return TraceClock(cfg)
-    if cfg.profile:
-        return ProfileClock(cfg, gap_draw)
     return ArrivalClock(cfg, gap_draw)
+
+
+def key_draws(cfg: Workload, rng: np.random.Generator) -> Callable[[], int]:
+    """Each job's key (``workload.keys``, numbered from 0): uniform with ``key_skew`` 0,
+    else Zipf-like, key *i* with probability proportional to (i + 1)^-key_skew."""
+    n = cfg.keys
+    assert n is not None, "keys are drawn only with workload.keys"
+    if not cfg.key_skew:
+        return cast(Callable[[], int], draws(lambda size: rng.integers(0, n, size)))
+    cdf = np.cumsum(np.arange(1, n + 1, dtype=float) ** -cfg.key_skew)
+    return cast(Callable[[], int], draws(
+        lambda size: np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")))
 
 
 class OpenArrivals:

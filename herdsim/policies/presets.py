@@ -360,20 +360,20 @@ PRESETS["sqs-lambda"] = Preset(
 PRESETS["k8s-workqueue"] = Preset(
     "k8s-workqueue", "client-go workqueue, DefaultControllerRateLimiter (Go, Kubernetes "
     "controllers)",
-    "client-go master @32ce75a7",
+    "client-go v0.36.3",
     "max(5 ms * 2^(k-1) capped at 1000 s, the delay of a reservation from a 10/s, burst-100 "
-    "bucket every retry shares)",
+    "bucket every retry shares); with workload.keys, k counts the key's failures",
     "retries forever (a controller requeues until Forget); the item waits in the delaying "
     "queue (the worker is free)",
     {**_fields("exponential", 0.005, 1000.0, None, "requeue", 0.001),
      "retry.bucket": {"rate": 10.0, "burst": 100}},
-    ("kubernetes/client-go util/workqueue/default_rate_limiters.go:50-55,68-70,116-134,"
-     "144-149,222-232 @32ce75a7",
-     "kubernetes/client-go util/workqueue/delaying_queue.go:249,355-369 @32ce75a7"),
-    "the delaying queue fires at the ready time; herdsim's poller runs every 1 ms. Jobs "
-    "have no keys here: two jobs for one object are two items (queue.go's dirty and "
-    "processing sets collapse them in client-go; herdsim.policies.workqueue has them, "
-    "the simulated queue does not yet)")
+    ("kubernetes/client-go util/workqueue/default_rate_limiters.go:50-55,68-70,116-149,"
+     "222-232 @v0.36.3",
+     "kubernetes/client-go util/workqueue/delaying_queue.go:249-268,355-369; queue.go:"
+     "227-302 @v0.36.3 (util/workqueue/ is the same text at master @32ce75a7)"),
+    "the delaying queue fires at the ready time; herdsim's poller runs every 1 ms. Without "
+    "workload.keys every job is its own item (no two jobs are for one object); with it, "
+    "queue.go's dirty and processing sets collapse jobs of one key")
 
 
 def get(name: str) -> Preset:

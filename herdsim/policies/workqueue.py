@@ -1,7 +1,8 @@
 """client-go's workqueue: the default controller rate limiter and the queue's dedup rules,
-as pure objects with the clock passed in (kubernetes/client-go @32ce75a7,
-``util/workqueue/default_rate_limiters.go``, ``queue.go``, ``delaying_queue.go``;
-docs/policies.md cites the lines).
+as pure objects with the clock passed in (kubernetes/client-go @v0.36.3, the same text at
+master @32ce75a7: ``util/workqueue/default_rate_limiters.go``, ``queue.go``,
+``delaying_queue.go``; docs/policies.md cites the lines). The simulated main queue keeps
+the same queue rules for jobs with keys (:class:`herdsim.model.queues.KeyedQueue`).
 
 - :class:`ItemExponential`: ``When(item)`` = base · 2^failures (then failures + 1),
   capped at ``max_delay``; ``Forget`` resets the item's failures (5 ms and 1000 s in

@@ -86,6 +86,7 @@ def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
         ("workers.autoscale", workers.autoscale is not None, "autoscaling workers"),
         ("client_limiter", scenario.client_limiter is not None, "a client rate limiter"),
         ("retry.bucket", scenario.retry.bucket is not None, "a retry bucket"),
+        ("workload.keys", scenario.workload.keys is not None, "keys (client-go's dedup)"),
     ]
     for field, present, what in unsupported:
         if present:
