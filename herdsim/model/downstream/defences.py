@@ -32,6 +32,7 @@ from herdsim.model.calls import (
     COMPLETED,
     REJECTED,
     THROTTLED,
+    TIMEOUT,
     WAITING,
     Call,
 )
@@ -59,9 +60,11 @@ class DefendedDownstream(Downstream):
         self.gauge_samplers: list = []
         admission = cfg.admission
         self.admission = None
+        self._reset_frees = False  # a client giving up ends its call at the limiter
         if admission is not None:
             self.admission = limiters.build(admission, draw)
             self._over_limit = THROTTLED if admission.status == 429 else REJECTED
+            self._reset_frees = getattr(self.admission, "sees_client_reset", False)
             self._shed_admission = recorder.counter("shed_admission").append
             self.gauge_samplers.append((recorder.gauges.setdefault("admission_limit", []),
                                         lambda: self.admission.limit_at(env.now)))
@@ -137,6 +140,8 @@ class DefendedDownstream(Downstream):
     def finish(self, c: Call, value: int) -> int:
         if value == COMPLETED:
             self._left(c, self.env.now, False)
+        elif value == TIMEOUT and self._reset_frees:
+            self._left(c, self.env.now, True)  # the client's reset reaches the proxy
         return super().finish(c, value)
 
     def free_slot(self, now: float, c: Call | None = None) -> None:
