@@ -12,6 +12,13 @@ from herdsim.model.kernel import Lean
 
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
 
+# What a client sees of each failure, as ``retry.retry_on`` and ``retry.throttling`` name
+# it: an answer's HTTP status (ERROR a 500; REJECTED a 503: a full waiting room, an
+# admission limit answering 503, shedding, CoDel; THROTTLED a 429), no answer before the
+# client's own timeout, or a connection refused or reset (DOWN, FAILED).
+STATUS = {ERROR: 500, REJECTED: 503, THROTTLED: 429, TIMEOUT: "timeout", DOWN: "reset",
+          FAILED: "reset"}
+
 # Call states. RUNNING: in service under the continuous model, the client still waiting;
 # SENT: on the request leg, not at the server yet.
 WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
