@@ -41,8 +41,8 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
-from herdsim.model.simulation import Simulation
 from herdsim.model import calls, worker
+from herdsim.model.simulation import Simulation
 from herdsim.policies import budget, presets, retry_after
 from herdsim.results.result import Result, run
 

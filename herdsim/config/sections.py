@@ -441,7 +441,7 @@ class Retry(Section):
         [429], description="the answers this client treats as throttling (the throttling "
                            "base, a budget's throttling_cost, the client limiter): 429, "
                            "and 503 for a service that throttles with it")
-    retry_on: list[Literal["timeout", "reset", 500, 503, 429]] = Field(
+    retry_on: list[presets.RetryOn] = Field(
         list(presets.RETRY_ON), description="the failures this client retries (reset: a connection "
                                     "refused or reset); any other dead-letters at once")
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(

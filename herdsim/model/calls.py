@@ -8,6 +8,8 @@ already freed because the response spent a network delay on the way back
 
 from __future__ import annotations
 
+from typing import Any
+
 from herdsim.model.kernel import Lean
 
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
@@ -31,9 +33,10 @@ class Call(Lean):
     # answered from the waiting room (CoDel). A call served at once can be its own
     # completion event (``event is call``), as a kernel Timer is one. ``admitted`` and
     # ``inflight``: set only by a downstream that defends itself (when the call was
-    # admitted, and how many then).
+    # admitted, and how many then; ``admitted`` is unset again when it leaves).
     __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after", "admitted",
                  "inflight")
+    event: Any  # its completion event (a kernel event, the call itself) or None
     retry_after: float | None
     admitted: float
     inflight: int

@@ -18,6 +18,7 @@ time against a fail-fast downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 NO_CAP = 1e9  # seconds (31 years): "the library has no cap"; listed as "none"
 OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies.md
@@ -33,7 +34,8 @@ SECTIONS = ("breaker", "budget", "client_limiter")
 # The failures a client can meet (``retry.retry_on``): no answer within its timeout, a
 # connection refused or reset, and the answers 500, 503 and 429. Most libraries retry them
 # all; the exceptions are the presets that pass ``retry_on``.
-RETRY_ON = ("timeout", "reset", 500, 503, 429)
+RetryOn = Literal["timeout", "reset", 500, 503, 429]
+RETRY_ON: tuple[RetryOn, ...] = ("timeout", "reset", 500, 503, 429)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class DefendedDownstream(Downstream):
     """The downstream with its defences (see the module docstring)."""
 
     def __init__(self, env, cfg, service, outage_draw, recorder, network=None, request=None,
-                 draw=None):
+                 draw=None) -> None:
         super().__init__(env, cfg, service, outage_draw, recorder, network, request)
         self._gated = True  # every call meets the admission limit and shedding first
         self.discipline = cfg.discipline
@@ -98,7 +98,7 @@ class DefendedDownstream(Downstream):
             return refused
         return super()._overload(now)
 
-    def admit(self, proc):
+    def admit(self, proc) -> int | Call:
         empty = not self.in_room()
         c = super().admit(proc)
         if c.__class__ is Call and c in self.active:  # in service or waiting: admitted
@@ -108,11 +108,11 @@ class DefendedDownstream(Downstream):
     def arrive(self, c: Call) -> int | None:
         empty = not self.in_room()
         refused = super().arrive(c)
-        if refused is None and not self.health.blackhole:  # in service or waiting
-            if c.state == ABANDONED and not self.serve_abandoned and self._queued(c):
-                c.admitted = None  # it will be skipped, never served: not admitted
-            else:
-                self._admitted(c, self.env.now, empty)
+        # In service or waiting: admitted, but for one whose client left on the way, queued
+        # where such calls are skipped (never served).
+        if refused is None and not self.health.blackhole and not (
+                c.state == ABANDONED and not self.serve_abandoned and self._queued(c)):
+            self._admitted(c, self.env.now, empty)
         return refused
 
     def _queued(self, c: Call) -> bool:
@@ -135,7 +135,7 @@ class DefendedDownstream(Downstream):
         self.held -= 1
         if self.admission is not None:
             self.admission.sample(now, c.admitted, c.inflight, dropped)
-        c.admitted = None  # left once
+        del c.admitted  # left once
 
     def finish(self, c: Call, value: int) -> int:
         if value == COMPLETED:

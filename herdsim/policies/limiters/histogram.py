@@ -32,12 +32,11 @@ def quantile(samples_us: list[int], q: float) -> float:
     """``hist_approx_quantile`` of the histogram of *samples_us* (not empty) at *q*."""
     bins = sorted(Counter(bucket(us) for us in samples_us).items())
     rank = q * len(samples_us)
-    lower = upper = 0
-    left = width = 0.0
-    for (left, width), count in bins:
-        lower, upper = upper, upper + count
-        if upper >= rank:
-            break
+    i, lower, upper = 0, 0, bins[0][1]
+    while i < len(bins) - 1 and upper < rank:  # walk to the bin holding the rank
+        i += 1
+        lower, upper = upper, upper + bins[i][1]
+    left, width = bins[i][0]
     if lower == rank:
         return left
     if upper == rank:
