@@ -196,6 +196,58 @@ def test_envoy_as_its_documentation_configures_it_carries_metastable(metastable)
     assert summary["succeeded_fraction"] >= 0.9
 
 
+def test_gradient2_at_its_defaults_ramps_too_slowly_for_the_load(metastable, scenarios_dir):
+    """Gradient2 moves its limit by at most 0.8 a window: new = limit × g + 4 with g ≤ 1,
+    limit' = 0.8 limit + 0.2 new ≤ limit + 0.8, and a window lasts at least 1 s. From 20
+    the limit is at most 20 + 0.8 (t + 1) at time t (checked on every bin), so 700 jobs/s
+    of 100 ms calls (70 in flight) are refused for most of the minute: fewer than 90 % of
+    jobs succeed (measured 52.9 %). Started at the 70 the load needs it carries it
+    (measured 96.1 %)."""
+    sc = herdsim.load_scenario(scenarios_dir / "metastable.yaml",
+                               {"downstream.admission": "{kind: gradient2}"})
+    result = herdsim.run(sc)
+    ts = result.timeseries
+    assert (ts["admission_limit"] <= 20 + 0.8 * (ts["time"] + 1)).all()
+    assert result.summary["succeeded_fraction"] < 0.9
+    started = metastable(**{"downstream.admission": "{kind: gradient2, initial_limit: 70}"})
+    assert started["succeeded_fraction"] >= 0.9
+
+
+@pytest.fixture(scope="module")
+def admission(scenarios_dir):
+    path = scenarios_dir / "admission.yaml"
+
+    def summary(**overrides) -> dict:
+        return herdsim.run(herdsim.load_scenario(path, overrides)).summary
+
+    return summary
+
+
+JITTER = {"retry.strategy": "full_jitter"}
+
+
+@pytest.mark.parametrize(("overrides", "saved"), [
+    ({}, False),
+    ({"downstream.admission": "{kind: aimd}"}, False),
+    ({"downstream.admission": "{kind: envoy}"}, False),
+    (JITTER, True),
+    ({**JITTER, "downstream.admission": "{kind: aimd}"}, True),
+])
+def test_an_adaptive_limiter_alone_does_not_save_a_herd_that_crashes_on_arrival(
+        admission, overrides, saved):
+    """admission.yaml: 150 calls landing within 100 ms crash the downstream. A concurrency
+    limit bounds calls in flight, not the rate at which a synchronised herd lands: after
+    the 4 s outage nothing is in flight, so AIMD admits the herd (16.6 % of jobs
+    succeed). Envoy makes its own herd: its first minRTT measurement holds the limit at 3
+    for ~3.6 s (50 calls of 200 ms), its fast 503s return as un-jittered retries in step,
+    and when the limit jumps the herd lands together and crashes the downstream before the
+    outage (0.6 %). Full jitter spreads the herd below the threshold (99.1 %), with AIMD
+    too (98.5 %)."""
+    summary = admission(**overrides)
+    assert (summary["state"] != "metastable") is saved
+    assert (summary["succeeded_fraction"] >= 0.9) is saved
+
+
 def test_the_timeline_draws_the_limit_and_the_verdict_names_the_mechanism(scenarios_dir):
     from herdsim.outputs.report.verdict import verdict
     from herdsim.plots.figures import timeline

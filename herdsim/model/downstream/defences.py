@@ -21,7 +21,9 @@ a ``target`` timeout when it arrives.
 
 The limiter sees every admitted call once as it leaves: served (``sample`` with the
 server-side rtt, also for calls whose client left), or dropped (left the room unserved:
-its client gave up with ``serve_abandoned: false``, or CoDel rejected it). Calls failed
+its client gave up with ``serve_abandoned: false``, or CoDel rejected it). A limiter that
+``sees_client_reset`` (Envoy's, a proxy in front of the server) instead drops a call the
+moment its client gives up, whatever the server behind does with it. Calls failed
 together at t0 are forgotten without a sample.
 """
 
