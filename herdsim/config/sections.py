@@ -442,8 +442,9 @@ class Retry(Section):
                            "base, a budget's throttling_cost, the client limiter): 429, "
                            "and 503 for a service that throttles with it")
     retry_on: list[presets.RetryOn] = Field(
-        list(presets.RETRY_ON), description="the failures this client retries (reset: a connection "
-                                    "refused or reset); any other dead-letters at once")
+        list(presets.RETRY_ON),
+        description="the failures this client retries (reset: a connection refused or "
+                    "reset); any other dead-letters at once")
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
         None, description="a retry waits the larger of its backoff and this shared "
                           "bucket's reservation delay")
