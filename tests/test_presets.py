@@ -349,6 +349,27 @@ def test_aws_treats_each_failure_as_botocore_does(preset, outcome, pinned):
     assert bucket.allow_retry(0.0, outcome == calls.TIMEOUT, outcome in ours) == (True, cost)
 
 
+@oracle("botocore")
+@pytest.mark.parametrize("outcome", sorted(AS_BOTOCORE))
+def test_aws_legacy_retries_each_failure_as_botocore_does(outcome, pinned):
+    """Legacy mode: ``data/_retry.json``'s default policies, built by botocore's own
+    ``retryhandler.create_checker_from_retry_config``, retry every herdsim failure (500,
+    502-504, 429, throttling codes, and ``GENERAL_CONNECTION_ERROR``: connection errors
+    and read timeouts, retryhandler.py:33-39); the preset retries them all too."""
+    import botocore.loaders
+    import botocore.translate
+
+    data = botocore.loaders.Loader().load_data("_retry")
+    config = botocore.translate.build_retry_config("sqs", data["retry"], data["definitions"])
+    checker = botocore.retryhandler.create_checker_from_retry_config(config)
+    given = AS_BOTOCORE[outcome]
+    response = (given["http_response"], {}) if "http_response" in given else None
+    retryable = checker(attempt_number=1, response=response,
+                        caught_exception=given.get("caught_exception"), retries_context={})
+    skipped, _ = worker.classes(load_scenario(_tiny("aws-legacy")).retry)
+    assert retryable and outcome not in skipped
+
+
 def test_a_503_is_throttling_only_where_the_scenario_says_so():
     """``retry.throttling: [429, 503]`` (a service that throttles with 503, as S3's
     SlowDown) makes a refusal from the room throttling too; an outage's refused
