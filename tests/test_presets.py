@@ -370,6 +370,20 @@ def test_aws_legacy_retries_each_failure_as_botocore_does(outcome, pinned):
     assert retryable and outcome not in skipped
 
 
+@oracle("tenacity")
+def test_tenacity_retries_any_failure_by_default(pinned):
+    """``Retrying()``'s default predicate, ``retry_if_exception_type()``, retries any
+    exception, whatever the failure (tenacity/__init__.py, retry.py): the preset retries
+    every failure; a user's own predicate is ``retry.retry_on``."""
+    retrying = tenacity.Retrying()
+    for error in (TimeoutError(), ConnectionResetError(), ConnectionRefusedError(),
+                  RuntimeError("500"), RuntimeError("503"), RuntimeError("429")):
+        state = tenacity.RetryCallState(retrying, fn=None, args=(), kwargs={})
+        state.set_exception((type(error), error, None))
+        assert retrying.retry(state)
+    assert set(load_scenario(_tiny("tenacity")).retry.retry_on) == set(presets.RETRY_ON)
+
+
 def test_a_503_is_throttling_only_where_the_scenario_says_so():
     """``retry.throttling: [429, 503]`` (a service that throttles with 503, as S3's
     SlowDown) makes a refusal from the room throttling too; an outage's refused
