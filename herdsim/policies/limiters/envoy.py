@@ -17,13 +17,16 @@ as shipped, driven by simulated time instead of dispatcher timers.
   minRTT window is given up, and the timer waits for the minRTT window to end.
 * **Stuck at the minimum.** The fifth consecutive window that sets the limit to
   ``min_concurrency`` (outside a minRTT window) starts a minRTT window at once.
-
 * **Samples.** As Envoy's filter takes them: a latency (whole µs, truncated) for every
   forwarded call whose answer is sent, whatever its status; none for a call the client
   resets first (``cancelLatencySample``: the client gave up, its place frees at once:
   :attr:`GradientController.sees_client_reset`), nor for one refused at the limit. The
   percentile is read as Envoy reads it, from libcircllhist's log-linear histogram
-  (:mod:`.histogram`), into whole µs.
+  (:mod:`.histogram`), into whole µs; so are minRTT and sampleRTT kept.
+
+Read at envoyproxy/envoy@c35f67fb14e41582c2530dcdad417f2516113d0f (no release tag could be
+resolved; main @149521d8 adds ``min_concurrency_limit`` and ``fixed_value``, unset by
+default, not modelled): docs/mitigations.md has the lines.
 
 Defaults are Envoy's: request_count 50, jitter 15 %, min_concurrency 3, buffer 25 %,
 max_concurrency 1000, percentile 50 %. Envoy has no default for the minRTT interval
