@@ -443,6 +443,28 @@ def test_a_failure_not_retried_dead_letters_the_job_at_once():
     assert res.sleeps.empty
 
 
+def test_retry_on_holds_on_the_fast_path_too():
+    """``retry_on`` needs no general loop (it is not a gating field): a plain scenario
+    whose every call times out, and which does not retry timeouts, ends every job after
+    one attempt on the fast path; retrying them, it retries."""
+    from herdsim.model.worker import plain
+
+    data = {"name": "p", "seed": 3, "duration": "3s", "workload": {"rate": 40},
+            "workers": {"count": 8},
+            "downstream": {"concurrency": 1, "timeout": "50ms",
+                           "service": {"distribution": "constant", "mean": "10s"}},
+            "retry": {"retry_on": ["reset", 500, 503, 429], "max_retries": 3}}
+    sc = load_scenario(data)
+    assert plain(sc)
+    res = run(sc)
+    ended = res.jobs[res.jobs["outcome"] == "dead_lettered"]
+    assert len(ended) > 100 and (ended["attempts"] == 1).all() and res.sleeps.empty
+    data["retry"]["retry_on"] = ["timeout"]
+    jobs = run(load_scenario(data)).jobs
+    ended = jobs[jobs["outcome"] == "dead_lettered"]
+    assert len(ended) > 10 and (ended["attempts"] == 4).all()
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_aws_standard_1_43_matches_standard_py(seed):
     """botocore 1.43 (standard.py:425-428 @0e6e2404, the path taken while
