@@ -181,6 +181,9 @@ def scenarios(draw) -> dict:
             "cap": base * draw(st.floats(1.0, 100.0)),
             "max_retries": draw(maybe(st.integers(0, 6))),
             "poison_retryable": draw(st.booleans()),
+            "throttling": draw(st.lists(st.sampled_from([429, 503]), unique=True)),
+            **({"retry_on": draw(st.lists(st.sampled_from(["timeout", "reset", 500, 503, 429]),
+                                          unique=True))} if draw(st.integers(0, 3)) == 0 else {}),
             "bucket": draw(maybe(st.fixed_dictionaries({
                 "rate": st.floats(1.0, 100.0), "burst": st.integers(1, 20)}))),
         },

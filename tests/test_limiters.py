@@ -18,6 +18,7 @@ from herdsim.policies.limiters.aimd import AIMDLimit
 from herdsim.policies.limiters.envoy import GradientController
 from herdsim.policies.limiters.fixed import FixedLimit
 from herdsim.policies.limiters.gradient2 import ExpAvgMeasurement, Gradient2Limit
+from herdsim.policies.limiters.histogram import quantile
 from herdsim.policies.limiters.vegas import VegasLimit, log10_root
 from herdsim.policies.limiters.window import WindowedLimit
 
@@ -224,6 +225,27 @@ def test_fixed_limit():
 
 # -- Envoy's gradient controller (gradient_controller_test.cc) -------------------------
 
+@pytest.mark.parametrize(("q", "samples_us", "read"), [
+    (0.5, [1000, 2000, 3000, 4000, 5000], 3050),
+    (0.5, [61000, 72000, 83000, 94000], 73000),  # even n: the top of the 2nd one's bin
+    (0.5, [5000] * 5, 5050),
+    (0.5, [13000] * 50, 13500),
+    (0.0, [465678, 1592000], 459999),  # the bin's left edge, 459999.99999999994
+    (0.9, [3, 17, 250, 69123, 69999, 70000, 1000000], 1030000),
+    (0.5, [86600, 120000, 45000], 86500),
+])
+def test_envoy_reads_the_percentile_as_libcircllhist_does(q, samples_us, read):
+    """The values are libcircllhist's own output (src/circllhist.c @63a16dd6, the commit
+    Envoy pins, compiled; ``hist_insert`` of each value, ``hist_approx_quantile``, then
+    Envoy's ``static_cast<int>``)."""
+    assert int(quantile(samples_us, q)) == read
+
+
+def min_rtt_msecs(ctl: GradientController) -> int:
+    """The ``min_rtt_msecs`` gauge Envoy's tests read: minRTT cast to whole ms."""
+    return ctl.min_rtt_us // 1000
+
+
 class Harness:
     """The test fixture: simulated time, forwardingDecision and recordLatencySample."""
 
@@ -263,7 +285,7 @@ def test_envoy_concurrency_limit_behavior_basic():
     h = Harness(**BASIC, buffer=0.10, min_concurrency=7)
     assert h.run() == 7
     h.past_min_rtt(5 * MS)
-    assert h.ctl.min_rtt == pytest.approx(5 * MS)
+    assert min_rtt_msecs(h.ctl) == 5
     h.advance(0.101)
     assert h.run() >= 7 and h.run() / 7.0 <= 2.0
     for _ in range(10):  # latencies below minRTT: the limit grows, at most 2× a window
@@ -321,7 +343,7 @@ def test_envoy_min_rtt_logic():
         assert h.forward()
         h.sample(13 * MS)
     assert not h.ctl.in_min_rtt_window
-    assert h.ctl.min_rtt == pytest.approx(13 * MS)
+    assert min_rtt_msecs(h.ctl) == 13
 
 
 def test_envoy_min_rtt_is_the_median():
@@ -330,7 +352,7 @@ def test_envoy_min_rtt_is_the_median():
     for i in range(1, 6):
         assert h.forward()
         h.sample(i * MS)
-    assert h.ctl.min_rtt == pytest.approx(3 * MS)
+    assert min_rtt_msecs(h.ctl) == 3
 
 
 def test_envoy_min_rtt_epoch():
@@ -396,7 +418,7 @@ def test_envoy_consecutive_min_concurrency_reset():
             h.sample(10 * MS)
         h.advance(0.101)
         assert h.run() >= last
-    assert h.ctl.min_rtt == pytest.approx(10 * MS)
+    assert min_rtt_msecs(h.ctl) == 10
 
 
 def test_envoy_jitter_within_its_share():

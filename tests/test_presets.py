@@ -29,7 +29,7 @@ import botocore.retryhandler
 import numpy as np
 import pytest
 import tenacity
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 from celery.app.task import Task
 from celery.utils.time import get_exponential_backoff_interval
 from conftest import assert_every_job_ends_in_one_place
@@ -41,6 +41,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
+from herdsim.model import calls, worker
 from herdsim.model.simulation import Simulation
 from herdsim.policies import budget, presets, retry_after
 from herdsim.results.result import Result, run
@@ -193,9 +194,9 @@ def test_backoff_defaults(pinned):
     assert presets.get("backoff").fields["retry.max_retries"] is None
 
 
-# botocore's view of herdsim's failures: a throttling answer (THROTTLED, REJECTED) is a 429
-# with no modeled error code; an outage's fast failure a 503, an error a 500, a timeout a
-# ReadTimeoutError with no response.
+# botocore's view of herdsim's failures, for the schedule and quota tests: a throttling
+# answer (THROTTLED) is a 429 with no modeled error code; a transient answer a 503, an error
+# a 500, a timeout a ReadTimeoutError with no response (AS_BOTOCORE below has every outcome).
 STATUS = {"throttled": 429, "down": 503, "error": 500}
 
 
@@ -303,6 +304,166 @@ def test_aws_standard_quota_is_botocore(pinned):
                 break
     assert refused > 100 and kinds == set(STATUS) | {"timeout"}  # dry and refilled, all kinds
     assert botocore.retries.quota.RetryQuota.INITIAL_CAPACITY == bucket.capacity == 500
+
+
+# Each herdsim failure as botocore receives it: an answer's status (a 503 from a full room,
+# an admission limit, shedding or CoDel; a 429 from a rate limiter or an admission limit
+# answering 429; a 500 error), no answer within the client's timeout, or a connection that
+# fails before an answer (refused while down, reset when a crash fails the call).
+AS_BOTOCORE = {
+    calls.REJECTED: dict(http_response=SimpleNamespace(status_code=503, headers={})),
+    calls.THROTTLED: dict(http_response=SimpleNamespace(status_code=429, headers={})),
+    calls.ERROR: dict(http_response=SimpleNamespace(status_code=500, headers={})),
+    calls.TIMEOUT: dict(caught_exception=ReadTimeoutError(endpoint_url="x")),
+    calls.DOWN: dict(caught_exception=EndpointConnectionError(endpoint_url="x")),
+    calls.FAILED: dict(caught_exception=ConnectionClosedError(endpoint_url="x")),
+}
+
+
+@oracle("botocore")
+@pytest.mark.parametrize("preset", ["aws-standard", "aws-adaptive"])
+@pytest.mark.parametrize("outcome", sorted(AS_BOTOCORE))
+def test_aws_treats_each_failure_as_botocore_does(preset, outcome, pinned):
+    """botocore's own classifiers, given each failure herdsim produces: whether it is
+    retried (``StandardRetryConditions``, standard.py:659-693), whether it is throttling
+    (``ThrottlingErrorDetector``: the base 1 s or 50 ms, standard.py:409-421; the quota's
+    cost, :720-733; the adaptive limiter's throttle, adaptive.py), and what the retry
+    costs (``RetryQuotaChecker``). herdsim's decisions for the preset must be the same:
+    a 429 is throttling, a 503 is not."""
+    context = botocore.retries.standard.RetryContext(
+        attempt_number=1, request_context={}, **AS_BOTOCORE[outcome])
+    retryable = botocore.retries.standard.StandardRetryConditions().is_retryable(context)
+    _, detector = botocore_backoff(random.random)
+    throttling = detector.is_throttling_error_from_context(context)
+    checker = botocore.retries.standard.RetryQuotaChecker(
+        botocore.retries.quota.RetryQuota(), detector)
+    assert checker.acquire_retry_quota(context)
+    cost = context.request_context["retry_quota_capacity"]
+
+    sc = load_scenario(_tiny(preset))
+    skipped, ours = worker.classes(sc.retry)
+    assert (outcome not in skipped) == retryable
+    assert (outcome in ours) == throttling
+    assert sc.retry.build(throttling=outcome in ours).base == (1.0 if throttling else 0.05)
+    bucket = budget.TokenBucketBudget(**budget.PRESETS[sc.budget.preset])
+    assert bucket.allow_retry(0.0, outcome == calls.TIMEOUT, outcome in ours) == (True, cost)
+
+
+@oracle("botocore")
+@pytest.mark.parametrize("outcome", sorted(AS_BOTOCORE))
+def test_aws_legacy_retries_each_failure_as_botocore_does(outcome, pinned):
+    """Legacy mode: ``data/_retry.json``'s default policies, built by botocore's own
+    ``retryhandler.create_checker_from_retry_config``, retry every herdsim failure (500,
+    502-504, 429, throttling codes, and ``GENERAL_CONNECTION_ERROR``: connection errors
+    and read timeouts, retryhandler.py:33-39); the preset retries them all too."""
+    import botocore.loaders
+    import botocore.translate
+
+    data = botocore.loaders.Loader().load_data("_retry")
+    config = botocore.translate.build_retry_config("sqs", data["retry"], data["definitions"])
+    checker = botocore.retryhandler.create_checker_from_retry_config(config)
+    given = AS_BOTOCORE[outcome]
+    response = (given["http_response"], {}) if "http_response" in given else None
+    retryable = checker(attempt_number=1, response=response,
+                        caught_exception=given.get("caught_exception"), retries_context={})
+    skipped, _ = worker.classes(load_scenario(_tiny("aws-legacy")).retry)
+    assert retryable and outcome not in skipped
+
+
+@oracle("tenacity")
+def test_tenacity_retries_any_failure_by_default(pinned):
+    """``Retrying()``'s default predicate, ``retry_if_exception_type()``, retries any
+    exception, whatever the failure (tenacity/__init__.py, retry.py): the preset retries
+    every failure; a user's own predicate is ``retry.retry_on``."""
+    retrying = tenacity.Retrying()
+    for error in (TimeoutError(), ConnectionResetError(), ConnectionRefusedError(),
+                  RuntimeError("500"), RuntimeError("503"), RuntimeError("429")):
+        state = tenacity.RetryCallState(retrying, fn=None, args=(), kwargs={})
+        state.set_exception((type(error), error, None))
+        assert retrying.retry(state)
+    assert set(load_scenario(_tiny("tenacity")).retry.retry_on) == set(presets.RETRY_ON)
+
+
+def test_a_503_is_throttling_only_where_the_scenario_says_so():
+    """``retry.throttling: [429, 503]`` (a service that throttles with 503, as S3's
+    SlowDown) makes a refusal from the room throttling too; an outage's refused
+    connection never is."""
+    sc = load_scenario(_tiny("aws-standard", retry={"preset": "aws-standard",
+                                                    "throttling": [429, 503]}))
+    assert worker.classes(sc.retry)[1] == {calls.THROTTLED, calls.REJECTED}
+
+
+def _admission_run(status: int):
+    """:func:`_aws_run` against an admission limit of 2 calls of 50 ms (40 calls/s for
+    300 jobs/s) answering *status*."""
+    return _aws_run(admission={"kind": "fixed", "limit": 2, "status": status},
+                    service={"mean": "50ms"})
+
+
+@pytest.mark.parametrize(("status", "base"), [(429, 1.0), (503, 0.05)])
+def test_aws_standard_in_the_engine_backs_off_a_503_as_a_transient_error(status, base):
+    """The same admission limit, answering 429 or 503: botocore sleeps U(0, 1 s) before
+    the first retry after a 429 and U(0, 50 ms) after a 503 (standard.py:409-421). KS at
+    alpha 0.001 (fixed seed) for the first retry's law; the other law is ruled out by the
+    largest sleep."""
+    sleeps = _admission_run(status).sleeps
+    first = sleeps[sleeps["attempt"] == 0]["sleep"]
+    assert len(first) > 200 and first.max() < base
+    assert stats.kstest(first, stats.uniform(0, base).cdf).pvalue > 0.001
+    if base == 1.0:
+        assert first.max() > 0.05
+
+
+@pytest.mark.parametrize(("preset", "retried"), [
+    ("grpc-retry", {"reset", 503, 429}),
+    ("envoy", {"timeout", "reset", 500, 503}),
+    ("google-api-core", {"reset", 500, 503, 429}),
+    ("sidekiq", set(presets.RETRY_ON)),
+    ("aws-standard", set(presets.RETRY_ON)),
+])
+def test_a_preset_retries_what_its_library_retries(preset, retried):
+    """gRPC A6's example retryableStatusCodes [UNAVAILABLE] (a 503, a 429 and a broken
+    connection map to it: grpc doc/http-grpc-status-mapping.md; a deadline spans all
+    attempts); Envoy's retry_on 5xx (no 429); google-api-core's if_transient_error (no
+    read timeout); a job queue retries any exception. A failure not retried dead-letters
+    the job at once."""
+    sc = load_scenario(_tiny(preset))
+    assert set(sc.retry.retry_on) == retried
+    skipped, _ = worker.classes(sc.retry)
+    assert {calls.STATUS[o] for o in skipped} == set(presets.RETRY_ON) - retried
+
+
+def test_a_failure_not_retried_dead_letters_the_job_at_once():
+    """grpc-retry against a downstream that times every call out (DEADLINE_EXCEEDED is
+    not retryable): every job ends after one attempt, in the DLQ."""
+    res = run(load_scenario(_tiny("grpc-retry", downstream={
+        "concurrency": 1, "service": {"distribution": "constant", "mean": "10s"},
+        "timeout": "50ms"}, budget=None)))
+    ended = res.jobs[res.jobs["outcome"] == "dead_lettered"]
+    assert len(ended) > 10 and (ended["attempts"] == 1).all()
+    assert res.sleeps.empty
+
+
+def test_retry_on_holds_on_the_fast_path_too():
+    """``retry_on`` needs no general loop (it is not a gating field): a plain scenario
+    whose every call times out, and which does not retry timeouts, ends every job after
+    one attempt on the fast path; retrying them, it retries."""
+    from herdsim.model.worker import plain
+
+    data = {"name": "p", "seed": 3, "duration": "3s", "workload": {"rate": 40},
+            "workers": {"count": 8},
+            "downstream": {"concurrency": 1, "timeout": "50ms",
+                           "service": {"distribution": "constant", "mean": "10s"}},
+            "retry": {"retry_on": ["reset", 500, 503, 429], "max_retries": 3}}
+    sc = load_scenario(data)
+    assert plain(sc)
+    res = run(sc)
+    ended = res.jobs[res.jobs["outcome"] == "dead_lettered"]
+    assert len(ended) > 100 and (ended["attempts"] == 1).all() and res.sleeps.empty
+    data["retry"]["retry_on"] = ["timeout"]
+    jobs = run(load_scenario(data)).jobs
+    ended = jobs[jobs["outcome"] == "dead_lettered"]
+    assert len(ended) > 10 and (ended["attempts"] == 4).all()
 
 
 @pytest.mark.parametrize("seed", SEEDS)

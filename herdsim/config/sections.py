@@ -454,8 +454,16 @@ class Retry(Section):
         None, description="at_least: the Retry-After lengthens the policy's sleep by at most "
                           "this (botocore: 5 s)")
     throttling_base: Annotated[PositiveDuration | None, GatesCalls()] = Field(
-        None, description="the base after a throttling answer (a 429: rate limited or "
-                          "rejected) when it differs from base (botocore: 1 s, base 50 ms)")
+        None, description="the base after a throttling answer (see throttling) when it "
+                          "differs from base (botocore: 1 s, base 50 ms)")
+    throttling: list[Literal[429, 503]] = Field(
+        [429], description="the answers this client treats as throttling (the throttling "
+                           "base, a budget's throttling_cost, the client limiter): 429, "
+                           "and 503 for a service that throttles with it")
+    retry_on: list[presets.RetryOn] = Field(
+        list(presets.RETRY_ON),
+        description="the failures this client retries (reset: a connection refused or "
+                    "reset); any other dead-letters at once")
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
         None, description="a retry waits the larger of its backoff and this shared "
                           "bucket's reservation delay")

@@ -8,9 +8,18 @@ already freed because the response spent a network delay on the way back
 
 from __future__ import annotations
 
+from typing import Any
+
 from herdsim.model.kernel import Lean
 
 OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
+
+# What a client sees of each failure, as ``retry.retry_on`` and ``retry.throttling`` name
+# it: an answer's HTTP status (ERROR a 500; REJECTED a 503: a full waiting room, an
+# admission limit answering 503, shedding, CoDel; THROTTLED a 429), no answer before the
+# client's own timeout, or a connection refused or reset (DOWN, FAILED).
+STATUS = {ERROR: 500, REJECTED: 503, THROTTLED: 429, TIMEOUT: "timeout", DOWN: "reset",
+          FAILED: "reset"}
 
 # Call states. RUNNING: in service under the continuous model, the client still waiting;
 # SENT: on the request leg, not at the server yet.
@@ -24,9 +33,10 @@ class Call(Lean):
     # answered from the waiting room (CoDel). A call served at once can be its own
     # completion event (``event is call``), as a kernel Timer is one. ``admitted`` and
     # ``inflight``: set only by a downstream that defends itself (when the call was
-    # admitted, and how many then).
+    # admitted, and how many then; ``admitted`` is unset again when it leaves).
     __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after", "admitted",
                  "inflight")
+    event: Any  # its completion event (a kernel event, the call itself) or None
     retry_after: float | None
     admitted: float
     inflight: int

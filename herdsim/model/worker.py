@@ -16,7 +16,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.config.schema import gates, value_at
 from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
-from herdsim.model.calls import OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import later
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
@@ -93,6 +93,17 @@ def make_give_up(sim, finish):
     return give_up
 
 
+HINTED = (THROTTLED, REJECTED)  # the refusals that carry the downstream's Retry-After
+
+
+def classes(retry_cfg) -> tuple[frozenset[int], frozenset[int]]:
+    """The outcomes a client with *retry_cfg* does not retry (``retry_on``), and those it
+    treats as throttling (``throttling``, among the answers 429 and 503)."""
+    skipped = frozenset(o for o, status in STATUS.items() if status not in retry_cfg.retry_on)
+    throttling = frozenset(o for o in HINTED if STATUS[o] in retry_cfg.throttling)
+    return skipped, throttling
+
+
 def make_retry(sim, give_up):
     """``retry(job, now, outcome, budget)``: after a failed attempt, the sleep before the
     next one (recorded), or None when the job gives up instead (max retries, a poison
@@ -102,20 +113,22 @@ def make_retry(sim, give_up):
     retry_cfg = sim.scenario.retry
     max_retries, poison_retryable = retry_cfg.max_retries, retry_cfg.poison_retryable
     draw, stateful, rng = sim.strategy.sleep, sim.strategy.stateful, sim.strategy_rng
-    # after a throttling answer (a 429: THROTTLED or REJECTED) when its base differs
+    skipped, throttling = classes(retry_cfg)
+    not_retried = skipped or None  # (None: every failure is retried, one check less)
+    # after a throttling answer when its base differs
     throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
     downstream = sim.downstream
-    heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)  # after a 429
+    heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)
     bucket = Bucket(retry_cfg.bucket.rate, retry_cfg.bucket.burst) if retry_cfg.bucket else None
 
     def retry(job, now, outcome, budget):
         n = job.retries
         if (job.poison and not poison_retryable) or (
             max_retries is not None and n >= max_retries
-        ):
+        ) or (not_retried is not None and outcome in not_retried):
             give_up(job, now)
             return None
-        throttled = outcome in (THROTTLED, REJECTED)
+        throttled = outcome in throttling
         if budget is not None:
             allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
             if not allowed:
@@ -129,7 +142,7 @@ def make_retry(sim, give_up):
             pause = job.prev = sleep(n, job.prev, rng)
         if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
             pause = max(pause, bucket.reserve(now))
-        if heed is not None and throttled:
+        if heed is not None and outcome in HINTED:  # an answer that carries the header
             hint = downstream.retry_after
             if hint is not None:
                 pause = heed(pause, hint)
@@ -209,6 +222,7 @@ def make_run_job(sim):
     open_loop, sleep_mode = workers.count is None, workers.retry_mode == "sleep"
     retries_only, slow_threshold = breaker_cfg.retries_only, breaker_cfg.slow_call_threshold
     overhead = workers.attempt_overhead
+    throttling = classes(sim.scenario.retry)[1]
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)
@@ -254,7 +268,7 @@ def make_run_job(sim):
                     breaker.record(now, failed,
                                    slow_threshold is not None and now - started >= slow_threshold)
                 if limiter is not None:
-                    limiter.after_response(now, outcome in (THROTTLED, REJECTED))
+                    limiter.after_response(now, outcome in throttling)
                 if budget is not None:
                     budget.on_result(now, not failed, job.paid)
                     job.paid = 0.0

@@ -18,6 +18,7 @@ time against a fail-fast downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 NO_CAP = 1e9  # seconds (31 years): "the library has no cap"; listed as "none"
 OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies.md
@@ -25,10 +26,16 @@ OVERHEAD = 0.001  # what one fail-fast attempt costs a client: see docs/policies
 # Every path a preset controls. A section name (breaker, budget) stands for the section.
 PATHS = ("retry.strategy", "retry.base", "retry.cap", "retry.max_retries", "retry.params",
          "retry.retry_after", "retry.retry_after_limit", "retry.throttling_base",
+         "retry.throttling", "retry.retry_on",
          "workers.retry_mode", "workers.poll_interval",
          "workers.attempt_overhead", "dlq.enabled", "breaker", "budget", "client_limiter",
          "retry.bucket", "workers.count", "workers.autoscale")
 SECTIONS = ("breaker", "budget", "client_limiter")
+# The failures a client can meet (``retry.retry_on``): no answer within its timeout, a
+# connection refused or reset, and the answers 500, 503 and 429. Most libraries retry them
+# all; the exceptions are the presets that pass ``retry_on``.
+RetryOn = Literal["timeout", "reset", 500, 503, 429]
+RETRY_ON: tuple[RetryOn, ...] = ("timeout", "reset", 500, 503, 429)
 
 
 @dataclass(frozen=True)
@@ -54,11 +61,12 @@ def _fields(strategy: str, base: float, cap: float, max_retries: int | None,
             mode: str = "sleep", poll: float = 1.0, params: dict | None = None,
             retry_after: str = "ignore", overhead: float | None = None,
             breaker: dict | None = None, budget: dict | None = None,
-            throttling_base: float | None = None, retry_after_limit: float | None = None
-            ) -> dict:
+            throttling_base: float | None = None, retry_after_limit: float | None = None,
+            retry_on: tuple = RETRY_ON) -> dict:
     fields = {"retry.strategy": strategy, "retry.base": base, "retry.cap": cap,
               "retry.max_retries": max_retries, "retry.params": params or {},
-              "retry.retry_after": retry_after, "workers.retry_mode": mode,
+              "retry.retry_after": retry_after, "retry.retry_on": list(retry_on),
+              "retry.throttling": [429], "workers.retry_mode": mode,
               "workers.poll_interval": poll, "dlq.enabled": True,
               "breaker": breaker or {"enabled": False}, "budget": budget}
     if overhead is not None:
@@ -105,9 +113,12 @@ _PRESETS = (
          "botocore 1.44.8 botocore/retries/standard.py:36,344-357,373-421,423-443,538-565,"
          "637-656,703-760; retries/quota.py:7"),
         "DynamoDB's non-throttling base is 25 ms and its default 4 attempts: set retry.base "
-        "25ms, retry.max_retries 3. Throttling is a 429 from the rate limiter or the "
-        "admission (THROTTLED, REJECTED); an outage's fast failure (a 503), an error (500) "
-        "and a timeout are not. The header is herdsim's downstream.retry_after"),
+        "25ms, retry.max_retries 3. Throttling is a 429 (the rate limiter, an admission limit "
+        "answering 429: standard.py:538-565); a 503 (a full waiting room, an admission limit, "
+        "shedding, CoDel), a 500, a timeout and a refused or reset connection are transient "
+        "errors (standard.py:463-505), as botocore sees them without an error code; S3's "
+        "SlowDown, a 503 botocore reads as throttling by its code, needs retry.throttling "
+        "[429, 503]. The header is herdsim's downstream.retry_after"),
     Preset(
         "aws-standard-1.43", "botocore 1.43 retry_mode=standard (AWS SDK for Python)",
         "botocore 1.43.67",
@@ -147,11 +158,15 @@ _PRESETS = (
         "maxAttempts 4 (capped at 5); retry throttling maxTokens 10, tokenRatio 0.1",
         _fields("proportional_jitter", 0.1, 1.0, 3, params={"jitter": 0.2},
                 retry_after="use", budget={"kind": "token_bucket", "preset": "grpc",
-                                           "scope": "pool"}),
+                                           "scope": "pool"},
+                retry_on=("reset", 503, 429)),
         ("grpc/proposal A6-client-retries.md:86-89,113,124,176-177,209 @1fd061ad",
          "grpc/grpc-go stream.go:767-781; dialoptions.go:43; clientconn.go:1143-1150 "
          "@1550d9e0 (v1.83.1)"),
-        "gRPC has no default retry policy: these are A6's example values. After a pushback "
+        "gRPC has no default retry policy: these are A6's example values, retryableStatusCodes "
+        "[UNAVAILABLE] among them: a refused or reset connection, a 503 and a 429 (grpc "
+        "doc/http-grpc-status-mapping.md) are retried; a 500 (UNKNOWN) is not, nor a timeout "
+        "(the call's deadline spans all its attempts: DEADLINE_EXCEEDED). After a pushback "
         "gRPC restarts its backoff at initialBackoff; herdsim keeps counting"),
     Preset(
         "envoy", "Envoy router retry policy",
@@ -159,12 +174,15 @@ _PRESETS = (
         "randint[0, min(25 * 2^(k-1), 250)) ms",
         "num_retries 1 (route default); base 25 ms (upstream.base_retry_backoff_ms), max "
         "10 x base",
-        _fields("envoy", 0.025, 0.25, 1),
+        _fields("envoy", 0.025, 0.25, 1, retry_on=("timeout", "reset", 500, 503)),
         ("envoyproxy/envoy source/common/common/backoff_strategy.cc:13-19 (current); "
          "backoff_strategy.h doubling_limit_ = max_interval_ / 2",
          "envoyproxy/envoy source/common/router/retry_state_impl.cc:78-86 @e78906c5",
          "envoyproxy/envoy api/envoy/config/route/v3/route_components.proto "
-         "RetryPolicy.num_retries (defaults to 1)")),
+         "RetryPolicy.num_retries (defaults to 1)"),
+        "a route retries nothing until retry_on names conditions (it has no default): the "
+        "preset uses 5xx, which retries 5xx answers, resets, refused connections and per-try "
+        "timeouts, not a 429 (that needs retriable-status-codes)"),
     Preset(
         "polly", "Polly v8 RetryStrategyOptions defaults (.NET)",
         "Polly.Core 8.7.0",
@@ -249,10 +267,12 @@ _PRESETS = (
         "google-api-core 2.44.0",
         "U(0, min(2^(k-1), 60)) s",
         "120 s overall deadline: 8 retries (where the mean sleeps pass 120 s)",
-        _fields("full_jitter", 1.0, 60.0, 8),
+        _fields("full_jitter", 1.0, 60.0, 8, retry_on=("reset", 500, 503, 429)),
         ("google-api-core 2.44.0 (PyPI) google/api_core/retry/retry_base.py:42-45,99-121,"
-         "248-251",),
-        "the deadline is wall-clock (call time included); herdsim stops after a count"),
+         "248-251; if_transient_error",),
+        "the deadline is wall-clock (call time included); herdsim stops after a count. The "
+        "default predicate, if_transient_error, retries a 500, 503, 429 and a requests "
+        "ConnectionError (refused or reset), not a read timeout"),
     Preset(
         "temporal", "Temporal default activity retry policy",
         "temporal 1.31.2",

@@ -28,6 +28,7 @@ keeps the event heap as small as the calls in flight.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import simpy
 
@@ -100,6 +101,7 @@ class Downstream:
                         if cfg.rate_limit else None)
         self._gated = self.limiter is not None or self._guard is not None  # checked per call
         overload = cfg.overload
+        self.service: AtStart | ProcessorSharing
         if overload.latency_model == "continuous":
             self.service = ProcessorSharing(self, service, cfg.service.mean,
                                             overload.latency_per_call, network,
@@ -109,15 +111,20 @@ class Downstream:
                                    recorder.wasted.append)
         self._start = self.service.start
         hint = cfg.retry_after
-        self._hint = (None if hint is None else self.limiter.wait if hint == "limiter"
-                      else lambda now: hint)
+        self._hint: Callable[[float], float] | None = None
+        if hint == "limiter":
+            assert self.limiter is not None  # the scenario's check: it needs a rate_limit
+            self._hint = self.limiter.wait
+        elif hint is not None:
+            fixed = hint
+            self._hint = lambda now: fixed
         # The entry point of the call protocol (no wrapper on the hot path without delay).
         self.call = (self.admit if network is None and request is None
                      else Wire(self, network, request).call)
 
     # -- the call protocol ---------------------------------------------------------------
 
-    def admit(self, proc):
+    def admit(self, proc) -> int | Call:
         """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
         env = self.env
         now = env.now
@@ -126,15 +133,15 @@ class Downstream:
         if not health.up:
             self._rejected(now)
             return DOWN
-        if health.blackhole:
-            c = Call(proc, self.epoch, now + self.timeout)
-            c.event = later(env, self.timeout, TIMEOUT)
+        timeout = self.timeout
+        if health.blackhole:  # (it needs a timeout: the scenario's check)
+            c = Call(proc, self.epoch, now + timeout)  # type: ignore[operator]
+            c.event = later(env, timeout, TIMEOUT)  # type: ignore[arg-type]
             return c
         if self._gated:
             refused = self._overload(now)
             if refused is not None:
                 return refused
-        timeout = self.timeout
         c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
         if self.busy < self.concurrency:
             self.busy += 1
@@ -187,7 +194,8 @@ class Downstream:
         if health.blackhole:
             if not abandoned:
                 c.state = SERVING
-                trigger_later(env, c.event, TIMEOUT, c.deadline - now)
+                # (a blackhole needs a timeout: the scenario's check)
+                trigger_later(env, c.event, TIMEOUT, c.deadline - now)  # type: ignore[operator]
             return None
         if self._gated:
             refused = self._overload(now)
@@ -266,13 +274,16 @@ class Downstream:
         while deadlines and deadlines[0].state in SETTLED:
             deadlines.popleft()
 
+    # Only calls with a deadline are queued (``arm_deadline``): ``deadline`` is a float.
+
     def _arm_head(self) -> None:
-        at(self.env, self._deadlines[0].deadline).callbacks.append(self._on_deadlines_due)
+        at(self.env, self._deadlines[0].deadline).callbacks.append(  # type: ignore[arg-type]
+            self._on_deadlines_due)
         self._deadline_armed = True
 
     def _deadlines_due(self, _timer) -> None:
         deadlines, now, on_deadline = self._deadlines, self.env.now, self.on_deadline
-        while deadlines and deadlines[0].deadline <= now:
+        while deadlines and deadlines[0].deadline <= now:  # type: ignore[operator]
             on_deadline(deadlines.popleft())
         self._drop_settled()
         self._deadline_armed = False

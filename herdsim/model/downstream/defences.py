@@ -21,7 +21,9 @@ a ``target`` timeout when it arrives.
 
 The limiter sees every admitted call once as it leaves: served (``sample`` with the
 server-side rtt, also for calls whose client left), or dropped (left the room unserved:
-its client gave up with ``serve_abandoned: false``, or CoDel rejected it). Calls failed
+its client gave up with ``serve_abandoned: false``, or CoDel rejected it). A limiter that
+``sees_client_reset`` (Envoy's, a proxy in front of the server) instead drops a call the
+moment its client gives up, whatever the server behind does with it. Calls failed
 together at t0 are forgotten without a sample.
 """
 
@@ -32,6 +34,7 @@ from herdsim.model.calls import (
     COMPLETED,
     REJECTED,
     THROTTLED,
+    TIMEOUT,
     WAITING,
     Call,
 )
@@ -46,7 +49,7 @@ class DefendedDownstream(Downstream):
     """The downstream with its defences (see the module docstring)."""
 
     def __init__(self, env, cfg, service, outage_draw, recorder, network=None, request=None,
-                 draw=None):
+                 draw=None) -> None:
         super().__init__(env, cfg, service, outage_draw, recorder, network, request)
         self._gated = True  # every call meets the admission limit and shedding first
         self.discipline = cfg.discipline
@@ -59,9 +62,11 @@ class DefendedDownstream(Downstream):
         self.gauge_samplers: list = []
         admission = cfg.admission
         self.admission = None
+        self._reset_frees = False  # a client giving up ends its call at the limiter
         if admission is not None:
             self.admission = limiters.build(admission, draw)
             self._over_limit = THROTTLED if admission.status == 429 else REJECTED
+            self._reset_frees = getattr(self.admission, "sees_client_reset", False)
             self._shed_admission = recorder.counter("shed_admission").append
             self.gauge_samplers.append((recorder.gauges.setdefault("admission_limit", []),
                                         lambda: self.admission.limit_at(env.now)))
@@ -95,7 +100,7 @@ class DefendedDownstream(Downstream):
             return refused
         return super()._overload(now)
 
-    def admit(self, proc):
+    def admit(self, proc) -> int | Call:
         empty = not self.in_room()
         c = super().admit(proc)
         if c.__class__ is Call and c in self.active:  # in service or waiting: admitted
@@ -105,11 +110,11 @@ class DefendedDownstream(Downstream):
     def arrive(self, c: Call) -> int | None:
         empty = not self.in_room()
         refused = super().arrive(c)
-        if refused is None and not self.health.blackhole:  # in service or waiting
-            if c.state == ABANDONED and not self.serve_abandoned and self._queued(c):
-                c.admitted = None  # it will be skipped, never served: not admitted
-            else:
-                self._admitted(c, self.env.now, empty)
+        # In service or waiting: admitted, but for one whose client left on the way, queued
+        # where such calls are skipped (never served).
+        if refused is None and not self.health.blackhole and not (
+                c.state == ABANDONED and not self.serve_abandoned and self._queued(c)):
+            self._admitted(c, self.env.now, empty)
         return refused
 
     def _queued(self, c: Call) -> bool:
@@ -132,11 +137,13 @@ class DefendedDownstream(Downstream):
         self.held -= 1
         if self.admission is not None:
             self.admission.sample(now, c.admitted, c.inflight, dropped)
-        c.admitted = None  # left once
+        del c.admitted  # left once
 
     def finish(self, c: Call, value: int) -> int:
         if value == COMPLETED:
             self._left(c, self.env.now, False)
+        elif value == TIMEOUT and self._reset_frees:
+            self._left(c, self.env.now, True)  # the client's reset reaches the proxy
         return super().finish(c, value)
 
     def free_slot(self, now: float, c: Call | None = None) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from herdsim.policies.limiters.aimd import AIMDLimit
+from herdsim.policies.limiters.base import Limit, Limiter
 from herdsim.policies.limiters.envoy import GradientController
 from herdsim.policies.limiters.fixed import FixedLimit
 from herdsim.policies.limiters.gradient2 import Gradient2Limit
@@ -28,7 +29,7 @@ from herdsim.policies.limiters.window import WindowedLimit
 KINDS = ("fixed", "aimd", "vegas", "gradient2", "envoy")
 
 
-def build(cfg, draw: Callable[[], float]):
+def build(cfg, draw: Callable[[], float]) -> Limiter:
     """The limiter *cfg* (a ``downstream.admission`` section) describes; *draw* returns
     uniform numbers in [0, 1) for the algorithms that jitter (Vegas, Envoy)."""
     kind = cfg.kind
@@ -38,6 +39,7 @@ def build(cfg, draw: Callable[[], float]):
     if kind == "envoy":
         return GradientController(draw=draw, **given)
     windowed = given.pop("windowed", kind == "gradient2")
+    limit: Limit
     if kind == "aimd":
         limit = AIMDLimit(**given)
     elif kind == "vegas":

@@ -17,12 +17,20 @@ as shipped, driven by simulated time instead of dispatcher timers.
   minRTT window is given up, and the timer waits for the minRTT window to end.
 * **Stuck at the minimum.** The fifth consecutive window that sets the limit to
   ``min_concurrency`` (outside a minRTT window) starts a minRTT window at once.
+* **Samples.** As Envoy's filter takes them: a latency (whole µs, truncated) for every
+  forwarded call whose answer is sent, whatever its status; none for a call the client
+  resets first (``cancelLatencySample``: the client gave up, its place frees at once:
+  :attr:`GradientController.sees_client_reset`), nor for one refused at the limit. The
+  percentile is read as Envoy reads it, from libcircllhist's log-linear histogram
+  (:mod:`.histogram`), into whole µs; so are minRTT and sampleRTT kept.
+
+Read at envoyproxy/envoy@c35f67fb14e41582c2530dcdad417f2516113d0f (no release tag could be
+resolved; main @149521d8 adds ``min_concurrency_limit`` and ``fixed_value``, unset by
+default, not modelled): docs/mitigations.md has the lines.
 
 Defaults are Envoy's: request_count 50, jitter 15 %, min_concurrency 3, buffer 25 %,
 max_concurrency 1000, percentile 50 %. Envoy has no default for the minRTT interval
-either: herdsim uses 60 s. Differences from Envoy: times are exact (Envoy truncates
-latencies to µs and minRTT/sampleRTT to int µs), and the percentile is exact where
-Envoy reads it from a log-linear histogram (``hist_approx_quantile``).
+either: herdsim uses 60 s, its documentation's example.
 """
 
 from __future__ import annotations
@@ -30,18 +38,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from herdsim.policies.limiters.histogram import quantile
 
-def percentile(samples: list[float], q: float) -> float:
-    """The *q*-quantile (0..1) of *samples*, interpolated between order statistics."""
-    ordered = sorted(samples)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+def micros(seconds: float) -> int:
+    """A latency in whole µs, truncated as Envoy's ``duration_cast`` does (of a clock in
+    ns: simulated time is rounded to the ns first, so 5 ms is 5,000 µs, not 4,999)."""
+    return round(seconds * 1e9) // 1000
 
 
 class GradientController:
     """Envoy's gradient controller: ``limit_at(now)`` runs the timers due by *now*."""
+
+    sees_client_reset = True  # a proxy: a client's reset ends its call here at once
 
     def __init__(self, draw: Callable[[], float], interval: float = 0.1,
                  min_rtt_interval: float = 60.0, request_count: int = 50,
@@ -54,9 +63,9 @@ class GradientController:
         self.buffer, self.q = buffer, percentile
         self.limit = min_concurrency
         self.deferred = 0  # the limit set aside during a minRTT window (0: none)
-        self.samples: list[float] = []
-        self.min_rtt = 0.0
-        self.sample_rtt = 0.0
+        self.samples: list[int] = []  # latencies in whole µs
+        self.min_rtt_us = 0
+        self.sample_rtt_us = 0
         self.min_rtt_epoch = start
         self.consecutive_min = 0
         self.min_rtt_due: float | None = None  # the minRTT timer (None: disabled)
@@ -67,6 +76,11 @@ class GradientController:
     @property
     def in_min_rtt_window(self) -> bool:
         return self.deferred > 0
+
+    @property
+    def min_rtt(self) -> float:
+        """minRTT in seconds."""
+        return self.min_rtt_us / 1e6
 
     def limit_at(self, now: float) -> int:
         """Run the timers due by *now* (in time order), then the limit."""
@@ -90,7 +104,7 @@ class GradientController:
         self.limit_at(now)
         if dropped or start < self.min_rtt_epoch:
             return
-        self.samples.append(now - start)
+        self.samples.append(micros(now - start))
         if self.in_min_rtt_window and len(self.samples) >= self.request_count:
             self._update_min_rtt(now)
 
@@ -106,8 +120,7 @@ class GradientController:
 
     def _update_min_rtt(self, now: float) -> None:
         if self.samples:
-            self.min_rtt = percentile(self.samples, self.q)
-            self.samples.clear()
+            self.min_rtt_us = self._aggregate()
         self._update_limit(self.deferred, now)  # still inside the window, as in Envoy
         self.deferred = 0
         interval_ms = round(self.min_rtt_interval * 1000)
@@ -120,13 +133,20 @@ class GradientController:
     def _reset_sample_window(self, now: float) -> None:
         if not self.samples:
             return
-        self.sample_rtt = percentile(self.samples, self.q)
-        self.samples.clear()
+        self.sample_rtt_us = self._aggregate()
         self._update_limit(self._new_limit(), now)
 
+    def _aggregate(self) -> int:
+        """``processLatencySamplesAndClear``: the samples' percentile, in whole µs."""
+        value = int(quantile(self.samples, self.q))
+        self.samples.clear()
+        return value
+
     def _new_limit(self) -> int:
-        buffered = self.min_rtt + self.min_rtt * self.buffer
-        gradient = max(0.5, min(2.0, buffered / self.sample_rtt))
+        buffered = self.min_rtt_us + self.min_rtt_us * self.buffer
+        # a 0 µs sampleRTT (Envoy asserts it away in debug builds) is an infinite gradient
+        raw = buffered / self.sample_rtt_us if self.sample_rtt_us else math.inf
+        gradient = max(0.5, min(2.0, raw))
         limit = self.limit * gradient
         new = int(limit + math.sqrt(limit))
         return max(self.min_concurrency, min(self.max_concurrency, new))

@@ -10,11 +10,13 @@ with fewer than ``window_size`` (10) samples is thrown away. Samples under
 
 from __future__ import annotations
 
+from herdsim.policies.limiters.base import Limit
+
 
 class WindowedLimit:
     """Feed *delegate* (anything with ``on_sample`` and ``limit``) once per window."""
 
-    def __init__(self, delegate, min_window: float = 1.0, max_window: float = 1.0,
+    def __init__(self, delegate: Limit, min_window: float = 1.0, max_window: float = 1.0,
                  window_size: int = 10, min_rtt_threshold: float = 100e-6):
         self.delegate = delegate
         self.min_window, self.max_window = min_window, max_window
