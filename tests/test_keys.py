@@ -346,3 +346,24 @@ def test_the_testbed_refuses_keys_rather_than_ignore_them():
 
     with pytest.raises(TestbedError, match="workload.keys"):
         check_supported(herdsim.load_scenario(keyed(4)))
+
+
+@pytest.mark.parametrize("strategy", ["decorrelated_jitter", "decorrelated_jitter_v2"])
+def test_a_stateful_strategy_remembers_per_key_as_it_counts(strategy):
+    """A stateful strategy's memory follows the key's failure count: when a job giving up
+    forgets the key, the next failure starts afresh, so no sleep is drawn from one job's
+    history at another's index. (Found by the conservation property: Polly's V2 slept
+    -2,804 s here when the memory stayed with the job.)"""
+    sc = herdsim.load_scenario({
+        "name": "prop", "seed": 0, "duration": 4.0, "bin": 0.05,
+        "workload": {"arrivals": "constant", "rate": 1.0, "poison_fraction": 0.1, "keys": 1,
+                     "spikes": [{"at": 0.0, "duration": 3.0, "rate": 6.0}]},
+        "workers": {"count": 1, "retry_mode": "requeue"},
+        "downstream": {"concurrency": 1, "service": {"distribution": "constant",
+                                                     "mean": 0.125},
+                       "outages": [{"start": 0.0, "duration": 4.0, "mode": "down"}]},
+        "retry": {"strategy": strategy, "base": 0.5, "cap": 0.5, "max_retries": None,
+                  "poison_retryable": False, "throttling": []},
+        "dlq": {"enabled": False, "redelivery_delay": 1.0}})
+    sleeps = herdsim.run(sc).sleeps["sleep"]
+    assert len(sleeps) > 10 and sleeps.between(0, 0.5).all(), sleeps.describe()

@@ -158,9 +158,12 @@ def make_keyed(sim):
     ``ItemExponentialFailureRateLimiter`` does (``default_rate_limiters.go`` @v0.36.3
     :116-149): a retry's index is its key's failures so far (``NumRequeues``), which it
     then adds one to (``When``); a success or a job giving up deletes them (``Forget``).
-    Wraps the steps ``sim`` has (``workload.keys`` only)."""
-    failures: dict = {}
+    The strategy's memory (``prev``) follows the same count, per key, so a stateful
+    strategy never sees one key's index with another history. Wraps the steps ``sim`` has
+    (``workload.keys`` only)."""
+    failures: dict = {}  # key -> (failures so far, the strategy's memory after the last)
     finish, give_up, retry = sim.finish, sim.give_up, sim.retry
+    fresh = (0, sim.scenario.retry.base)  # a key never failed: as a new job
 
     def keyed_finish(job, now, outcome):
         if outcome == SUCCEEDED:
@@ -172,12 +175,12 @@ def make_keyed(sim):
         give_up(job, now)
 
     def keyed_retry(job, now, outcome, budget):
-        job.retries = failures.get(job.key, 0)
+        job.retries, job.prev = failures.get(job.key, fresh)
         pause = retry(job, now, outcome, budget)
         if pause is None:  # it gave up
             failures.pop(job.key, None)
         else:
-            failures[job.key] = job.retries
+            failures[job.key] = (job.retries, job.prev)
         return pause
 
     return keyed_finish, keyed_give_up, keyed_retry
