@@ -18,7 +18,15 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
+from herdsim.analysis.kpis import (
+    BOUNDED,
+    FIGURE,
+    bounds,
+    format_kpi,
+    number_text,
+    percent,
+    show,
+)
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
@@ -42,7 +50,7 @@ from herdsim.plots.style import (
 )
 
 THEORY_CDF = "theory (strategy cdf)"
-__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned", "call_rate",
+__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned", "call_counts",
            "draw", "expected_counts", "simulated_counts", "sleep_prev", "strategy_color"]
 
 
@@ -53,21 +61,25 @@ def _intervals(time: np.ndarray, mask: np.ndarray, width: float) -> list[tuple[f
     return [(time[s], (e - s) * width) for s, e in zip(starts, ends, strict=True)]
 
 
-def call_rate(c: Comparison, arm: Arm, replication: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """What the timeline plots for *arm*: times, calls/s, and what the rate means.
+def call_counts(c: Comparison, arm: Arm, replication: int = 0
+                ) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """What the timeline plots for *arm*: times, downstream calls per window, the window
+    (s), and what the numbers are.
 
-    The busiest ``peak_window`` within each bin when the short-window peaks were saved,
-    else the bin average.
+    Calls in the busiest ``peak_window`` within each bin when the short-window peaks were
+    saved, else calls per bin: every peak is stated in the window it was measured in,
+    never scaled up to a second it was not measured over.
     """
     sc = arm.scenario
     if c.peaks is not None:
         peaks = one(c.peaks, arm.label, replication)
-        what = (f"busiest {format_duration(sc.peak_window)} in each "
+        what = (f"calls in the busiest {format_duration(sc.peak_window)} of each "
                 f"{format_duration(sc.bin)} bin")
-        return peaks["time"].to_numpy(), peaks["peak_rate"].to_numpy(), what
+        calls = np.round(peaks["peak_rate"].to_numpy() * sc.peak_window, 6)  # whole calls
+        return peaks["time"].to_numpy(), calls, sc.peak_window, what
     ts = one(c.timeseries, arm.label, replication)
-    what = f"average over each {format_duration(sc.bin)} bin"
-    return ts["time"].to_numpy(), ts["attempts"].to_numpy() / sc.bin, what
+    what = f"calls per {format_duration(sc.bin)} bin"
+    return ts["time"].to_numpy(), ts["attempts"].to_numpy(dtype=float), sc.bin, what
 
 
 def active_until(c: Comparison, replication: int = 0) -> float:
@@ -124,12 +136,12 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         what = ""
         for ax, arm in zip(rows, arms, strict=True):
             _calls_row(ax, c, arm, styles[arm.label], replication)
-            what = call_rate(c, arm, replication)[2]
+            what = call_counts(c, arm, replication)[3]
         capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
-                    f"; dashed: capacity {capacity:,.0f} calls/s")
+                    "; dashed: what the healthy downstream serves in that window")
         grey = "; grey: outage" if base.outage_windows else ""
-        explain = (f"Rows: downstream calls per second ({what}), each on its own scale"
+        explain = (f"Rows: downstream {what}, each row on its own scale"
                    f"{cap_text}{grey}")
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
@@ -196,26 +208,28 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
 
 
 def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
-    """One arm's calls/s: its own y scale up to its peak (and the capacity line)."""
-    time, calls, _ = call_rate(c, arm, replication)
+    """One arm's calls per window: its own y scale up to its peak (and the capacity line,
+    what the healthy downstream serves in the same window)."""
+    time, calls, window, _ = call_counts(c, arm, replication)
     capacity = describe.capacity(arm.scenario)
+    served = None if capacity is None else capacity * window
     ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
     ax.step(time, calls, where="post", color=style["color"], lw=1.2)
     peak = calls.max(initial=0.0)
-    if capacity is None:
-        peak_text = f"peak {peak:,.0f} calls/s"
-    else:
-        ax.axhline(capacity, **CAPACITY_STYLE)
-        peak_text = f"peak {peak:,.0f} calls/s = {peak / capacity:.1f}× capacity"
+    span = format_duration(window)
+    peak_text = f"peak {number_text(peak)} calls in {span}"
+    if served is not None:
+        ax.axhline(served, **CAPACITY_STYLE)
+        peak_text += f" = {number_text(peak / served)}× capacity"
     ax.set_title(arm.label, loc="left", color=style["color"], weight="bold", fontsize=14,
                  pad=3)
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
-                 weight="bold" if capacity and peak >= 2 * capacity else "normal")
-    ax.set_ylim(0, 1.12 * max(peak, capacity or 0.0, 1.0))
+                 weight="bold" if served and peak >= 2 * served else "normal")
+    ax.set_ylim(0, 1.12 * max(peak, served or 0.0, 1.0))
     ax.yaxis.set_major_locator(MaxNLocator(nbins=3 if len(c.arms) <= SLIDE_ARMS else 2))
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls/s" says it once
-        ax.set_ylabel("calls/s", fontsize=12)
+    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls" says it once
+        ax.set_ylabel(f"calls/{span}", fontsize=12)
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
@@ -390,7 +404,7 @@ def kpis(c: Comparison) -> Figure:
                 ax.set_xticks([])  # nothing to measure: no scale
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.set_title(title)
+            ax.set_title(title.format(window=window))
             ax.set_xlabel(textwrap.fill(unit.format(window=window), 24), fontsize=12)
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
