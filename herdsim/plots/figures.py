@@ -182,7 +182,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
                                         fontsize=13)
             panels["backlog"].set_ylabel("jobs")
-            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+            panels["backlog"].yaxis.set_major_locator(
+                MaxNLocator(nbins=5 if n <= SLIDE_ARMS else 3, integer=True))
         if "admission" in panels:
             panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                           "waiting (thin)", fontsize=13)
@@ -404,8 +405,9 @@ def kpis(c: Comparison) -> Figure:
                 ax.set_xticks([])  # nothing to measure: no scale
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.set_title(title.format(window=window))
-            ax.set_xlabel(textwrap.fill(unit.format(window=window), 24), fontsize=12)
+            ax.set_title(textwrap.fill(title.format(window=window), _chars(len(panels), 15)))
+            ax.set_xlabel(textwrap.fill(unit.format(window=window), _chars(len(panels), 12)),
+                          fontsize=12)
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
         axes[0].set_ylim(n - 0.5, -0.5)
@@ -418,6 +420,13 @@ def kpis(c: Comparison) -> Figure:
             what = "key numbers of the run"
         fig.suptitle(describe.heading(c, what), fontsize=14, fontweight="normal")
     return fig
+
+
+def _chars(panels: int, size: float) -> int:
+    """Characters of a *size*-point text that fit one of *panels* side by side on a 16-inch
+    figure (a character is about 0.6 em wide; a fifth of each panel left for its margins),
+    never more than 24."""
+    return max(10, min(24, int(WIDE[0] / panels * 0.8 * 72 / (0.6 * size))))
 
 
 PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
