@@ -16,7 +16,7 @@ import json
 import numpy as np
 
 from herdsim.config.durations import format_duration
-from herdsim.model.downstream import family
+from herdsim.plots import describe
 from herdsim.plots.landing import landing_counts, landings
 from herdsim.plots.style import arm_styles, one
 
@@ -53,7 +53,7 @@ def payload(c, replication: int = 0) -> dict:
         arms.append({"label": arm.label, "color": styles[arm.label]["color"],
                      "calls": np.round(calls, 1).tolist(),
                      "landBins": np.round(land, 1).tolist()})
-    capacity = family.of(sc).capacity_rate(sc)
+    capacity = describe.capacity(sc)  # the summary's capacity_rate rule
     window = sc.peak_window if short else sc.bin
     what = (f"in the busiest {format_duration(sc.peak_window)} of each "
             f"{format_duration(sc.bin)} bin" if short else
