@@ -67,11 +67,13 @@ DERIVED = {  # shown but not in the registry
 }
 
 
-def _png(directory: Path | None, figure_of, kind: str) -> bytes:
+def _png(directory: Path | None, figure_of, kind: str, fresh: bool = False) -> bytes:
     """The figure's PNG: the one saved in *directory* when it is still the one written with
-    the data (see :func:`~herdsim.outputs.atomic.sealed`), else drawn now."""
-    if directory is not None and sealed(directory, f"{kind}.png"):
-        return (directory / f"{kind}.png").read_bytes()
+    the data (see :func:`~herdsim.outputs.atomic.sealed`), or, *fresh*, just drawn there
+    from this comparison (a directory being written); else drawn now."""
+    saved = None if directory is None else directory / f"{kind}.png"
+    if saved is not None and (sealed(directory, saved.name) or fresh and saved.is_file()):
+        return saved.read_bytes()
     buffer = io.BytesIO()
     figure_of(kind).savefig(buffer, format="png")
     return buffer.getvalue()
@@ -176,9 +178,11 @@ def _seeds(seed: int, reps: int, arms: int) -> str:
     return f"replications per arm: {reps} (seeds {seed}…{seed + reps - 1}{common})"
 
 
-def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES) -> str:
+def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES,
+           fresh: bool = False) -> str:
     """The report of *comparison* as one HTML string with figures *kinds* (those saved in
-    *directory* reused)."""
+    *directory* reused; *fresh*: that directory's PNGs were just drawn from *comparison*,
+    before its checksums are written)."""
     c, sc = comparison, comparison.scenario
     n, reps = len(c.arms), c.replications
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
@@ -201,7 +205,7 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         _verdict(c),
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         interactive.section(c),
-        *(_figure(kind, _png(directory, c.plot, kind)) for kind in kinds),
+        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
         "<h2>Glossary</h2>", glossary(keys),
         scenario_section(sc),
     ]
