@@ -44,11 +44,15 @@ class KPI:
         """The label with the peak window filled in: ``peak calls in 10ms``."""
         return self.label.replace("{window}", window_text(summary))
 
+    def about(self, summary: dict | None = None) -> str:
+        """The meaning with the peak window filled in."""
+        return self.meaning.replace("{window}", window_text(summary))
+
     def definition(self, summary: dict | None = None) -> str:
         """``label (unit): meaning``, the window filled in: what the CLI's definitions,
-        ``herdsim kpis`` and a failed ``--fail-if`` print."""
+        ``herdsim kpis``, a failed ``--fail-if`` and the report's glossary print."""
         unit = f" ({self.unit})" if self.unit and self.kind != "fraction" else ""
-        meaning = self.meaning.replace("{window}", window_text(summary))
+        meaning = self.about(summary)
         return f"{self.title(summary)}{unit}: {meaning}" if meaning else self.title(summary)
 
 
@@ -222,8 +226,8 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
-    "recovery_time": "recovery s", "peak_to_baseline": "peak/pre ×",
-    "peak_to_capacity": "peak/cap ×", "amplification": "calls/success",
+    "recovery_time": "recovery s", "peak_to_baseline": "{window} peak/pre ×",
+    "peak_to_capacity": "{window} peak/cap ×", "amplification": "calls/success",
     "jobs_dead_lettered": "DLQ", "jobs_pending": "pending",
     "collapses_after_outage": "crashes after", "latency_p99": "p99 s",
 }

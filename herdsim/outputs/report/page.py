@@ -103,8 +103,9 @@ def _kpi_table(c) -> tuple[str, list[str]]:
     keys = [k for k in REPORT_TABLE if k in ranked and k != "state"
             and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
     best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
-    head = ["arm", "state"] + [heading(k) for k in keys]
-    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].meaning for k in keys]
+    window = {"peak_window": c.scenario.peak_window}
+    head = ["arm", "state"] + [heading(k, window) for k in keys]
+    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].about(window) for k in keys]
     rows = []
     for _, row in ranked.iterrows():
         label = row["arm"]
@@ -133,21 +134,23 @@ def _verdict(c) -> str:
             f"<p>It depends on these assumptions:</p><ul>{assumed}</ul></div>")
 
 
-def heading(key: str) -> str:
-    """A report column's heading: the registry's label and unit."""
+def heading(key: str, summary: dict | None = None) -> str:
+    """A report column's heading: the registry's label (its peak window from *summary*)
+    and unit."""
     kpi = BY_KEY[key]
     unit = "" if not kpi.unit or kpi.kind == "fraction" else f" ({kpi.unit})"
-    return kpi.label + unit
+    return kpi.title(summary) + unit
 
 
-def glossary(keys: list[str]) -> str:
-    """Each shown KPI's label, unit and meaning, from the KPI registry."""
+def glossary(keys: list[str], summary: dict | None = None) -> str:
+    """Each shown KPI's label, unit and meaning, from the KPI registry (the peak window
+    from *summary*)."""
     registry = {kpi.key: kpi for kpi in REGISTRY}
     items = []
     for key in keys:
         if key in registry:
             kpi = registry[key]
-            label, unit, meaning = kpi.label, kpi.unit, kpi.meaning
+            label, unit, meaning = kpi.title(summary), kpi.unit, kpi.about(summary)
             if key == "state":
                 meaning += "; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items())
         elif key in DERIVED:
@@ -206,7 +209,7 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         interactive.section(c),
         *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
-        "<h2>Glossary</h2>", glossary(keys),
+        "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
         scenario_section(sc),
     ]
     return _page(f"herdsim report: {sc.name}", body)
