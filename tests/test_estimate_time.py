@@ -68,3 +68,12 @@ def test_the_estimate_says_what_it_assumes():
                                            (9000, "2.5 h")])
 def test_durations_read_in_the_unit_a_reader_expects(seconds, text):
     assert estimate.duration_text(seconds) == text
+
+
+def test_unlimited_retries_are_said_to_be_an_assumption():
+    """tenacity's preset retries forever at once: its high end counts 20 retries a job, an
+    assumption, not a bound, and the text says so."""
+    sc = herdsim.load_scenario(bundled.path("stacks"), {"retry.preset": "tenacity"})
+    took = estimate.timing([estimate.estimate(sc)], measure=False)
+    assert took is not None and took.assumed
+    assert "20 where unlimited: more if they hammer a dead downstream" in took.describe()

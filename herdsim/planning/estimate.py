@@ -61,6 +61,7 @@ class Estimate:
     bytes: float
     events: float
     parts: tuple[tuple[str, float], ...] = ()
+    unlimited: bool = False  # max_retries is null: calls assume UNBOUNDED_RETRIES per job
 
     def advice(self) -> str:
         """What to change to make the run smaller: the fields of its largest memory part."""
@@ -95,7 +96,8 @@ def estimate(scenario: Scenario) -> Estimate:
              ("workers", (scenario.workers.count or 0) * BYTES_PER_WORKER))
     ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
     events = calls * EVENTS_PER_CALL + ticks + rows
-    return Estimate(jobs, calls, rows, sum(b for _, b in parts), events, parts)
+    return Estimate(jobs, calls, rows, sum(b for _, b in parts), events, parts,
+                    retries is None)
 
 
 def _endless(scenario: Scenario, jobs: float) -> float:
@@ -157,6 +159,7 @@ class Timing:
     speed: float
     runs: int = 1
     at_once: int = 1
+    assumed: bool = False  # a run retries without limit: its high end assumes 20 each
 
     def wall(self, cpu: float) -> float:
         """Wall seconds for *cpu* seconds of every run, ``at_once`` of them together."""
@@ -174,7 +177,8 @@ class Timing:
                 f"{low.split()[0]}–{high}" if same_unit else f"{low} to {high}")
         why = ("" if high == low else
                f" ({low} if each job calls about once, {high} if every job takes all its "
-               "retries)")
+               "retries" + (f", {UNBOUNDED_RETRIES} where unlimited: more if they hammer "
+                            "a dead downstream" if self.assumed else "") + ")")
         return (f"{what}{why}: an estimate at {self.speed:,.0f} calls per CPU second "
                 f"measured on this machine, {_cores(self)}{parallel}; saving and drawing "
                 "not included")
@@ -195,7 +199,8 @@ def timing(guesses: list[Estimate], at_once: int = 1, measure: bool = True
     if most / ASSUMED_SPEED / max(1, min(at_once, runs)) < WORTH_SAYING:
         return None
     speed = calls_per_cpu_second() if measure else ASSUMED_SPEED
-    return Timing(likely / speed, most / speed, speed, runs, at_once)
+    return Timing(likely / speed, most / speed, speed, runs, at_once,
+                  any(g.unlimited for g in guesses))
 
 
 def duration_text(seconds: float) -> str:
