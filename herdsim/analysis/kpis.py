@@ -59,7 +59,9 @@ class KPI:
 def window_text(summary: dict | None = None) -> str:
     """The peak window of *summary* as a duration (``10ms``), else ``peak_window``."""
     window = (summary or {}).get("peak_window")
-    return "peak_window" if undefined(window) else format_duration(float(window))
+    if window is None or undefined(window):
+        return "peak_window"
+    return format_duration(float(window))
 
 
 REGISTRY: tuple[KPI, ...] = (

@@ -71,9 +71,10 @@ def _png(directory: Path | None, figure_of, kind: str, fresh: bool = False) -> b
     """The figure's PNG: the one saved in *directory* when it is still the one written with
     the data (see :func:`~herdsim.outputs.atomic.sealed`), or, *fresh*, just drawn there
     from this comparison (a directory being written); else drawn now."""
-    saved = None if directory is None else directory / f"{kind}.png"
-    if saved is not None and (sealed(directory, saved.name) or fresh and saved.is_file()):
-        return saved.read_bytes()
+    if directory is not None:
+        saved = directory / f"{kind}.png"
+        if sealed(directory, saved.name) or fresh and saved.is_file():
+            return saved.read_bytes()
     buffer = io.BytesIO()
     figure_of(kind).savefig(buffer, format="png")
     return buffer.getvalue()
