@@ -154,19 +154,30 @@ TEN_PRESETS = ["sidekiq", "celery", "aws-standard", "aws-legacy", "grpc-connect"
                "polly", "resilience4j", "tenacity", "kafka"]
 
 
-@pytest.fixture(scope="module")
-def ten(make_scenario):
-    """The outage story at a hundredth of its size under ten library presets (the ten of
-    the bundled stacks comparison, tenacity's immediate retries included): 4 s, 30 workers,
-    a 1 s outage at 1 s, a crash rule, a waiting room."""
-    sc = herdsim.load_scenario(make_scenario(
+def _small_stacks(make_scenario):
+    """The outage story at a hundredth of its size: 4 s, 30 workers, a 1 s outage at 1 s,
+    a crash rule, a waiting room."""
+    return herdsim.load_scenario(make_scenario(
         duration="4s", workload={"rate": 70}, workers={"count": 30},
         downstream={"concurrency": 20, "queue_limit": 10,
                     "service": {"distribution": "exponential", "mean": "200ms"},
                     "timeout": "2s", "outages": [{"start": "1s", "duration": "1s"}],
                     "overload": {"collapse": {"window": "100ms", "threshold": 15,
                                               "restart_time": "500ms"}}}))
-    return herdsim.compare(sc, presets=TEN_PRESETS, processes=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def ten(make_scenario):
+    """Ten library presets (tenacity's immediate retries included) on the small story."""
+    return herdsim.compare(_small_stacks(make_scenario), presets=TEN_PRESETS, processes=1,
+                           progress=False)
+
+
+@pytest.fixture(scope="module")
+def four(make_scenario):
+    """Four presets: a 16:9 figure, whose rows are the shortest (and carry y labels)."""
+    return herdsim.compare(_small_stacks(make_scenario), presets=TEN_PRESETS[:4],
+                           processes=1, progress=False)
 
 
 def drawn_texts(figure) -> list:
@@ -191,12 +202,14 @@ def drawn_texts(figure) -> list:
 SLACK = 2.0  # px: two texts touching at a corner (a 0 tick under a 0 tick) still read
 
 
+@pytest.mark.parametrize("arms", ["four", "ten"])
 @pytest.mark.parametrize("kind", ["timeline", "landing", "sleeps", "kpis"])
-def test_ten_arm_figures_draw_no_text_over_another(ten, kind):
-    """No two texts of a 10-arm figure overlap by more than SLACK pixels both ways (row
-    titles, y tick labels of short panels, the down/open panel's arm names, the KPI panels'
-    titles and axis labels), and every text lies on the canvas."""
-    figure = ten.plot(kind)
+def test_figures_of_many_arms_draw_no_text_over_another(request, arms, kind):
+    """No two texts of a 4- or 10-arm figure overlap by more than SLACK pixels both ways
+    (row titles and y labels, y tick labels of short panels, the down/open panel's arm
+    names, the sleeps panels' titles, the KPI panels' titles and axis labels), and every
+    text lies on the canvas."""
+    figure = request.getfixturevalue(arms).plot(kind)
     texts = drawn_texts(figure)
     width, height = figure.canvas.get_width_height()
     clashes = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)

@@ -16,7 +16,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter, MaxNLocator
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 
 from herdsim.analysis.kpis import (
     BOUNDED,
@@ -139,10 +139,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             what = call_counts(c, arm, replication)[3]
         capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
-                    "; dashed: what the healthy downstream serves in that window")
+                    "; dashed: what capacity serves in that window")
         grey = "; grey: outage" if base.outage_windows else ""
-        explain = (f"Rows: downstream {what}, each row on its own scale"
-                   f"{cap_text}{grey}")
+        explain = f"Rows: downstream {what}, each on its own scale{cap_text}{grey}"
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
@@ -182,8 +181,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
                                         fontsize=13)
             panels["backlog"].set_ylabel("jobs")
-            panels["backlog"].yaxis.set_major_locator(
-                MaxNLocator(nbins=5 if n <= SLIDE_ARMS else 3, integer=True))
+            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
         if "admission" in panels:
             panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                           "waiting (thin)", fontsize=13)
@@ -227,10 +225,17 @@ def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> No
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
                  weight="bold" if served and peak >= 2 * served else "normal")
     ax.set_ylim(0, 1.12 * max(peak, served or 0.0, 1.0))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=3 if len(c.arms) <= SLIDE_ARMS else 2))
-    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls" says it once
-        ax.set_ylabel(f"calls/{span}", fontsize=12)
+    ax.set_yticks([0.0, peak] if peak > 0 else [0.0])  # a short row holds two labels
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: short_count(value)))
+    if len(c.arms) <= SLIDE_ARMS:  # with more rows the heading's "Rows: calls" says it once
+        ax.set_ylabel("calls", fontsize=12)
+
+
+def short_count(value: float) -> str:
+    """A count for a tick: ``0``, ``752``, ``1,025``, ``42.2k``, ``1.5M``."""
+    if value < 10_000:
+        return f"{value:,.0f}"
+    return f"{value / 1e3:.3g}k" if value < 1e6 else f"{value / 1e6:.3g}M"
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
@@ -295,8 +300,8 @@ def sleeps(c: Comparison) -> Figure:
                                                  if hidden else "")
             if theory is not None and how != THEORY_CDF:
                 note += f"\n{how}"
-            ax.set_title(f"{arm.label}\n{note}", color=styles[arm.label]["color"],
-                         fontsize=14)
+            ax.set_title(_wrapped(f"{arm.label}\n{note}", cols), fontsize=14,
+                         color=styles[arm.label]["color"])
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
             ax.xaxis.set_major_locator(MaxNLocator(4))  # short labels never overlap
             ax.set_xlabel("sleep before retry (s)")
@@ -308,6 +313,12 @@ def sleeps(c: Comparison) -> Figure:
         fig.suptitle(describe.heading(c, f"how retry sleeps are spread{pooled}"),
                      fontsize=14, fontweight="normal")
     return fig
+
+
+def _wrapped(text: str, columns: int, size: float = 14) -> str:
+    """*text* with each line wrapped to the width of one of *columns* panels side by side."""
+    width = max(16, int(WIDE[0] / columns * 0.9 * 72 / (0.6 * size)))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndarray | None, str]:
