@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from herdsim.cli import complete
 from herdsim.cli.app import (
     FORMAT,
     ExplainOpt,
@@ -122,7 +123,8 @@ def list_strategies() -> None:
 
 @app.command("kpis")
 def list_kpis(keys: Annotated[list[str] | None, typer.Argument(
-        help="KPI keys to define (default: every one).", metavar="[KPI]...",
+        help="KPI keys to define (default: every one).", metavar="KPI",
+        autocompletion=complete.kpis,
         show_default=False)] = None) -> None:
     """Define the KPIs of summary.json and the tables (the registry: label, unit, better
     direction, meaning)."""
