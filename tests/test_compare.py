@@ -15,7 +15,7 @@ from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.summary import peak_rate
 from herdsim.cli import app
 from herdsim.experiments.compare import build_arms
-from herdsim.plots.figures import call_rate
+from herdsim.plots.figures import call_counts
 from herdsim.results.comparison import aggregate
 
 # Wall-clock KPIs differ between identical runs; everything else must not.
@@ -132,8 +132,8 @@ def test_exponential_spikes_at_least_twice_full_jitter_on_outage(scenarios_dir):
     assert summary["exponential"] >= 2 * summary["full_jitter"]
     plotted = {}
     for arm in c.arms:
-        _, calls, _ = call_rate(c, arm)
-        plotted[arm.label] = calls.max() / arm.scenario.downstream.capacity_rate()
+        _, calls, window, _ = call_counts(c, arm)
+        plotted[arm.label] = calls.max() / (arm.scenario.downstream.capacity_rate() * window)
     assert plotted["exponential"] >= 2 * plotted["full_jitter"]
 
 

@@ -3,10 +3,13 @@ something to show, titles that say what was changed, labels off the data, 16:9."
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import herdsim
@@ -15,6 +18,15 @@ from herdsim.config import bundled
 from herdsim.outputs.compare_dir import load_outputs
 from herdsim.plots import describe
 from herdsim.plots.landing import RESOLUTION, landing_counts, landings
+from herdsim.plots.style import (
+    MIN_DELTA_E,
+    STRATEGY_COLORS,
+    arm_colors,
+    arm_styles,
+    delta_e,
+    lab,
+)
+from herdsim.policies.presets import PRESETS
 
 
 def _title(figure) -> str:
@@ -150,3 +162,121 @@ def test_plot_kinds_and_formats(tmp_path, make_scenario):
     assert not (out / "kpis.png").exists()
     result = CliRunner().invoke(app, ["plot", str(out), "--kinds", "pie"])
     assert result.exit_code == 2 and "--kinds pie" in result.output
+
+
+# --- ten arms: every label legible, every colour told apart -------------------------------
+
+TEN_PRESETS = ["sidekiq", "celery", "aws-standard", "aws-legacy", "grpc-connect", "envoy",
+               "polly", "resilience4j", "tenacity", "kafka"]
+
+
+def _small_stacks(make_scenario):
+    """The outage story at a hundredth of its size: 4 s, 30 workers, a 1 s outage at 1 s,
+    a crash rule, a waiting room."""
+    return herdsim.load_scenario(make_scenario(
+        duration="4s", workload={"rate": 70}, workers={"count": 30},
+        downstream={"concurrency": 20, "queue_limit": 10,
+                    "service": {"distribution": "exponential", "mean": "200ms"},
+                    "timeout": "2s", "outages": [{"start": "1s", "duration": "1s"}],
+                    "overload": {"collapse": {"window": "100ms", "threshold": 15,
+                                              "restart_time": "500ms"}}}))
+
+
+@pytest.fixture(scope="module")
+def ten(make_scenario):
+    """Ten library presets (tenacity's immediate retries included) on the small story."""
+    return herdsim.compare(_small_stacks(make_scenario), presets=TEN_PRESETS, processes=1,
+                           progress=False)
+
+
+@pytest.fixture(scope="module")
+def four(make_scenario):
+    """Four presets: a 16:9 figure, whose rows are the shortest (and carry y labels)."""
+    return herdsim.compare(_small_stacks(make_scenario), presets=TEN_PRESETS[:4],
+                           processes=1, progress=False)
+
+
+def drawn_texts(figure) -> list:
+    """``(text, bounding box in pixels)`` of every text the figure draws: titles, labels,
+    legends, annotations, and the tick labels matplotlib keeps (a tick outside the view
+    is not drawn, so not counted)."""
+    from matplotlib.axis import Tick
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    FigureCanvasAgg(figure).draw()
+    renderer = figure.canvas.get_renderer()
+    tick_texts = {id(t) for tick in figure.findobj(Tick) for t in (tick.label1, tick.label2)}
+    shown = [t for ax in figure.axes if ax.get_visible()
+             for axis in (ax.xaxis, ax.yaxis) for tick in axis._update_ticks()
+             for t in (tick.label1, tick.label2)]
+    texts = [t for t in figure.findobj(Text) if id(t) not in tick_texts] + shown
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts
+            if t.get_visible() and t.get_text().strip()]
+
+
+SLACK = 2.0  # px: two texts touching at a corner (a 0 tick under a 0 tick) still read
+
+
+@pytest.mark.parametrize("arms", ["four", "ten"])
+@pytest.mark.parametrize("kind", ["timeline", "landing", "sleeps", "kpis"])
+def test_figures_of_many_arms_draw_no_text_over_another(request, arms, kind):
+    """No two texts of a 4- or 10-arm figure overlap by more than SLACK pixels both ways
+    (row titles and y labels, y tick labels of short panels, the down/open panel's arm
+    names, the sleeps panels' titles, the KPI panels' titles and axis labels), and every
+    text lies on the canvas."""
+    figure = request.getfixturevalue(arms).plot(kind)
+    texts = drawn_texts(figure)
+    width, height = figure.canvas.get_width_height()
+    clashes = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)
+               if min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0) > SLACK
+               and min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0) > SLACK]
+    assert not clashes, clashes[:5]
+    off = [text for text, box in texts if box.x0 < -SLACK or box.y0 < -SLACK
+           or box.x1 > width + SLACK or box.y1 > height + SLACK]
+    assert not off, off
+
+
+def test_ten_arms_get_ten_colours_told_apart(ten):
+    styles = arm_styles(ten.arms)
+    colours = [styles[arm.label]["color"] for arm in ten.arms]
+    assert min(delta_e(a, b) for a, b in itertools.combinations(colours, 2)) >= MIN_DELTA_E
+
+
+@given(st.lists(st.sampled_from([*PRESETS, *STRATEGY_COLORS, "pkg.mod:Mine", "a:B", "c:D"]),
+                min_size=2, max_size=10, unique=True))
+@settings(max_examples=300, deadline=None)
+def test_any_ten_policies_keep_their_colours_apart(names):
+    """Up to ten policies in one figure, any mix of presets, built-in strategies and
+    strategies of one's own: every two colours at least MIN_DELTA_E apart in CIELAB
+    (25: the built-ins' own closest pair, blue and sky blue, is 26.4; about 2 is just
+    noticeable), and a built-in strategy keeps its own colour."""
+    colours = arm_colors(names)
+    assert min(delta_e(a, b) for a, b in itertools.combinations(colours.values(), 2)) \
+        >= MIN_DELTA_E
+    for name in names:
+        if name in STRATEGY_COLORS:
+            assert colours[name] == STRATEGY_COLORS[name]
+
+
+def test_delta_e_matches_published_lab_values():
+    """sRGB white is L* 100, a* = b* = 0; pure red is (53.24, 80.09, 67.20) (Lindbloom's
+    calculator, D65)."""
+    np.testing.assert_allclose(lab("#FFFFFF"), [100, 0, 0], atol=0.05)
+    np.testing.assert_allclose(lab("#FF0000"), [53.24, 80.09, 67.20], atol=0.1)
+    assert delta_e("#000000", "#FFFFFF") == pytest.approx(100, abs=0.05)
+
+
+def test_peaks_are_stated_in_their_window(ten):
+    """The timeline's rows and the KPI figure give a peak as calls in the window it was
+    measured in (10ms), never scaled to calls per second; the capacity line is what the
+    downstream serves in that window."""
+    timeline = ten.plot("timeline")
+    rights = [ax.get_title("right") for ax in timeline.axes[:len(ten.arms)]]
+    assert all("calls in 10ms" in text and "calls/s" not in text for text in rights), rights
+    kpi_titles = " ".join(ax.get_title("left") for ax in ten.plot("kpis").axes)
+    assert "Peak calls in 10ms" in kpi_titles.replace("\n", " ")
+    for arm, ax in zip(ten.arms, timeline.axes, strict=False):
+        served = arm.scenario.downstream.capacity_rate() * arm.scenario.peak_window
+        assert any(line.get_ydata()[0] == pytest.approx(served) for line in ax.lines
+                   if line.get_linestyle() == "--")

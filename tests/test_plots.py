@@ -191,3 +191,25 @@ def test_plot_and_report_refuse_a_directory_that_is_not_a_run(tmp_path, command)
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
     result = CliRunner().invoke(app, [command, str(tmp_path / "missing")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_monte_carlo_theory_redraws_whole_chains_of_a_share_of_jobs():
+    """Beyond MONTE_CARLO_SLEEPS sleeps, the theory of a strategy without a cdf redraws
+    the sleeps of a random share of jobs: every sleep of a kept job (a chain depends on its
+    previous sleep), none of the others, and about MONTE_CARLO_SLEEPS in all (binomial:
+    within 5% at 100,000 expected, 15 standard deviations), the same share every time."""
+    from herdsim.plots.figures import MONTE_CARLO_SLEEPS, _some_jobs
+
+    rng = np.random.default_rng(3)
+    jobs = rng.integers(0, 60_000, 4 * MONTE_CARLO_SLEEPS)
+    frame = pd.DataFrame({"replication": rng.integers(0, 2, len(jobs)), "job": jobs,
+                          "attempt": 0, "sleep": 1.0})
+    kept = _some_jobs(frame)
+    assert abs(len(kept) - MONTE_CARLO_SLEEPS) < 0.05 * MONTE_CARLO_SLEEPS
+    chosen = set(zip(kept["replication"], kept["job"], strict=True))
+    whole = frame[[pair in chosen for pair in zip(frame["replication"], frame["job"],
+                                                  strict=True)]]
+    assert len(whole) == len(kept)
+    assert _some_jobs(frame).equals(kept)
+    small = frame.iloc[:1000]
+    assert _some_jobs(small) is small

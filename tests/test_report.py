@@ -193,12 +193,12 @@ def test_interactive_panels_share_one_resolution(single):
         sleeps = single.sleeps[single.sleeps["arm"] == arm.label]
         lands = np.sort((sleeps["time"] + sleeps["sleep"]).to_numpy())
         peaks = single.peaks[single.peaks["arm"] == arm.label]["peak_rate"].to_numpy()
-        assert plotted["calls"] == pytest.approx(np.round(peaks, 1).tolist())
+        assert plotted["calls"] == pytest.approx(np.round(peaks * window, 1).tolist())
         for i, rate in enumerate(plotted["landBins"]):
             counts = [((lands >= i * width + k * window - 1e-9)
                        & (lands < i * width + (k + 1) * window - 1e-9)).sum()
                       for k in range(int(round(width / window)))]
-            assert rate == pytest.approx(max(counts) / window, abs=0.05)
+            assert rate == pytest.approx(max(counts), abs=0.05)
             assert rate <= plotted["calls"][i] + 0.05
     script = interactive.section(single).split('type="application/json">')[1]
     assert "</script" not in script.split("</script>")[0]

@@ -293,3 +293,18 @@ def test_staging_of_a_killed_save_is_cleared_by_the_next_writer(tmp_path):
                    cwd=tmp_path, check=True)
     assert hidden(tmp_path) == [alive_owner.name]
     assert (tmp_path / "next" / "checksums.json").is_file()
+
+
+def test_an_interruption_survives_being_rebuilt_from_its_args():
+    """A worker process's Interrupted travels back pickled (rebuilt as cls(*args)) and the
+    engine re-raises a failed event the same way: rebuilding it gives the same signal, not
+    a ValueError ("'SIGTERM' is not a valid Signals", seen on Ctrl-C during a compare)."""
+    import pickle
+    import signal as signals_module
+
+    from herdsim.system.signals import Interrupted
+
+    original = Interrupted(signals_module.SIGTERM)
+    for rebuilt in (type(original)(*original.args), pickle.loads(pickle.dumps(original))):
+        assert isinstance(rebuilt, KeyboardInterrupt)
+        assert rebuilt.signum == signals_module.SIGTERM and str(rebuilt) == "SIGTERM"

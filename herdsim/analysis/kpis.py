@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
+from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
 
 Kind = Literal["count", "real", "fraction", "flag", "text"]
@@ -38,6 +39,29 @@ class KPI:
     meaning: str = ""
     optional: bool = False  # shown in the run table only when nonzero
     missing: str = ""
+
+    def title(self, summary: dict | None = None) -> str:
+        """The label with the peak window filled in: ``peak calls in 10ms``."""
+        return self.label.replace("{window}", window_text(summary))
+
+    def about(self, summary: dict | None = None) -> str:
+        """The meaning with the peak window filled in."""
+        return self.meaning.replace("{window}", window_text(summary))
+
+    def definition(self, summary: dict | None = None) -> str:
+        """``label (unit): meaning``, the window filled in: what the CLI's definitions,
+        ``herdsim kpis``, a failed ``--fail-if`` and the report's glossary print."""
+        unit = f" ({self.unit})" if self.unit and self.kind != "fraction" else ""
+        meaning = self.about(summary)
+        return f"{self.title(summary)}{unit}: {meaning}" if meaning else self.title(summary)
+
+
+def window_text(summary: dict | None = None) -> str:
+    """The peak window of *summary* as a duration (``10ms``), else ``peak_window``."""
+    window = (summary or {}).get("peak_window")
+    if window is None or undefined(window):
+        return "peak_window"
+    return format_duration(float(window))
 
 
 REGISTRY: tuple[KPI, ...] = (
@@ -109,19 +133,26 @@ REGISTRY: tuple[KPI, ...] = (
         missing="unbounded, or no service rate (occ)"),
     KPI("peak_window", "peak window", "s",
         meaning="the short window every peak is measured on (the scenario's peak_window)"),
-    KPI("peak_calls", "peak calls in one window", "calls", kind="count", better="lower",
-        meaning="downstream calls in the busiest peak_window of the run"),
-    KPI("peak_attempt_rate", "peak call rate", "calls/s", better="lower",
-        meaning="peak_calls over peak_window: a rate over that short window, not calls "
-                "made in any whole second"),
-    KPI("peak_to_capacity", "peak / capacity", "×", better="lower",
-        meaning="peak call rate over capacity", missing="no bounded capacity"),
-    KPI("peak_to_baseline", "peak / pre-outage peak", "×", better="lower",
+    KPI("peak_calls", "peak calls in {window}", "calls", kind="count", better="lower",
+        meaning="downstream calls in the busiest window of width peak_window (a sliding "
+                "window anchored at each call, so no bin edge splits a spike): every peak "
+                "is stated in the window it was measured in"),
+    KPI("peak_attempt_rate", "peak calls in {window}, scaled to a second", "calls/s",
+        meaning="peak_calls / peak_window, kept in summary.json for older readers and "
+                "PromQL rate() comparisons; no table shows it: it is calls in "
+                "{window} scaled up, not calls made in any whole second (2,880 calls in "
+                "10 ms read 288,000 calls/s in a run of 199,769 calls)"),
+    KPI("peak_to_capacity", "peak in {window} / capacity", "×", better="lower",
+        meaning="peak_calls over the calls the healthy downstream serves in one "
+                "peak_window (capacity_rate × peak_window)", missing="no bounded capacity"),
+    KPI("peak_to_baseline", "peak in {window} / pre-outage peak", "×", better="lower",
         meaning="busiest peak_window from the first outage on over the busiest before it",
         missing="no pre-outage period"),
-    KPI("retry_peak_to_mean", "retry peak / mean", "×",
-        meaning="busiest bin of retries over their mean during the storm: the storm's "
-                "shape, not a ranking (a long storm has a high mean and reads smooth)",
+    KPI("retry_peak_to_mean", "retry peak / mean (storm shape)", "×",
+        meaning="busiest bin of retries over their mean during the storm: describes the "
+                "storm's shape and ranks nothing, so no table shows it (a storm that never "
+                "ends has a high mean and reads smooth: outage.yaml, fixed 6.7 against "
+                "full jitter 9.7); compare arms on peak_to_capacity instead",
         missing="no retry storm"),
     KPI("collapses", "collapses (crashes)", kind="count", better="lower",
         meaning="times the overloaded downstream crashed"),
@@ -190,8 +221,8 @@ BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_succeeded",
              "jobs_dead_lettered", "jobs_pending", "jobs_merged", "attempts_total",
              "amplification", "calls_per_calling_job", "capacity_rate", "peak_calls",
-             "peak_attempt_rate",             "peak_to_capacity", "peak_to_baseline",
-             "retry_peak_to_mean", "collapses", "collapses_after_outage", "rejected_total",
+             "peak_to_capacity", "peak_to_baseline", "collapses", "collapses_after_outage",
+             "rejected_total",
              "timeouts_total", "errors_total", "wasted_total", "recycled_total",
              "calls_avoided", "budget_refused_total", "shed_admission_total",
              "shed_shedding_total", "shed_codel_total", "completion_time", "conflicts",
@@ -202,8 +233,8 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
-    "recovery_time": "recovery s", "peak_to_baseline": "peak/pre ×",
-    "peak_to_capacity": "peak/cap ×", "amplification": "calls/success",
+    "recovery_time": "recovery s", "peak_to_baseline": "{window} peak/pre ×",
+    "peak_to_capacity": "{window} peak/cap ×", "amplification": "calls/success",
     "jobs_dead_lettered": "DLQ", "jobs_pending": "pending",
     "collapses_after_outage": "crashes after", "latency_p99": "p99 s",
 }
@@ -212,7 +243,7 @@ REPORT_TABLE = (  # the report's per-arm table, after the arm and its state
     "peak_calls", "amplification", "calls_per_calling_job", "jobs_dead_lettered",
     "jobs_pending", "collapses_after_outage", "latency_p99", "latency_succeeded_p99")
 FIGURE = {  # key -> (panel title, axis label) of the KPI figure
-    "peak_to_capacity": ("Peak call rate", "× capacity (busiest {window})"),
+    "peak_to_capacity": ("Peak calls in {window}", "× what capacity serves in {window}"),
     "amplification": ("Calls per success", "downstream calls per succeeded job"),
     "calls_per_calling_job": ("Calls per calling job",
                               "downstream calls per job that made one"),

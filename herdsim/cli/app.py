@@ -285,6 +285,9 @@ JsonOpt = Annotated[bool, typer.Option(
                    "(tables and progress go away, messages to stderr).")]
 QuietOpt = Annotated[bool, typer.Option(
     "--quiet", "-q", help="No table, no progress; only errors (and --json's output).")]
+ExplainOpt = Annotated[bool, typer.Option(
+    "--explain", help="Under the table, the KPI registry's definition of every number "
+                      "shown (herdsim kpis lists them all).")]
 FailIfOpt = Annotated[list[str] | None, typer.Option(
     "--fail-if", metavar="'KPI OP VALUE'",
     help="Exit with code 3 when the condition holds, e.g. --fail-if 'state != recovered' "

@@ -10,6 +10,7 @@ import typer
 from herdsim.cli import complete
 from herdsim.cli.app import (
     FORMAT,
+    ExplainOpt,
     FailIfOpt,
     ForceOpt,
     FormatOpt,
@@ -56,14 +57,14 @@ def compare(
         "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
         show_default=False)] = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-    fail_if: FailIfOpt = None, force: ForceOpt = False,
+    fail_if: FailIfOpt = None, force: ForceOpt = False, explain: ExplainOpt = False,
 ) -> None:
     """Run a scenario under several strategies or presets (and settings) with common random
     numbers.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
     from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import ranked_table
+    from herdsim.cli.tables import compare_keys, definitions, ranked_table
     from herdsim.experiments.compare import Interrupted
     from herdsim.experiments.compare import compare as compare_arms
     from herdsim.outputs import openmetrics
@@ -98,6 +99,9 @@ def compare(
         emit_json(comparison.to_json())
     elif not quiet:
         console.print(ranked_table(comparison, console.width))
+        if explain:
+            console.print(definitions(compare_keys(comparison),
+                                      {"peak_window": sc.peak_window}))
     if not quiet:
         (err_console if json_ else console).print(
             f"outputs: [bold]{safe(target)}[/] (tables and figures written in {saved:.1f} s)",

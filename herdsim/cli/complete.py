@@ -1,5 +1,5 @@
 """Shell completion of the command line's names: bundled scenarios (and YAML files),
-strategies, presets and experiments; a comma-separated list completes its last item."""
+strategies, presets, experiments and KPIs; a comma-separated list completes its last item."""
 
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ def _experiments() -> list[str]:
     from herdsim.experiments.reproduce import EXPERIMENTS
 
     return list(EXPERIMENTS)
+
+
+def kpis(incomplete: str) -> list[str]:
+    """The KPI registry's keys that start with *incomplete* (``herdsim kpis``)."""
+    from herdsim.analysis.kpis import BY_KEY
+
+    return [key for key in BY_KEY if key.startswith(incomplete)]
 
 
 strategies = listing(_strategies)

@@ -65,10 +65,7 @@ def _parse(text: str) -> Condition:
     key, op, raw = match.groups()
     kpi = BY_KEY.get(key)
     if kpi is None:
-        close = difflib.get_close_matches(key, list(BY_KEY), n=3, cutoff=0.6)
-        hint = (f"did you mean {' or '.join(close)}?" if close else
-                "see the KPI table of docs/model.md (e.g. state, goodput, recovery_time)")
-        raise UsageError(f"--fail-if {text!r}: unknown KPI {key!r}; {hint}")
+        raise UsageError(f"--fail-if {text!r}: {unknown(key)}")
     if kpi.kind == "text":
         if op not in ("==", "!="):
             raise UsageError(f"--fail-if {text!r}: {key} is text: use == or !=")
@@ -77,6 +74,14 @@ def _parse(text: str) -> Condition:
     if not math.isfinite(value):  # nothing compares true with NaN: it could never trip
         raise UsageError(f"--fail-if {text!r}: {raw!r} is not a finite number")
     return Condition(text, key, op, value)
+
+
+def unknown(key: str) -> str:
+    """``unknown KPI 'goodpt'; did you mean goodput?``, or where to look them up."""
+    close = difflib.get_close_matches(key, list(BY_KEY), n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(close)}?" if close else
+            "herdsim kpis lists them (e.g. state, goodput, recovery_time)")
+    return f"unknown KPI {key!r}; {hint}"
 
 
 def _number(text: str, raw: str, kind: str) -> float:
@@ -94,14 +99,19 @@ def _number(text: str, raw: str, kind: str) -> float:
 
 
 def failing(conditions: list[Condition], summaries: dict[str, dict]) -> list[str]:
-    """One line per condition that holds, naming the arms (keys of *summaries*) it holds
-    for and the value observed in each, as the tables show it:
-    ``fail-if goodput < 0.9: holds for exponential (goodput 0.0593)``."""
+    """Two lines per condition that holds: the arms (keys of *summaries*) it holds for
+    with the value observed in each, as the tables show it, then the KPI registry's
+    definition of the KPI:
+    ``fail-if goodput < 0.9: holds for exponential (goodput 0.0593)`` and
+    ``  goodput (× offered): successes per second after the last outage ...``."""
     lines = []
     for condition in conditions:
         key = condition.key
-        held = [f"{name} ({key} {show(key, summary.get(key), summary)})"
-                for name, summary in summaries.items() if condition.holds(summary)]
+        held = [(name, summary) for name, summary in summaries.items()
+                if condition.holds(summary)]
         if held:
-            lines.append(f"fail-if {condition.text}: holds for {', '.join(held)}")
+            observed = ", ".join(f"{name} ({key} {show(key, summary.get(key), summary)})"
+                                 for name, summary in held)
+            lines.append(f"fail-if {condition.text}: holds for {observed}")
+            lines.append(f"  {BY_KEY[key].definition(held[0][1])}")
     return lines

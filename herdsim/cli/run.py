@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from herdsim.cli import complete
 from herdsim.cli.app import (
     FORMAT,
+    ExplainOpt,
     FailIfOpt,
     ForceOpt,
     FormatOpt,
@@ -39,12 +41,13 @@ from herdsim.errors import OutputExistsError
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
-        fail_if: FailIfOpt = None, fmt: FormatOpt = FORMAT, force: ForceOpt = False) -> None:
+        fail_if: FailIfOpt = None, fmt: FormatOpt = FORMAT, force: ForceOpt = False,
+        explain: ExplainOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
     from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import summary_table
+    from herdsim.cli.tables import definitions, shown_keys, summary_table
     from herdsim.outputs import openmetrics
     from herdsim.outputs.compare_dir import save_run
     from herdsim.results.result import run as run_once
@@ -53,6 +56,8 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, sc.name)
+    if not (quiet or json_):
+        _plan(sc)
     with SimProgress(f"simulating {safe(sc.name)}", enabled=not (quiet or json_)) as progress:
         result = run_once(sc, progress=progress, force=force)
     save_run(result, target, formats)
@@ -60,6 +65,8 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         emit_json(result.summary)
     elif not quiet:
         console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
+        if explain:
+            console.print(definitions(shown_keys(result.summary), result.summary))
     if not quiet:
         (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
                                                   soft_wrap=True)
@@ -68,6 +75,17 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         if not (quiet or json_):
             report_export(exported)
     gate(gate_rules.failing(conditions, {sc.name: result.summary}))
+
+
+def _plan(sc) -> None:
+    """Before a long run, its estimate on stderr: jobs, calls, memory and wall time."""
+    from herdsim.planning import estimate
+
+    guess = estimate.estimate(sc)
+    took = estimate.timing([guess])
+    if took is not None:
+        err_console.print(f"{safe(sc.name)}: {guess.describe()}; time: {took.describe()}",
+                          highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -101,6 +119,24 @@ def list_strategies() -> None:
                   "entry point in the 'herdsim.strategies' group.")
 
 
+
+
+@app.command("kpis")
+def list_kpis(keys: Annotated[list[str] | None, typer.Argument(
+        help="KPI keys to define (default: every one).", metavar="KPI",
+        autocompletion=complete.kpis,
+        show_default=False)] = None) -> None:
+    """Define the KPIs of summary.json and the tables (the registry: label, unit, better
+    direction, meaning)."""
+    from herdsim.analysis.kpis import BY_KEY
+    from herdsim.cli.gate import unknown
+    from herdsim.cli.tables import definitions
+    from herdsim.errors import UsageError
+
+    wrong = [key for key in keys or [] if key not in BY_KEY]
+    if wrong:
+        raise UsageError(unknown(wrong[0]))
+    console.print(definitions(list(keys or BY_KEY)))
 
 
 @app.command("scenarios")

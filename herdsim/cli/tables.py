@@ -6,7 +6,14 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
+from herdsim.analysis.kpis import (
+    BOUNDS_NOTE,
+    BY_KEY,
+    COMPARE_TABLE,
+    RUN_TABLE,
+    show,
+    undefined,
+)
 from herdsim.analysis.metastability import NOT_RECOVERED
 from herdsim.cli.app import safe
 from herdsim.results.comparison import RANK_RULE, Comparison
@@ -21,18 +28,45 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_column("KPI")
     table.add_column("value", justify="right")
     table.add_column("unit")
-    for key in RUN_TABLE:
+    for key in shown_keys(summary):
         kpi = BY_KEY[key]
-        if key not in summary or (kpi.optional and not summary[key]):
-            continue
         shown = escape(show(key, summary[key], summary))
         if key == "state":
             shown = f"[{STATE_STYLE[summary[key]]}]{shown}[/]"
         elif undefined(summary[key]) and key == "recovery_time" and summary.get("outages"):
             shown = f"[red]{shown}[/]"
-        table.add_row(kpi.label, shown, "" if undefined(summary[key]) else kpi.unit)
-    if summary.get("latency_censored"):
-        table.caption = f"latency {BOUNDS_NOTE}"
+        table.add_row(kpi.title(summary), shown, "" if undefined(summary[key]) else kpi.unit)
+    notes = [f"latency {BOUNDS_NOTE}"] if summary.get("latency_censored") else []
+    table.caption = "; ".join([*notes, DEFINITIONS_HINT])
+    return table
+
+
+DEFINITIONS_HINT = "each KPI's definition: --explain, or herdsim kpis"
+
+
+def shown_keys(summary: dict) -> list[str]:
+    """The registry keys :func:`summary_table` shows for *summary*, in its order."""
+    return [key for key in RUN_TABLE if key in summary
+            and not (BY_KEY[key].optional and not summary[key])]
+
+
+def compare_keys(comparison: Comparison) -> list[str]:
+    """The registry keys of the ranked table's columns (state, succeeded share, ...)."""
+    ranked = comparison.ranked()
+    return [key for key in COMPARE_TABLE if key in ranked]
+
+
+def definitions(keys: list[str], summary: dict | None = None) -> Table:
+    """The registry's definition of each of *keys* (the window filled in from *summary*):
+    what ``--explain`` prints under a table and ``herdsim kpis`` lists."""
+    table = Table(title="Definitions (herdsim.analysis.kpis)", show_header=True,
+                  header_style="bold", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("KPI", no_wrap=True)
+    table.add_column("better", no_wrap=True)
+    table.add_column("definition", ratio=1)
+    for key in keys:
+        kpi = BY_KEY[key]
+        table.add_row(key, kpi.better or "—", escape(kpi.definition(summary)))
     return table
 
 
@@ -79,6 +113,7 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
         notes.append(f"not recovered = {NOT_RECOVERED}")
     if dropped:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
+    notes.append(DEFINITIONS_HINT)
     table = Table(title=f"{safe(comparison.scenario.name)}: {len(comparison.arms)} arms "
                         f"varying {safe(comparison.varied)}, "
                         f"{reps} replication{'s' * (reps > 1)} each"

@@ -148,11 +148,15 @@ class Interrupted(KeyboardInterrupt):
 
 def plan_text(arms: list[Arm], replications: int, at_once: int) -> str:
     """What a comparison is about to run, from :mod:`herdsim.planning.estimate`: runs, the
-    largest run's jobs, calls and memory, how many at once."""
-    largest = max((estimate.estimate(arm.scenario) for arm in arms), key=lambda e: e.events)
+    largest run's jobs, calls and memory, how many at once, and the wall time (measured
+    speed; said only when it is worth saying)."""
+    guesses = [estimate.estimate(arm.scenario) for arm in arms]
+    largest = max(guesses, key=lambda e: e.events)
     runs = len(arms) * replications
+    took = estimate.timing(guesses * replications, at_once)
     return (f"{runs} run{'s' * (runs > 1)} ({len(arms)} arms x {replications}), {at_once} at "
-            f"a time; the largest: {largest.describe()}")
+            f"a time; the largest: {largest.describe()}"
+            + ("" if took is None else f"; time: {took.describe()}"))
 
 
 def _finished(base: Scenario, arms: list[Arm], replications: int,

@@ -158,8 +158,8 @@ def save_comparison(comparison: Comparison, out: str | Path,
         failures: list[str] = []
         with _drawing(failures):
             save_figures(comparison, staging, formats)
-            if report:
-                write_report(staging, comparison)
+            if report:  # the PNGs just drawn go into the page as they are
+                write_report(staging, comparison, fresh=True)
     _report_failures(Path(out), failures)
     return Path(out)
 

@@ -16,9 +16,17 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter, MaxNLocator
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
 
-from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, percent, show
+from herdsim.analysis.kpis import (
+    BOUNDED,
+    FIGURE,
+    bounds,
+    format_kpi,
+    number_text,
+    percent,
+    show,
+)
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
 from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
@@ -42,7 +50,7 @@ from herdsim.plots.style import (
 )
 
 THEORY_CDF = "theory (strategy cdf)"
-__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned", "call_rate",
+__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned", "call_counts",
            "draw", "expected_counts", "simulated_counts", "sleep_prev", "strategy_color"]
 
 
@@ -53,21 +61,25 @@ def _intervals(time: np.ndarray, mask: np.ndarray, width: float) -> list[tuple[f
     return [(time[s], (e - s) * width) for s, e in zip(starts, ends, strict=True)]
 
 
-def call_rate(c: Comparison, arm: Arm, replication: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """What the timeline plots for *arm*: times, calls/s, and what the rate means.
+def call_counts(c: Comparison, arm: Arm, replication: int = 0
+                ) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """What the timeline plots for *arm*: times, downstream calls per window, the window
+    (s), and what the numbers are.
 
-    The busiest ``peak_window`` within each bin when the short-window peaks were saved,
-    else the bin average.
+    Calls in the busiest ``peak_window`` within each bin when the short-window peaks were
+    saved, else calls per bin: every peak is stated in the window it was measured in,
+    never scaled up to a second it was not measured over.
     """
     sc = arm.scenario
     if c.peaks is not None:
         peaks = one(c.peaks, arm.label, replication)
-        what = (f"busiest {format_duration(sc.peak_window)} in each "
+        what = (f"calls in the busiest {format_duration(sc.peak_window)} of each "
                 f"{format_duration(sc.bin)} bin")
-        return peaks["time"].to_numpy(), peaks["peak_rate"].to_numpy(), what
+        calls = np.round(peaks["peak_rate"].to_numpy() * sc.peak_window, 6)  # whole calls
+        return peaks["time"].to_numpy(), calls, sc.peak_window, what
     ts = one(c.timeseries, arm.label, replication)
-    what = f"average over each {format_duration(sc.bin)} bin"
-    return ts["time"].to_numpy(), ts["attempts"].to_numpy() / sc.bin, what
+    what = f"calls per {format_duration(sc.bin)} bin"
+    return ts["time"].to_numpy(), ts["attempts"].to_numpy(dtype=float), sc.bin, what
 
 
 def active_until(c: Comparison, replication: int = 0) -> float:
@@ -124,13 +136,12 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         what = ""
         for ax, arm in zip(rows, arms, strict=True):
             _calls_row(ax, c, arm, styles[arm.label], replication)
-            what = call_rate(c, arm, replication)[2]
+            what = call_counts(c, arm, replication)[3]
         capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
-                    f"; dashed: capacity {capacity:,.0f} calls/s")
+                    "; dashed: what capacity serves in that window")
         grey = "; grey: outage" if base.outage_windows else ""
-        explain = (f"Rows: downstream calls per second ({what}), each on its own scale"
-                   f"{cap_text}{grey}")
+        explain = f"Rows: downstream {what}, each on its own scale{cap_text}{grey}"
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
@@ -170,7 +181,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
                                         fontsize=13)
             panels["backlog"].set_ylabel("jobs")
-            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
         if "admission" in panels:
             panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                           "waiting (thin)", fontsize=13)
@@ -196,26 +207,35 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
 
 
 def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
-    """One arm's calls/s: its own y scale up to its peak (and the capacity line)."""
-    time, calls, _ = call_rate(c, arm, replication)
+    """One arm's calls per window: its own y scale up to its peak (and the capacity line,
+    what the healthy downstream serves in the same window)."""
+    time, calls, window, _ = call_counts(c, arm, replication)
     capacity = describe.capacity(arm.scenario)
+    served = None if capacity is None else capacity * window
     ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
     ax.step(time, calls, where="post", color=style["color"], lw=1.2)
     peak = calls.max(initial=0.0)
-    if capacity is None:
-        peak_text = f"peak {peak:,.0f} calls/s"
-    else:
-        ax.axhline(capacity, **CAPACITY_STYLE)
-        peak_text = f"peak {peak:,.0f} calls/s = {peak / capacity:.1f}× capacity"
+    span = format_duration(window)
+    peak_text = f"peak {number_text(peak)} calls in {span}"
+    if served is not None:
+        ax.axhline(served, **CAPACITY_STYLE)
+        peak_text += f" = {number_text(peak / served)}× capacity"
     ax.set_title(arm.label, loc="left", color=style["color"], weight="bold", fontsize=14,
                  pad=3)
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
-                 weight="bold" if capacity and peak >= 2 * capacity else "normal")
-    ax.set_ylim(0, 1.12 * max(peak, capacity or 0.0, 1.0))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=3 if len(c.arms) <= SLIDE_ARMS else 2))
-    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    if len(c.arms) <= SLIDE_ARMS:  # with more rows the title's "Rows: calls/s" says it once
-        ax.set_ylabel("calls/s", fontsize=12)
+                 weight="bold" if served and peak >= 2 * served else "normal")
+    ax.set_ylim(0, 1.12 * max(peak, served or 0.0, 1.0))
+    ax.set_yticks([0.0, peak] if peak > 0 else [0.0])  # a short row holds two labels
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: short_count(value)))
+    if len(c.arms) <= SLIDE_ARMS:  # with more rows the heading's "Rows: calls" says it once
+        ax.set_ylabel("calls", fontsize=12)
+
+
+def short_count(value: float) -> str:
+    """A count for a tick: ``0``, ``752``, ``1,025``, ``42.2k``, ``1.5M``."""
+    if value < 10_000:
+        return f"{value:,.0f}"
+    return f"{value / 1e3:.3g}k" if value < 1e6 else f"{value / 1e6:.3g}M"
 
 
 def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
@@ -280,8 +300,8 @@ def sleeps(c: Comparison) -> Figure:
                                                  if hidden else "")
             if theory is not None and how != THEORY_CDF:
                 note += f"\n{how}"
-            ax.set_title(f"{arm.label}\n{note}", color=styles[arm.label]["color"],
-                         fontsize=14)
+            ax.set_title(_wrapped(f"{arm.label}\n{note}", cols), fontsize=14,
+                         color=styles[arm.label]["color"])
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
             ax.xaxis.set_major_locator(MaxNLocator(4))  # short labels never overlap
             ax.set_xlabel("sleep before retry (s)")
@@ -295,6 +315,12 @@ def sleeps(c: Comparison) -> Figure:
     return fig
 
 
+def _wrapped(text: str, columns: int, size: float = 14) -> str:
+    """*text* with each line wrapped to the width of one of *columns* panels side by side."""
+    width = max(16, int(WIDE[0] / columns * 0.9 * 72 / (0.6 * size)))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
 def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndarray | None, str]:
     try:
         strategy = arm.scenario.retry.build()
@@ -304,8 +330,30 @@ def _theory(arm: Arm, ordered: pd.DataFrame, edges: np.ndarray) -> tuple[np.ndar
         return None, "no retries"
     if callable(getattr(strategy, "cdf", None)):
         return expected_counts(strategy, ordered, edges), THEORY_CDF
-    return (simulated_counts(strategy, ordered, edges, arm.scenario.retry.base),
-            "theory by Monte Carlo (no cdf)")
+    sample = _some_jobs(ordered)
+    counts = simulated_counts(strategy, sample, edges, arm.scenario.retry.base)
+    if len(sample) == len(ordered):
+        return counts, "theory by Monte Carlo (no cdf)"
+    return (counts * len(ordered) / len(sample),
+            f"theory by Monte Carlo (no cdf; {len(sample):,} sleeps redrawn)")
+
+
+MONTE_CARLO_SLEEPS = 100_000  # sleeps redrawn for a strategy without a cdf, at most
+
+
+def _some_jobs(ordered: pd.DataFrame) -> pd.DataFrame:
+    """*ordered* (job order, see :func:`sleep_prev`), or beyond :data:`MONTE_CARLO_SLEEPS`
+    the sleeps of a fixed-seed random share of its jobs (whole chains, since a job's sleep
+    depends on its previous one): the expected histogram scaled up is unbiased, and a
+    storm's millions of sleeps are not redrawn one Python call at a time."""
+    if len(ordered) <= MONTE_CARLO_SLEEPS:
+        return ordered
+    keys = ordered["replication"].to_numpy() * (int(ordered["job"].max()) + 1) \
+        + ordered["job"].to_numpy()
+    jobs = np.unique(keys)
+    share = MONTE_CARLO_SLEEPS / len(ordered)
+    kept = np.random.default_rng(0).random(len(jobs)) < share
+    return ordered[np.isin(keys, jobs[kept])]
 
 
 SUCCEEDED = ("Succeeded", "% of jobs submitted")
@@ -390,8 +438,9 @@ def kpis(c: Comparison) -> Figure:
                 ax.set_xticks([])  # nothing to measure: no scale
             if span >= 1e4:
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.set_title(title)
-            ax.set_xlabel(textwrap.fill(unit.format(window=window), 24), fontsize=12)
+            ax.set_title(textwrap.fill(title.format(window=window), _chars(len(panels), 15)))
+            ax.set_xlabel(textwrap.fill(unit.format(window=window), _chars(len(panels), 12)),
+                          fontsize=12)
             ax.grid(axis="y", visible=False)
         axes[0].set_yticks(y, ranked["arm"])
         axes[0].set_ylim(n - 0.5, -0.5)
@@ -404,6 +453,13 @@ def kpis(c: Comparison) -> Figure:
             what = "key numbers of the run"
         fig.suptitle(describe.heading(c, what), fontsize=14, fontweight="normal")
     return fig
+
+
+def _chars(panels: int, size: float) -> int:
+    """Characters of a *size*-point text that fit one of *panels* side by side on a 16-inch
+    figure (a character is about 0.6 em wide; a fifth of each panel left for its margins),
+    never more than 24."""
+    return max(10, min(24, int(WIDE[0] / panels * 0.8 * 72 / (0.6 * size))))
 
 
 PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}

@@ -8,6 +8,7 @@ import zlib
 from typing import Any, Protocol
 
 import matplotlib.figure
+import numpy as np
 import pandas as pd
 
 from herdsim.config.scenario import Scenario
@@ -24,6 +25,8 @@ STRATEGY_COLORS = {  # Okabe & Ito (2008), and one of Tol's muted colours
 # Tol's muted olive, teal, purple, rose, green; black; a dark brown: far from the built-ins'
 # blues (Tol's indigo read as full jitter's blue beside it)
 OTHER_COLORS = ("#999933", "#44AA99", "#AA4499", "#CC6677", "#117733", "#000000", "#663333")
+SPARE_COLORS = ("#332288", "#EE3377", "#666633")  # Tol's indigo, magenta, a dark olive
+MIN_DELTA_E = 25.0  # CIELAB distance (ΔE*ab) two policies' colours keep apart in a figure
 LINE_STYLES = ("-", "--", ":", "-.")
 CAPACITY_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
@@ -115,16 +118,38 @@ def strategy_color(strategy: str) -> str:
     return OTHER_COLORS[zlib.crc32(strategy.encode()) % len(OTHER_COLORS)]
 
 
+def lab(color: str) -> np.ndarray:
+    """``#RRGGBB`` (sRGB) as CIELAB L*, a*, b* under D65."""
+    rgb = np.array([int(color[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ linear / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def delta_e(a: str, b: str) -> float:
+    """The CIELAB distance ΔE*ab of two colours: about 2 is just noticeable, and two
+    categories in a figure want :data:`MIN_DELTA_E` or more."""
+    return float(np.linalg.norm(lab(a) - lab(b)))
+
+
 def arm_colors(strategies: list[str]) -> dict[str, str]:
-    """``strategy -> colour``: the strategy's own colour (built-ins first), or, when another
-    strategy of the figure already has it, the first colour of the palette still free."""
-    palette = list(dict.fromkeys([*STRATEGY_COLORS.values(), *OTHER_COLORS]))
+    """``strategy -> colour``: the strategy's own colour (built-ins first), or, when it is
+    within :data:`MIN_DELTA_E` of a colour the figure already uses, the palette's colour
+    farthest from those (the first of equals): ten policies stay told apart (the built-ins
+    are 26 apart, the palette's ten most apart colours 34)."""
+    palette = list(dict.fromkeys([*STRATEGY_COLORS.values(), *OTHER_COLORS, *SPARE_COLORS]))
     unique = list(dict.fromkeys(strategies))
     colors: dict[str, str] = {}
+
+    def nearest(color: str) -> float:
+        return min((delta_e(color, used) for used in colors.values()), default=np.inf)
+
     for name in sorted(unique, key=lambda s: s not in STRATEGY_COLORS):
         color = strategy_color(name)
-        if color in colors.values():
-            color = next((c for c in palette if c not in colors.values()), color)
+        if nearest(color) < MIN_DELTA_E:
+            color = max(palette, key=nearest)
         colors[name] = color
     return colors
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show
+from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show, window_text
 from herdsim.analysis.metastability import RANK_RULE, majority, rank
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
@@ -171,9 +171,13 @@ class Comparison:
             if key not in ranked:
                 continue
             ci = ranked.get(f"{key}_ci95", pd.Series(np.nan, index=ranked.index))
-            columns[heading] = [self.shown(key, row, c) for (_, row), c
-                                in zip(ranked.iterrows(), ci, strict=True)]
+            columns[self.heading(heading)] = [self.shown(key, row, c) for (_, row), c
+                                              in zip(ranked.iterrows(), ci, strict=True)]
         return pd.DataFrame(columns, index=pd.RangeIndex(1, len(ranked) + 1, name="rank"))
+
+    def heading(self, text: str) -> str:
+        """A column heading of :data:`COMPARE_TABLE` with the peak window filled in."""
+        return text.replace("{window}", window_text({"peak_window": self.scenario.peak_window}))
 
     def shown(self, key: str, row: pd.Series, ci: float = np.nan) -> str:
         """KPI *key* of an arm's summary *row* as every surface shows it (± *ci*);
@@ -222,7 +226,7 @@ class Comparison:
                 kpi = BY_KEY[key]
                 ci = row.get(f"{key}_ci95")
                 rows.append({"arm": row["arm"], "rank": rank_number, "kpi": key,
-                             "label": kpi.label, "unit": kpi.unit,
+                             "label": kpi.title(self.context(row)), "unit": kpi.unit,
                              "value": _plain(row[key]), "ci95": _plain(ci),
                              "shown": self.shown(key, row, np.nan if ci is None else ci),
                              "better": kpi.better})
@@ -246,8 +250,10 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         table = self.table()
-        units = {heading: BY_KEY[key].unit for key, heading in COMPARE_TABLE.items()
-                 if heading in table and BY_KEY[key].unit and key != "succeeded_fraction"}
+        units = {self.heading(heading): BY_KEY[key].unit
+                 for key, heading in COMPARE_TABLE.items()
+                 if self.heading(heading) in table and BY_KEY[key].unit
+                 and key != "succeeded_fraction"}
         table.columns = [f"{c} ({units[c]})" if c in units and units[c] not in c else c
                          for c in table.columns]
         note = ("one replication: small differences may be noise" if self.replications == 1

@@ -73,7 +73,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         rows = "".join(
-            f"<tr><td>{escape(BY_KEY[key].label)}</td>"
+            f"<tr><td>{escape(BY_KEY[key].title(self.summary))}</td>"
             f"<td style='text-align:right'>{escape(show(key, self.summary[key], self.summary))}"
             f"</td><td>{escape(BY_KEY[key].unit if not undefined(self.summary[key]) else '')}"
             f"</td></tr>"

@@ -20,9 +20,11 @@ ENDING = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SI
 class Interrupted(KeyboardInterrupt):
     """A SIGTERM or SIGHUP received while herdsim was working; ``signum`` says which."""
 
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+    def __init__(self, signum: int | str):
+        # rebuilt from its args (its name) when it crosses a process or SimPy's re-raise
+        which = signal.Signals[signum] if isinstance(signum, str) else signal.Signals(signum)
+        super().__init__(which.name)
+        self.signum = int(which)
 
 
 def _raise(signum: int, frame: object) -> None:

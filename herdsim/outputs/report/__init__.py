@@ -10,10 +10,11 @@ from herdsim.outputs.report.page import render, render_sweep
 __all__ = ["render", "render_sweep", "write_report", "write_sweep_report"]
 
 
-def write_report(directory: str | Path, comparison) -> Path:
-    """Write ``report.html`` of *comparison* into its output *directory* (atomically)."""
+def write_report(directory: str | Path, comparison, fresh: bool = False) -> Path:
+    """Write ``report.html`` of *comparison* into its output *directory* (atomically);
+    *fresh*: the directory's PNGs were just drawn from *comparison* (reused, not redrawn)."""
     target = Path(directory) / "report.html"
-    write_file(target, render(comparison, Path(directory)))
+    write_file(target, render(comparison, Path(directory), fresh=fresh))
     return target
 
 

@@ -2,9 +2,10 @@
 
 No library and no network: the data travel inside the page as JSON. Both panels have one
 resolution: per bin of the run, the busiest ``peak_window`` (10 ms by default) of
-downstream calls and of retries landing, as calls per second; so a 10 ms impulse survives
-at any zoom, and zoomed in, the retries landing never outnumber the calls they become.
-Directories saved without the short-window peaks show bin averages in both panels.
+downstream calls and of retries landing, as counts in that window (a peak stated in the
+window it was measured in, never scaled up to a second); so a 10 ms impulse survives at any
+zoom, and zoomed in, the retries landing never outnumber the calls they become.
+Directories saved without the short-window peaks show counts per bin in both panels.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import numpy as np
 
 from herdsim.config.durations import format_duration
-from herdsim.model.downstream import family
+from herdsim.plots import describe
 from herdsim.plots.landing import landing_counts, landings
 from herdsim.plots.style import arm_styles, one
 
@@ -29,8 +30,8 @@ def busiest(fine: np.ndarray, per_bin: int, n_bins: int) -> np.ndarray:
 
 
 def payload(c, replication: int = 0) -> dict:
-    """What the page plots: per arm and bin, calls/s and retries landing/s, both the
-    busiest ``peak_window`` in the bin (or both the bin average)."""
+    """What the page plots: per arm and bin, calls and retries landing in the busiest
+    ``peak_window`` of the bin (or both per bin), and the capacity in that window."""
     sc = c.scenario
     styles = arm_styles(c.arms)
     short = c.peaks is not None
@@ -41,23 +42,25 @@ def payload(c, replication: int = 0) -> dict:
         n = len(ts)
         times = landings(one(c.sleeps, arm.label, replication))
         if short:
-            calls = one(c.peaks, arm.label, replication)["peak_rate"].to_numpy()
+            calls = one(c.peaks, arm.label, replication)["peak_rate"].to_numpy() * window
             per_bin = max(1, int(round(width / window)))
             _, fine = landing_counts(times, 0.0, n * width, resolution=width / per_bin)
-            land = busiest(fine, per_bin, n) / (width / per_bin)
+            land = busiest(fine, per_bin, n)
         else:
-            calls = ts["attempts"].to_numpy() / width
+            calls = ts["attempts"].to_numpy(dtype=float)
             _, coarse = landing_counts(times, 0.0, n * width, resolution=width)
-            land = coarse[:n] / width
+            land = coarse[:n]
         arms.append({"label": arm.label, "color": styles[arm.label]["color"],
                      "calls": np.round(calls, 1).tolist(),
                      "landBins": np.round(land, 1).tolist()})
-    capacity = family.of(sc).capacity_rate(sc)
-    what = (f"the busiest {format_duration(sc.peak_window)} in each "
+    capacity = describe.capacity(sc)  # the summary's capacity_rate rule
+    window = sc.peak_window if short else sc.bin
+    what = (f"in the busiest {format_duration(sc.peak_window)} of each "
             f"{format_duration(sc.bin)} bin" if short else
-            f"averaged over each {format_duration(sc.bin)} bin")
-    return {"bin": sc.bin, "window": sc.peak_window if short else sc.bin,
-            "duration": sc.duration, "capacity": capacity,
+            f"in each {format_duration(sc.bin)} bin")
+    return {"bin": sc.bin, "window": window, "unit": format_duration(window),
+            "duration": sc.duration,
+            "capacity": None if capacity is None else capacity * window,
             "outages": [list(w) for w in sc.outage_windows], "arms": arms, "what": what}
 
 
@@ -72,8 +75,9 @@ to reset. <button type="button" id="hs-spike">zoom into the biggest spike</butto
 <canvas id="hs-canvas" width="1100" height="520" tabindex="0"
   aria-label="downstream calls and retries landing over time"></canvas>
 <p id="hs-readout" class="note">&nbsp;</p>
-<p class="note">Top: downstream calls per second; bottom: retries landing per second (a
-retry lands when its sleep ends); both __WHAT__. Grey: outage; dashed: capacity.</p>
+<p class="note">Top: downstream calls; bottom: retries landing (a retry lands when its
+sleep ends); both counted __WHAT__. Grey: outage; dashed: what the healthy downstream
+serves in that window.</p>
 </section>
 <script id="hs-data" type="application/json">__DATA__</script>
 <script>__JS__</script>
@@ -89,8 +93,8 @@ JS = r"""
   g.scale(ratio, ratio);
   var shown = D.arms.map(function () { return true; });
   var view = [0, D.duration], logY = false, L = 70, R = 12;
-  var panels = [{top: 26, h: 200, key: "calls", name: "calls/s"},
-                {top: 290, h: 200, key: "land", name: "retries landing/s"}];
+  var panels = [{top: 26, h: 200, key: "calls", name: "calls per " + D.unit},
+                {top: 290, h: 200, key: "land", name: "retries landing per " + D.unit}];
   function segments(arm, key) {  // [t0, width, value] per bin: one resolution
     var values = key === "calls" ? arm.calls : arm.landBins, out = [];
     for (var i = 0; i < values.length; i++) out.push([i * D.bin, D.bin, values[i]]);

@@ -67,11 +67,14 @@ DERIVED = {  # shown but not in the registry
 }
 
 
-def _png(directory: Path | None, figure_of, kind: str) -> bytes:
+def _png(directory: Path | None, figure_of, kind: str, fresh: bool = False) -> bytes:
     """The figure's PNG: the one saved in *directory* when it is still the one written with
-    the data (see :func:`~herdsim.outputs.atomic.sealed`), else drawn now."""
-    if directory is not None and sealed(directory, f"{kind}.png"):
-        return (directory / f"{kind}.png").read_bytes()
+    the data (see :func:`~herdsim.outputs.atomic.sealed`), or, *fresh*, just drawn there
+    from this comparison (a directory being written); else drawn now."""
+    if directory is not None:
+        saved = directory / f"{kind}.png"
+        if sealed(directory, saved.name) or fresh and saved.is_file():
+            return saved.read_bytes()
     buffer = io.BytesIO()
     figure_of(kind).savefig(buffer, format="png")
     return buffer.getvalue()
@@ -101,8 +104,9 @@ def _kpi_table(c) -> tuple[str, list[str]]:
     keys = [k for k in REPORT_TABLE if k in ranked and k != "state"
             and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
     best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
-    head = ["arm", "state"] + [heading(k) for k in keys]
-    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].meaning for k in keys]
+    window = {"peak_window": c.scenario.peak_window}
+    head = ["arm", "state"] + [heading(k, window) for k in keys]
+    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].about(window) for k in keys]
     rows = []
     for _, row in ranked.iterrows():
         label = row["arm"]
@@ -131,21 +135,23 @@ def _verdict(c) -> str:
             f"<p>It depends on these assumptions:</p><ul>{assumed}</ul></div>")
 
 
-def heading(key: str) -> str:
-    """A report column's heading: the registry's label and unit."""
+def heading(key: str, summary: dict | None = None) -> str:
+    """A report column's heading: the registry's label (its peak window from *summary*)
+    and unit."""
     kpi = BY_KEY[key]
     unit = "" if not kpi.unit or kpi.kind == "fraction" else f" ({kpi.unit})"
-    return kpi.label + unit
+    return kpi.title(summary) + unit
 
 
-def glossary(keys: list[str]) -> str:
-    """Each shown KPI's label, unit and meaning, from the KPI registry."""
+def glossary(keys: list[str], summary: dict | None = None) -> str:
+    """Each shown KPI's label, unit and meaning, from the KPI registry (the peak window
+    from *summary*)."""
     registry = {kpi.key: kpi for kpi in REGISTRY}
     items = []
     for key in keys:
         if key in registry:
             kpi = registry[key]
-            label, unit, meaning = kpi.label, kpi.unit, kpi.meaning
+            label, unit, meaning = kpi.title(summary), kpi.unit, kpi.about(summary)
             if key == "state":
                 meaning += "; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items())
         elif key in DERIVED:
@@ -176,9 +182,11 @@ def _seeds(seed: int, reps: int, arms: int) -> str:
     return f"replications per arm: {reps} (seeds {seed}…{seed + reps - 1}{common})"
 
 
-def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES) -> str:
+def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = FIGURES,
+           fresh: bool = False) -> str:
     """The report of *comparison* as one HTML string with figures *kinds* (those saved in
-    *directory* reused)."""
+    *directory* reused; *fresh*: that directory's PNGs were just drawn from *comparison*,
+    before its checksums are written)."""
     c, sc = comparison, comparison.scenario
     n, reps = len(c.arms), c.replications
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
@@ -201,8 +209,8 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         _verdict(c),
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         interactive.section(c),
-        *(_figure(kind, _png(directory, c.plot, kind)) for kind in kinds),
-        "<h2>Glossary</h2>", glossary(keys),
+        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
+        "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
         scenario_section(sc),
     ]
     return _page(f"herdsim report: {sc.name}", body)
