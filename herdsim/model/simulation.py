@@ -104,19 +104,7 @@ class Simulation:
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
-        defended = scenario.downstream.defends()
-        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
-        self.downstream = (DefendedDownstream if defended else Downstream)(
-            env, scenario.downstream,
-            _service_draws(scenario.downstream.service, rngs["service"]),
-            draws(lambda n: rngs["outages"].random(n)),
-            self.recorder,
-            _service_draws(scenario.downstream.network_delay, rngs["network"])
-            if scenario.downstream.network_delay else None,
-            _service_draws(scenario.downstream.request_delay, rngs["request"])
-            if scenario.downstream.request_delay else None,
-            **extra,
-        )
+        self.downstream = self._downstream(rngs)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
         self._poison_fraction = scenario.workload.poison_fraction
@@ -144,6 +132,26 @@ class Simulation:
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None
+        self._start(progress)
+
+    def _downstream(self, rngs) -> Downstream:
+        """The downstream the scenario describes (with its defences when it has any), each
+        of its draws from a stream of its own."""
+        cfg = self.scenario.downstream
+        defended = cfg.defends()
+        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
+        return (DefendedDownstream if defended else Downstream)(
+            self.env, cfg, _service_draws(cfg.service, rngs["service"]),
+            draws(lambda n: rngs["outages"].random(n)), self.recorder,
+            _service_draws(cfg.network_delay, rngs["network"]) if cfg.network_delay else None,
+            _service_draws(cfg.request_delay, rngs["request"]) if cfg.request_delay else None,
+            **extra,
+        )
+
+    def _start(self, progress: Progress | None) -> None:
+        """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the
+        workers (the loop chosen once, from what is configured), in that order."""
+        env, scenario = self.env, self.scenario
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
             job = self.new_job(0.0)
@@ -154,7 +162,7 @@ class Simulation:
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)
-        if plain(scenario):  # the worker loop is chosen once, from what is configured
+        if plain(scenario):
             plain_worker = make_plain_worker(self)
             for _ in range(scenario.workers.count):  # type: ignore[arg-type]  # plain: queue workers
                 runner = Runner(env)
