@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Callable
 
-from herdsim.policies.breaker import HALF_OPEN, OPEN, CircuitBreaker
+from herdsim.policies.breaker import CLOSED, OPEN, CircuitBreaker
 from herdsim.policies.budget import (
     AdaptiveThrottle,
     CumulativeRatio,
@@ -373,9 +373,10 @@ class SharedBreaker(_Waiting):
     """The pool's one breaker, kept in Redis (``BREAKER_KEY``): :attr:`state` and
     :attr:`open_until` are as of this process's last call to it. :meth:`blocked`, which
     the workers held by the breaker ask over and over, answers from those within
-    ``REFRESH`` of that call (a process's own changes are always in them; another
-    process's reach it within ``REFRESH``); :meth:`permit` and :meth:`record` always go
-    to Redis."""
+    ``REFRESH`` of that call while they are certain (open before its end, or closed: a
+    process's own changes are always in them; another process's reach it within
+    ``REFRESH``), and asks Redis once an open period ends (who took the half-open probes
+    is Redis's to say); :meth:`permit` and :meth:`record` always go to Redis."""
 
     def __init__(self, redis, breaker: CircuitBreaker, key: str = BREAKER_KEY):
         self.redis = redis
@@ -405,11 +406,14 @@ class SharedBreaker(_Waiting):
         return self.open_until
 
     async def blocked(self, now: float) -> bool:
-        if now - self._fresh >= REFRESH:
-            return await self._run(now, "blocked")
-        if self.state == OPEN:
-            return now < self.open_until
-        return self.state == HALF_OPEN and self._probes_left == 0
+        if now - self._fresh < REFRESH:
+            if self.state == OPEN and now < self.open_until:
+                return True  # an open period is never cut short by another process
+            if self.state == CLOSED:
+                return False
+        # stale, or an open period that has ended: another process may already hold the
+        # half-open probes, which only Redis knows
+        return await self._run(now, "blocked")
 
     async def permit(self, now: float) -> bool:
         return await self._run(now, "permit")
