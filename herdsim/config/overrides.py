@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from herdsim.config import graph
 from herdsim.config.messages import suggest
 from herdsim.config.reading import parse_yaml
 from herdsim.config.scenario import Scenario
@@ -15,7 +16,9 @@ from herdsim.policies import presets
 
 def fill_preset(data: dict, source: str | None = None) -> None:
     """Fill the fields ``retry.preset`` sets and *data* leaves out (see
-    :mod:`herdsim.policies.presets`)."""
+    :mod:`herdsim.policies.presets`), and those of each edge's preset (see
+    :func:`herdsim.config.graph.fill_presets`)."""
+    graph.fill_presets(data)
     retry = data.get("retry")
     name = retry.get("preset") if isinstance(retry, dict) else None
     if name is None:

@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
@@ -19,7 +20,6 @@ from herdsim.config.sections import (
     Breaker,
     Budget,
     ClientLimiter,
-    Downstream,
     FieldError,
     Period,
     PositiveDuration,
@@ -43,12 +43,14 @@ class Scenario(Section):
     queue: str | None = None
     workload: Workload
     workers: Workers = Workers()
-    downstream: Downstream = Downstream()
+    downstream: graph.Caller = graph.Caller()
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
     budget: Annotated[Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
+    services: dict[str, graph.Caller] = Field({}, description="the services tiers call, "
+                                                              "by name (a call graph)")
 
     @field_validator("name")
     @classmethod
@@ -58,6 +60,11 @@ class Scenario(Section):
             raise ValueError(f"{name!r} cannot name an output directory: no '/', '\\', "
                              "leading '.' or bare dots")
         return name
+
+    @field_validator("services")
+    @classmethod
+    def _service_names(cls, services: dict[str, graph.Caller]) -> dict[str, graph.Caller]:
+        return graph.names_ok(services)
 
     @field_validator("queue")
     @classmethod
@@ -76,6 +83,7 @@ class Scenario(Section):
         self._check_retries()
         self._check_scaling()
         self._check_spikes()
+        graph.check(self.downstream, self.services, self.duration)
         return self
 
     def _check_times(self) -> None:
@@ -205,7 +213,7 @@ class Scenario(Section):
 
     def to_dict(self) -> dict:
         """Plain data (seconds as numbers), ready for YAML or JSON."""
-        return self.model_dump(mode="json")
+        return graph.strip_unset(self.model_dump(mode="json"))
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)

@@ -7,11 +7,14 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
+from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
 from herdsim.config.sections import Service
+from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.finished import Finished
@@ -94,18 +97,24 @@ class Simulation:
         self.sleeping = 0
         self.delayed = DelayedQueue(env, self.queue, scenario.workers.poll_interval)
         defended = scenario.downstream.defends()
-        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
-        self.downstream = (DefendedDownstream if defended else Downstream)(
-            env, scenario.downstream,
-            _service_draws(scenario.downstream.service, rngs["service"]),
-            draws(lambda n: rngs["outages"].random(n)),
-            self.recorder,
-            _service_draws(scenario.downstream.network_delay, rngs["network"])
+        args: dict[str, Any] = {
+            "service": _service_draws(scenario.downstream.service, rngs["service"]),
+            "outage_draw": draws(lambda n: rngs["outages"].random(n)),
+            "network": _service_draws(scenario.downstream.network_delay, rngs["network"])
             if scenario.downstream.network_delay else None,
-            _service_draws(scenario.downstream.request_delay, rngs["request"])
+            "request": _service_draws(scenario.downstream.request_delay, rngs["request"])
             if scenario.downstream.request_delay else None,
-            **extra,
-        )
+        }
+        if defended:
+            args["draw"] = draws(lambda n: rngs["admission"].random(n))
+        self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
+        self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
+        if has_graph(scenario.downstream, scenario.services):
+            self.downstream, self.tiers, self.edges = tiers.build(env, scenario, self.recorder,
+                                                                  args)
+        else:
+            self.downstream = (DefendedDownstream if defended else Downstream)(
+                env, scenario.downstream, recorder=self.recorder, **args)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
         self._poison_fraction = scenario.workload.poison_fraction
@@ -261,4 +270,4 @@ class Simulation:
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
-                        sum(g.breaker.trips for g in gates), open_time)
+                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)

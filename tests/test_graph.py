@@ -1,0 +1,174 @@
+"""The call graph (services that call services): the attempts multiply along a path,
+every call at every tier ends in exactly one outcome, a one-tier graph is the single-tier
+run, and a bad graph is one line."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+
+import herdsim
+from herdsim.model.simulation import Simulation
+from herdsim.results.result import Result
+
+ARRIVALS_END = 4.0  # arrivals stop here; the runs go on until everything has ended
+
+
+def graph(**changes) -> dict:
+    """Workers -> front -> api (x2 in parallel) -> db (x3 in parallel); arrivals for 4 s."""
+    data = {
+        "name": "graph", "duration": "40s", "seed": 3,
+        "workload": {"rate": 20, "profile": [{"at": 0, "rate": 20},
+                                             {"at": ARRIVALS_END, "rate": 0}]},
+        "workers": {"count": 50},
+        "retry": {"strategy": "full_jitter", "base": "100ms", "max_retries": 1},
+        "downstream": {"name": "front", "concurrency": 200, "service": {"mean": "2ms"},
+                       "calls": [{"service": "api", "count": 2,
+                                  "retry": {"strategy": "full_jitter", "base": "50ms",
+                                            "max_retries": 2}}]},
+        "services": {
+            "api": {"concurrency": 400, "service": {"mean": "2ms"},
+                    "calls": [{"service": "db", "count": 3,
+                               "retry": {"strategy": "full_jitter", "base": "20ms",
+                                         "max_retries": 1}}]},
+            "db": {"concurrency": 200, "service": {"mean": "5ms"}},
+        },
+    }
+    for path, value in changes.items():
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node[leaf] = value
+    return data
+
+
+def simulate(data: dict) -> tuple[Simulation, Result]:
+    sim = Simulation(herdsim.load_scenario(copy.deepcopy(data)))
+    return sim, Result.from_finished(sim.run())
+
+
+def test_a_bottom_tier_down_all_run_receives_the_product_of_the_attempts():
+    """db down for the whole run: every db call fails, so every edge spends all its
+    retries and its fan-out runs to the end: per front call, api gets 2 x (1 + 2) = 6
+    calls and db 6 x 3 x (1 + 1) = 36; per job, front gets 1 + 1 = 2 (all jobs end well
+    before the run does)."""
+    data = graph(**{"services.db.outages": [{"start": 0, "duration": "40s"}]})
+    _, res = simulate(data)
+    tiers, s = res.summary["tiers"], res.summary
+    assert s["jobs_pending"] == 0 and s["jobs_submitted"] > 50
+    assert tiers["front"]["calls"] == 2 * s["jobs_submitted"] == s["attempts_total"]
+    assert tiers["api"]["calls"] == 6 * tiers["front"]["calls"]
+    assert tiers["db"]["calls"] == 36 * tiers["front"]["calls"]
+    assert tiers["db"]["succeeded_calls"] == 0
+
+
+CASES = {
+    "down blip": {"services.db.outages": [{"start": "1s", "duration": "1s"}]},
+    "blackhole and timeouts": {
+        "services.db.outages": [{"start": "1s", "duration": "1s", "mode": "blackhole"}],
+        "services.api.calls.0.timeout": "100ms", "downstream.calls.0.timeout": "300ms",
+        "downstream.timeout": "1s"},
+    "errors, small rooms": {"services.db.outages": [{"start": "1s", "duration": "2s",
+                                                     "mode": "error", "error_rate": 0.5}],
+                            "services.db.concurrency": 5, "services.db.queue_limit": 5,
+                            "services.api.concurrency": 20},
+    "slow, budgets, breaker": {
+        "services.db.outages": [{"start": "1s", "duration": "2s", "mode": "slow",
+                                 "factor": 40}],
+        "services.api.calls.0.timeout": "60ms",
+        "services.api.calls.0.budget": {"kind": "token_bucket", "preset": "grpc"},
+        "downstream.calls.0.breaker": {"enabled": True, "minimum_calls": 5,
+                                       "open_duration": "1s"}},
+    "network and rate limit": {"services.db.network_delay": {"mean": "3ms"},
+                               "services.db.rate_limit": {"rate": 400, "burst": 20},
+                               "services.api.calls.0.timeout": "200ms"},
+}
+
+
+@pytest.mark.parametrize("changes", CASES.values(), ids=list(CASES))
+def test_every_call_at_every_tier_ends_in_exactly_one_outcome(changes):
+    """Counted by the tier (calls as they arrive, outcomes as their callers hear them or
+    as it fails them at t0) and, independently, by its callers (the edges' attempts and
+    the answers they got): once everything has ended, calls = succeeded + failed, and
+    both sides agree."""
+    sim, res = simulate(graph(**changes))
+    assert res.summary["jobs_pending"] == 0
+    for name, kpis in res.summary["tiers"].items():
+        assert kpis["calls"] == kpis["succeeded_calls"] + kpis["failed_calls"], name
+        assert kpis["calls"] == res.timeseries[f"{name}_calls"].sum()
+        callers = [e for edges in sim.edges.values() for e in edges if e.callee.record.name == name]
+        if callers:
+            assert kpis["calls"] == sum(e.sent for e in callers)
+            assert kpis["succeeded_calls"] == sum(e.succeeded for e in callers)
+            assert kpis["failed_calls"] == sum(e.failed for e in callers)
+        else:  # the workers' downstream: the workers are its callers
+            assert kpis["calls"] == res.summary["attempts_total"]
+            assert kpis["succeeded_calls"] == res.summary["jobs_succeeded"]
+
+
+def test_a_one_tier_graph_is_the_single_tier_run_byte_for_byte():
+    """The workers' downstream alone, written as a graph (``services: {}``, a name, so
+    the graph's runtime serves it and counts its calls), gives the single-tier run's
+    frames byte for byte, and its own columns are the run's: calls = attempts,
+    succeeded = successes, failed = the rest."""
+    data = herdsim.load_scenario("scenarios/outage.yaml", {"duration": "30s"}).to_dict()
+    plain = herdsim.run(herdsim.load_scenario(copy.deepcopy(data)))
+    data["services"] = {}
+    data["downstream"]["name"] = "db"
+    tiered = herdsim.run(herdsim.load_scenario(data))
+    own = [c for c in tiered.timeseries.columns if c.startswith("db_")]
+    assert own == ["db_calls", "db_succeeded", "db_failed", "db_wasted"]
+    for name in ("timeseries", "sleeps", "jobs"):
+        a = getattr(plain, name)
+        b = getattr(tiered, name).drop(columns=own if name == "timeseries" else [])
+        assert a.to_csv(float_format="%.17g") == b.to_csv(float_format="%.17g"), name
+    ts = tiered.timeseries
+    assert (ts["db_calls"] == ts["attempts"]).all()
+    assert (ts["db_succeeded"] == ts["success"]).all()  # no poison: a success ends the job
+    assert (ts["db_wasted"] == ts["wasted"]).all()
+    # every call not succeeded failed, but those still in flight at the end
+    unanswered = ts["attempts"].sum() - ts["success"].sum() - ts["db_failed"].sum()
+    assert 0 <= unanswered <= tiered.summary["jobs_pending"]
+    assert (ts["db_failed"] >= ts["rejected"] + ts["timeouts"] + ts["errors"]).all()
+    assert {k: v for k, v in tiered.summary.items() if k not in ("tiers", "wall_seconds",
+                                                                 "calls_per_wall_second")} \
+        == {k: v for k, v in plain.summary.items() if k not in ("wall_seconds",
+                                                                "calls_per_wall_second")}
+
+
+def test_a_single_tier_scenario_is_written_as_before():
+    """No graph, no graph keys: the scenario as written, the summary and the columns."""
+    sc = herdsim.load_scenario("scenarios/retries.yaml")
+    assert "services" not in sc.to_dict()
+    assert "calls" not in sc.to_dict()["downstream"]
+    assert "name" not in sc.to_dict()["downstream"]
+    res = herdsim.run(sc)
+    assert "tiers" not in res.summary
+
+
+BAD = {
+    "unknown service": ({"downstream.calls.0.service": "cache"},
+                        "downstream.calls.0.service: unknown service 'cache'"),
+    "cycle": ({"services.db.calls": [{"service": "api"}]},
+              "services: the calls form a cycle: api -> db -> api"),
+    "service timeout": ({"services.db.timeout": "1s"}, "services.db.timeout: a service has "
+                                                       "no timeout"),
+    "bad name": ({"services": {"Db!": {}}}, "Db!"),
+}
+
+
+@pytest.mark.parametrize("changes, message", BAD.values(), ids=list(BAD))
+def test_a_bad_graph_is_one_line_naming_the_file_and_the_field(tmp_path, changes, message):
+    import yaml
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(graph(**changes)))
+    out = subprocess.run([sys.executable, "-m", "herdsim", "validate", str(path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and message in lines[0], out.stderr
