@@ -5,6 +5,7 @@ run, and a bad graph is one line."""
 from __future__ import annotations
 
 import copy
+import math
 import subprocess
 import sys
 
@@ -172,3 +173,73 @@ def test_a_bad_graph_is_one_line_naming_the_file_and_the_field(tmp_path, changes
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and message in lines[0], out.stderr
+
+
+def deadline_case(**changes) -> dict:
+    """Workers (1 s timeout, no retries) -> front (own work exponential, mean 500 ms,
+    never queueing) -> db (200 ms constant, never queueing), no retries anywhere."""
+    data = {
+        "name": "deadlines", "duration": "200s", "seed": 11,
+        "workload": {"rate": 25, "profile": [{"at": 0, "rate": 25}, {"at": 190, "rate": 0}]},
+        "workers": {"count": None},
+        "retry": {"max_retries": 0},
+        "downstream": {"name": "front", "concurrency": 10_000, "timeout": "1s",
+                       "service": {"distribution": "exponential", "mean": "500ms"},
+                       "calls": [{"service": "db", "retry": {"max_retries": 0}}]},
+        "services": {"db": {"concurrency": 10_000,
+                            "service": {"distribution": "constant", "mean": "200ms"}}},
+    }
+    data.update(changes)
+    return data
+
+
+T, M, D = 1.0, 0.5, 0.2  # the workers' timeout, front's mean own work, db's service
+
+
+def share(count: int, of: int, expected: float) -> None:
+    """*count* / *of* is *expected* within 4 binomial standard errors."""
+    error = (expected * (1 - expected) / of) ** 0.5
+    assert abs(count / of - expected) < 4 * error, (count / of, expected, error)
+
+
+def test_a_propagated_deadline_cuts_the_bottom_tiers_wasted_work_to_the_remaining_time_rule():
+    """front's own work S ~ Exp(mean M); its client leaves at T. Without propagation
+    front calls db for every call (its edge has no timeout) and db's work is useless
+    whenever S + D > T: front finishes late, P = exp(-(T - D)/M). With ``deadline:
+    propagate`` the db call carries T - S: it is not sent when S >= T (P(sent) = 1 -
+    exp(-T/M)), and db's work is wasted (its caller leaves first) when T - S < D: P =
+    exp(-(T - D)/M) - exp(-T/M). The useless work at the bottom drops from 0.20 to 0.067
+    of front's calls."""
+    off = herdsim.run(herdsim.load_scenario(deadline_case())).summary["tiers"]
+    on = herdsim.run(herdsim.load_scenario(deadline_case(deadline="propagate"))).summary["tiers"]
+
+    n = off["front"]["calls"]
+    assert off["db"]["calls"] == n and off["db"]["wasted_calls"] == 0
+    share(off["front"]["wasted_calls"], n, math.exp(-(T - D) / M))
+    n = on["front"]["calls"]
+    share(on["db"]["calls"], n, 1 - math.exp(-T / M))
+    share(on["db"]["wasted_calls"], n, math.exp(-(T - D) / M) - math.exp(-T / M))
+
+
+def test_cancel_stops_a_tier_serving_a_call_its_caller_gave_up():
+    """workers -> front -> api (timeout T, ``cancel``) -> db: api's own work S ~ Exp(M).
+    When front gives up at T, api stops: it calls db only when S < T (P = 1 -
+    exp(-T/M)) and never finishes work for a caller that has left. Without cancel it
+    calls db every time, and finishes late when S + D > T."""
+    def case(cancel: bool) -> dict:
+        data = deadline_case()
+        data["downstream"] = {"name": "front", "concurrency": 10_000, "timeout": "5s",
+                              "service": {"distribution": "constant", "mean": "1ms"},
+                              "calls": [{"service": "api", "timeout": "1s", "cancel": cancel,
+                                         "retry": {"max_retries": 0}}]}
+        data["services"]["api"] = {"concurrency": 10_000,
+                                   "service": {"distribution": "exponential", "mean": "500ms"},
+                                   "calls": [{"service": "db", "retry": {"max_retries": 0}}]}
+        return data
+
+    off = herdsim.run(herdsim.load_scenario(case(False))).summary["tiers"]
+    on = herdsim.run(herdsim.load_scenario(case(True))).summary["tiers"]
+    assert off["db"]["calls"] == off["api"]["calls"]
+    share(off["api"]["wasted_calls"], off["api"]["calls"], math.exp(-(T - D) / M))
+    share(on["db"]["calls"], on["api"]["calls"], 1 - math.exp(-T / M))
+    assert on["api"]["wasted_calls"] == 0

@@ -13,7 +13,7 @@ of the graph's keys.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -54,6 +54,11 @@ class Edge(Section):
     budget: Budget | None = Field(None, description="a retry budget shared by every call of "
                                                     "this edge")
     breaker: Breaker = Breaker()
+    deadline: Literal["propagate", "off"] | None = Field(
+        None, description="propagate: the timeout is at most the caller's remaining time; "
+                          "null: as the top-level deadline")
+    cancel: bool = Field(False, description="the called tier stops serving a call its "
+                                            "caller gave up, and its calls for it")
 
 
 class Caller(Downstream):
@@ -127,6 +132,10 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
                 raise FieldError(f"{where}.calls.{i}.service",
                                  f"unknown service {edge.service!r} (services: {known})")
             callee = services[edge.service]
+            if edge.cancel and callee.serve_abandoned:
+                raise FieldError(f"{where}.calls.{i}.cancel",
+                                 f"{edge.service} serves abandoned calls (serve_abandoned: "
+                                 "true): a cancelled call would still be served")
             if edge.timeout is None and any(o.mode == "blackhole" for o in callee.outages):
                 raise FieldError(f"{where}.calls.{i}.timeout",
                                  f"{edge.service} has a blackhole outage: calls hang until "
@@ -195,6 +204,9 @@ def strip_unset(data: dict[str, Any]) -> dict[str, Any]:
     defaults, so a single-tier scenario is written as before."""
     if not data.get("services"):
         data.pop("services", None)
+    for key in ("deadline",):
+        if data.get(key) is None:
+            data.pop(key, None)
     downstream = data.get("downstream", {})
     if downstream.get("name") is None:
         downstream.pop("name", None)

@@ -85,6 +85,13 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
 _FREE_FORM = object()  # marks a dict field (e.g. retry.params) whose keys are the user's
 
 
+class _Map:
+    """Marks a map of sections (``services``): the next part is a key, then *section*."""
+
+    def __init__(self, section: Any):
+        self.section = section
+
+
 def _set_path(data: dict, path: str, value: Any) -> None:
     parts = path.split(".")
     if not all(parts):
@@ -99,6 +106,8 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             key: Any = int(part)
         elif model is _FREE_FORM:
             key = part
+        elif isinstance(model, _Map):  # a map of sections (services): the key is a name
+            key, model = part, model.section
         else:
             if model is None or part not in model.model_fields:
                 where = ".".join(parts[:depth]) or "the scenario"
@@ -108,6 +117,8 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             annotation = model.model_fields[part].annotation
             model = section_type(annotation) or (
                 _FREE_FORM if getattr(annotation, "__origin__", None) is dict else None)
+            if getattr(annotation, "__origin__", None) is dict and model is not _FREE_FORM:
+                model = _Map(model)
         if last:
             node[key] = value
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
@@ -49,6 +49,9 @@ class Scenario(Section):
     breaker: Breaker = Breaker()
     budget: Annotated[Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
+    deadline: Literal["propagate"] | None = Field(
+        None, description="propagate: every edge of the call graph passes its caller's "
+                          "remaining time down")
     services: dict[str, graph.Caller] = Field({}, description="the services tiers call, "
                                                               "by name (a call graph)")
 

@@ -13,8 +13,12 @@ time, then for each edge in order, for its ``count`` parallel calls, each retrie
 the edge's policy. The call succeeds when every one of them succeeds; the first that
 fails for good (retries spent, or refused by the budget) ends it with ``ERROR`` (a
 dependency's failure is the tier's 5xx) and frees its slot, while its siblings go on
-to their own end unheard, as a fan-out's futures do. Its client's timeout is the caller's edge's: when
-it comes first, the client has its ``TIMEOUT`` and the tier works on (wasted work).
+to their own end unheard, as a fan-out's futures do. Its client's timeout is the
+caller's edge's: when it comes first, the client has its ``TIMEOUT`` and the tier works
+on (wasted work), unless the edge sets ``cancel``: then the tier stops serving it, frees
+the slot and cancels its own calls for it. With ``deadline: propagate`` an edge's
+timeout is at most what is left of the call being served, and a call with nothing left
+is not sent.
 
 An edge's retries are the workers' own step, :func:`herdsim.model.worker.make_retry`
 (strategies, presets, Retry-After, the retry bucket, the budget), fed the edge's policy
@@ -43,6 +47,7 @@ from herdsim.model.calls import (
     OK,
     RUNNING,
     SERVING,
+    WAITING,
 )
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
@@ -123,6 +128,23 @@ class Tier(Downstream):
         timer.call = c
         timer.callbacks.append(self._on_own_deadline)
 
+    def expire(self, c) -> None:
+        """The client deadline of *c* has come (see the core); when its caller's edge
+        cancels, a call this tier is serving with calls of its own stops here."""
+        running = c.state == RUNNING
+        super().expire(c)
+        if running and getattr(c.proc, "cancels", False) and c.epoch == self.epoch:
+            serving = getattr(self.service, "servings", {}).pop(c, None)
+            if serving is not None:
+                serving.cancel()
+
+    def cancel(self, c) -> None:
+        """*c*'s caller gave up on it (its own call was cancelled): a waiting call is
+        dropped and a call served with calls stops, both answered ``TIMEOUT`` as their
+        deadline would; a call in a leaf's service runs to its end."""
+        if c.state == WAITING or c.state == RUNNING:
+            self.expire(c)
+
     def _own_deadline(self, timer) -> None:
         c = timer.call
         if c.event is not None:  # still awaited
@@ -147,6 +169,7 @@ class Calling:
         self.edges = edges
         self._wasted = tier.record.wasted.append
         self._errors = tier.record.errors.append
+        self.servings: dict = {}  # call -> its Serving, while it is served
 
     def start(self, c, now: float) -> None:
         """Put *c* in service now: its own work first."""
@@ -160,16 +183,18 @@ class Calling:
                 if c.deadline is not None:
                     self.tier.arm_deadline(c)
             # else: it waited, and its deadline is armed
-        serving = Serving(self, c)
+        serving = self.servings[c] = Serving(self, c)
         later(self.env, s).callbacks.append(serving.next)
 
     def reset(self, now: float) -> None:
         """Every call in service has failed: their servings see the new epoch."""
+        self.servings.clear()
 
     def answer(self, serving: Serving, outcome: int) -> None:
         """*serving*'s calls are done: answer its client, or count the work wasted."""
         serving.done = True
         c, tier, now = serving.call, self.tier, self.env.now
+        self.servings.pop(c, None)
         if c.state != RUNNING:  # its client left (timed out) or it was served after
             self._wasted(now)
             tier.free_slot(now, c)
@@ -195,7 +220,7 @@ class Serving:
     """One call a tier serves, going through its edges in order. ``done`` once it is
     answered; ``gone()`` once the tier failed its calls in flight (its work ends)."""
 
-    __slots__ = ("part", "call", "epoch", "index", "pending", "done")
+    __slots__ = ("part", "call", "epoch", "index", "pending", "done", "branches")
 
     def __init__(self, part: Calling, c):
         self.part = part
@@ -204,6 +229,16 @@ class Serving:
         self.index = 0
         self.pending = 0
         self.done = False
+        self.branches: list[Branch] = []
+
+    def cancel(self) -> None:
+        """Its caller gave up (``cancel``): free the slot, stop its calls."""
+        if self.done or self.gone():
+            return
+        self.done = True
+        self.part.tier.free_slot(self.part.env.now, self.call)
+        for branch in self.branches:
+            branch.cancel()
 
     def gone(self) -> bool:
         """The tier failed its calls in flight since this one started (t0)."""
@@ -211,7 +246,7 @@ class Serving:
 
     def next(self, _event=None) -> None:
         """Own work or the previous edge done: the next edge's calls, or the answer."""
-        if self.gone():
+        if self.done or self.gone():
             return
         edges = self.part.edges
         if self.index == len(edges):
@@ -220,8 +255,9 @@ class Serving:
         edge = edges[self.index]
         self.index += 1
         self.pending = edge.count
-        for _ in range(edge.count):
-            Branch(edge, self).send()
+        self.branches = [Branch(edge, self) for _ in range(edge.count)]
+        for branch in self.branches:
+            branch.send()
 
     def branch_done(self, ok: bool) -> None:
         """One call of the current edge succeeded, or failed for good. The first failure
@@ -240,8 +276,12 @@ class Serving:
 class Edge:
     """One edge at run time: its callee, timeout, count and policy objects."""
 
-    def __init__(self, cfg: graph.Edge, callee, seed: np.random.SeedSequence):
+    def __init__(self, cfg: graph.Edge, callee, seed: np.random.SeedSequence,
+                 deadline: str | None = None):
         self.callee = callee
+        self.propagate = (cfg.deadline or deadline) == "propagate"
+        self.cancel = cfg.cancel
+        self.expired = array("d")  # calls not sent: the caller's deadline had passed
         self.call, self.finish = callee.call, callee.finish
         self.env = callee.env
         self.timeout = cfg.timeout
@@ -282,7 +322,8 @@ class Branch:
     and for the job :func:`~herdsim.model.worker.make_retry` expects (``retries``,
     ``prev``, ``paid``, ``poison``, ``id``)."""
 
-    __slots__ = ("edge", "serving", "retries", "prev", "paid", "waiting", "sent")
+    __slots__ = ("edge", "serving", "retries", "prev", "paid", "waiting", "sent",
+                 "cancelled")
     poison = False
     id = 0
 
@@ -294,19 +335,44 @@ class Branch:
         self.paid = 0.0
         self.waiting = None  # the call in flight (a stale answer is not this one's)
         self.sent = 0.0
+        self.cancelled = False
+
+    @property
+    def cancels(self) -> bool:
+        """Whether the callee stops a call of this branch its caller gave up on."""
+        return self.edge.cancel
+
+    def cancel(self) -> None:
+        """The call it serves was cancelled: no more attempts, and the one in flight is
+        cancelled too when the edge says so (its answer, if any, is not heeded)."""
+        self.cancelled = True
+        c = self.waiting
+        if c is not None and self.edge.cancel:
+            self.edge.callee.cancel(c)
 
     def send(self, _event=None) -> None:
         """Make an attempt now (unless the call it serves has ended)."""
-        if self.serving.gone():
+        if self.cancelled or self.serving.gone():
             return
         edge = self.edge
         now = self.sent = edge.env.now
+        timeout = edge.timeout
+        if edge.propagate:  # at most the caller's remaining time; none left: not sent
+            deadline = self.serving.call.deadline
+            if deadline is not None:
+                left = deadline - now
+                if left <= 0.0:
+                    edge.expired.append(now)
+                    self.serving.branch_done(False)
+                    return
+                if timeout is None or left < timeout:
+                    timeout = left
         breaker = edge.breaker
         if breaker is not None and not breaker.permit(now):
             edge.short_circuited.append(now)
             self.answer(None, counted=False)
             return
-        edge.callee.timeout = edge.timeout
+        edge.callee.timeout = timeout
         edge.sent += 1
         c = edge.call(self)
         if c.__class__ is int:
@@ -346,6 +412,8 @@ class Branch:
         if counted and edge.budget is not None:
             edge.budget.on_result(now, not failed, self.paid)
             self.paid = 0.0
+        if self.cancelled:
+            return
         if not failed:
             self.serving.branch_done(True)
             return
@@ -403,7 +471,7 @@ def build(env, scenario: Scenario, recorder, top_args: dict):
         if not cfg.calls:
             continue
         tier = built[name]
-        mine = [Edge(e, built[e.service], s) for e, s in
+        mine = [Edge(e, built[e.service], s, scenario.deadline) for e, s in
                 zip(cfg.calls, seeds[2 * i + 1].spawn(len(cfg.calls)), strict=True)]
         edges[name] = mine
         tier.service = Calling(tier, tier.service._draw, cfg.overload.latency_per_call,
