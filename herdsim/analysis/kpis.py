@@ -194,6 +194,8 @@ TIER_REGISTRY: tuple[KPI, ...] = (
                 "dependency's), the caller's timeout, or failed at t0"),
     KPI("wasted_calls", "wasted", kind="count", better="lower",
         meaning="calls the tier finished serving after its caller had given up"),
+    KPI("collapses", "collapses", kind="count", better="lower",
+        meaning="times the tier crashed (overload.collapse)"),
     KPI("peak_to_capacity", "peak / capacity", "×", better="lower",
         meaning="the tier's busiest peak_window of calls over its capacity "
                 "(concurrency / mean service time, or its rate limit)"),

@@ -45,6 +45,7 @@ def summarize(records: dict, succeeded_jobs: int, peak_window: float) -> dict[st
             "succeeded_calls": len(record.succeeded),
             "failed_calls": len(record.failed),
             "wasted_calls": len(record.wasted),
+            "collapses": len(record.crashes),
             "peak_to_capacity": peak / record.capacity if record.capacity else None,
             "amplification": calls / succeeded_jobs if succeeded_jobs else None,
         }

@@ -201,18 +201,23 @@ class Scenario(Section):
                 or (workers.count is None and self.breaker.enabled))
 
     @property
+    def all_outages(self) -> list:
+        """The outages of the downstream and then of every service (a call graph's)."""
+        return [o for tier in (self.downstream, *self.services.values()) for o in tier.outages]
+
+    @property
     def outage_windows(self) -> list[tuple[float, float]]:
-        return [(o.start, o.end) for o in self.downstream.outages]
+        return [(o.start, o.end) for o in self.all_outages]
 
     @property
     def first_outage_start(self) -> float | None:
-        """When the first outage starts (None without an outage)."""
-        return min((o.start for o in self.downstream.outages), default=None)
+        """When the first outage starts, at any tier (None without an outage)."""
+        return min((o.start for o in self.all_outages), default=None)
 
     @property
     def last_outage_end(self) -> float | None:
-        """When the last outage ends (None without an outage)."""
-        return max((o.end for o in self.downstream.outages), default=None)
+        """When the last outage ends, at any tier (None without an outage)."""
+        return max((o.end for o in self.all_outages), default=None)
 
     def to_dict(self) -> dict:
         """Plain data (seconds as numbers), ready for YAML or JSON."""
