@@ -243,3 +243,79 @@ def test_cancel_stops_a_tier_serving_a_call_its_caller_gave_up():
     share(off["api"]["wasted_calls"], off["api"]["calls"], math.exp(-(T - D) / M))
     share(on["db"]["calls"], on["api"]["calls"], 1 - math.exp(-T / M))
     assert on["api"]["wasted_calls"] == 0
+
+
+MU_SIGMA = (math.log(0.05) - 1.0 / 2, 1.0)  # lognormal service: mean 50 ms, sigma 1
+DELAY = 0.06
+
+
+def lognormal_sf(x: float) -> float:
+    """P(S > x) for the lognormal service above."""
+    if x <= 0:
+        return 1.0
+    mu, sigma = MU_SIGMA
+    return 0.5 * math.erfc((math.log(x) - mu) / (sigma * math.sqrt(2)))
+
+
+def hedged_cdf(x: float) -> float:
+    """P(min(S1, DELAY + S2) <= x) when the second copy leaves at DELAY only if the first
+    has not answered: P(L > x) = P(S1 > x) P(S2 > x - DELAY) (the second factor 1 before
+    DELAY)."""
+    return 1 - lognormal_sf(x) * (lognormal_sf(x - DELAY) if x > DELAY else 1.0)
+
+
+def hedged_run(**hedging) -> Result:
+    return herdsim.run(herdsim.load_scenario({
+        "name": "hedged", "duration": "300s", "seed": 5,
+        "workload": {"rate": 40, "profile": [{"at": 0, "rate": 40}, {"at": 295, "rate": 0}]},
+        "workers": {"count": 400},  # idle most of the time: a job is taken as it arrives
+        "downstream": {"concurrency": 100_000,
+                       "service": {"distribution": "lognormal", "mean": "50ms", "sigma": 1.0}},
+        "hedging": {"delay": f"{DELAY * 1000:g}ms", "max_attempts": 2, **hedging},
+    }))
+
+
+def test_hedged_calls_cost_p_s_above_the_delay_and_take_the_minimum_of_the_two_copies():
+    """gRPC A6 hedging at low load (no queueing): the second copy leaves iff the first has
+    not answered by DELAY, so extra calls / jobs = P(S > DELAY); a job's latency is
+    min(S1, DELAY + S2), whose CDF at its own 10/50/90/99% quantiles must match the
+    run's within 4 binomial standard errors."""
+    res = hedged_run()
+    jobs = res.jobs
+    n = len(jobs)
+    assert res.summary["jobs_pending"] == 0 and res.summary["jobs_succeeded"] == n
+    share(res.summary["attempts_total"] - n, n, lognormal_sf(DELAY))
+    assert res.summary["tiers"]["downstream"]["calls"] == res.summary["attempts_total"]
+    latency = jobs["latency"].to_numpy()
+    for p in (0.1, 0.5, 0.9, 0.99):
+        lo, hi = 0.0, 10.0
+        for _ in range(60):  # the theoretical quantile, by bisection
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if hedged_cdf(mid) < p else (lo, mid)
+        share(int((latency <= lo).sum()), n, p)
+
+
+def test_the_hedging_throttle_is_grpcs_token_bucket():
+    """Every copy fails at once with a non-fatal ``down``: the next copy goes at once
+    while the tokens (10, a failure costs 1) stay above 5. Calls 1 and 2 send 3 and 2
+    copies (tokens 10 -> 7 -> 5), every later call only its first: copies = calls + 3."""
+    data = graph(**{"services.db.outages": [{"start": 0, "duration": "40s"}]})
+    data["services"]["api"]["calls"] = [{"service": "db", "hedging": {
+        "delay": "1s", "max_attempts": 3, "non_fatal": ["down"],
+        "throttle": {"max_tokens": 10, "token_ratio": 0.1}}}]
+    data["downstream"]["calls"][0]["count"] = 1
+    data["downstream"]["calls"][0]["retry"] = {"max_retries": 0}
+    tiers = herdsim.run(herdsim.load_scenario(data)).summary["tiers"]
+    assert tiers["api"]["calls"] > 20
+    assert tiers["db"]["calls"] == tiers["api"]["calls"] + 3
+
+
+def test_an_edge_hedges_or_retries_not_both():
+    """As in gRPC: a written retry beside hedging is refused; an unwritten one is not."""
+    data = graph()
+    data["services"]["api"]["calls"][0]["hedging"] = {"delay": "10ms"}
+    with pytest.raises(herdsim.ScenarioError, match="hedges or retries"):
+        herdsim.load_scenario(copy.deepcopy(data))
+    del data["services"]["api"]["calls"][0]["retry"]
+    sc = herdsim.load_scenario(data)
+    assert herdsim.load_scenario(sc.to_dict()).to_dict() == sc.to_dict()

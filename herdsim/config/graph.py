@@ -23,6 +23,7 @@ from herdsim.config.sections import (
     Budget,
     Downstream,
     FieldError,
+    NonNegativeDuration,
     PositiveDuration,
     Retry,
     Section,
@@ -42,6 +43,30 @@ def _tier_name(name: str) -> str:
     return name
 
 
+NON_FATAL = ("error", "timeout", "rejected", "down", "throttled", "failed")
+
+
+class Throttle(Section):
+    """gRPC's retry throttling (``retryThrottling``), for hedged copies."""
+
+    max_tokens: float = Field(gt=0, le=1000, description="tokens at the start (the bucket's "
+                                                         "size)")
+    token_ratio: float = Field(gt=0, le=1, description="tokens a success returns (a "
+                                                       "failure costs 1)")
+
+
+class Hedging(Section):
+    """gRPC's hedging policy (A6): copies of a call, the first success wins."""
+
+    delay: NonNegativeDuration = Field(0.0, description="between copies (0: all at once)")
+    max_attempts: int = Field(2, ge=2, le=100, description="copies at most, the first "
+                                                           "included")
+    non_fatal: list[Literal["error", "timeout", "rejected", "down", "throttled",
+                            "failed"]] = Field(
+        [], description="outcomes after which the other copies go on (any other ends it)")
+    throttle: Throttle | None = None
+
+
 class Edge(Section):
     """One call a tier makes while serving a call: to ``service``, ``count`` in parallel."""
 
@@ -59,6 +84,7 @@ class Edge(Section):
                           "null: as the top-level deadline")
     cancel: bool = Field(False, description="the called tier stops serving a call its "
                                             "caller gave up, and its calls for it")
+    hedging: Hedging | None = Field(None, description="hedged copies instead of retries")
 
 
 class Caller(Downstream):
@@ -83,9 +109,11 @@ def names_ok(services: dict[str, Caller]) -> dict[str, Caller]:
     return services
 
 
-def has_graph(downstream: Caller, services: dict[str, Caller]) -> bool:
-    """Whether a scenario is a graph (its outputs then show each tier)."""
-    return bool(services) or bool(downstream.calls) or downstream.name is not None
+def has_graph(downstream: Caller, services: dict[str, Caller], hedging=None) -> bool:
+    """Whether a scenario runs as a graph (its outputs then show each tier): services,
+    calls, a named downstream, or the workers' calls hedged (copies are cancelled)."""
+    return (bool(services) or bool(downstream.calls) or downstream.name is not None
+            or hedging is not None)
 
 
 def top_name(downstream: Caller) -> str:
@@ -132,6 +160,10 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
                 raise FieldError(f"{where}.calls.{i}.service",
                                  f"unknown service {edge.service!r} (services: {known})")
             callee = services[edge.service]
+            if edge.hedging is not None and "retry" in edge.model_fields_set:
+                raise FieldError(f"{where}.calls.{i}.hedging",
+                                 "an edge hedges or retries, not both (as in gRPC): "
+                                 "remove its retry")
             if edge.cancel and callee.serve_abandoned:
                 raise FieldError(f"{where}.calls.{i}.cancel",
                                  f"{edge.service} serves abandoned calls (serve_abandoned: "
@@ -204,12 +236,21 @@ def strip_unset(data: dict[str, Any]) -> dict[str, Any]:
     defaults, so a single-tier scenario is written as before."""
     if not data.get("services"):
         data.pop("services", None)
-    for key in ("deadline",):
+    for key in ("deadline", "hedging"):
         if data.get(key) is None:
             data.pop(key, None)
+    if "hedging" in data:  # hedged calls have no retry: an unwritten one is not written
+        data.pop("retry", None)
     downstream = data.get("downstream", {})
     if downstream.get("name") is None:
         downstream.pop("name", None)
     if not downstream.get("calls"):
         downstream.pop("calls", None)
+    for tier in [downstream, *data.get("services", {}).values()]:
+        for edge in tier.get("calls", []):
+            for key in ("deadline", "hedging"):
+                if edge.get(key) is None:
+                    edge.pop(key, None)
+            if "hedging" in edge:
+                edge.pop("retry", None)
     return data

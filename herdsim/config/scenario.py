@@ -52,6 +52,8 @@ class Scenario(Section):
     deadline: Literal["propagate"] | None = Field(
         None, description="propagate: every edge of the call graph passes its caller's "
                           "remaining time down")
+    hedging: Annotated[graph.Hedging | None, GatesCalls()] = Field(
+        None, description="the workers' calls hedged (gRPC A6) instead of retried")
     services: dict[str, graph.Caller] = Field({}, description="the services tiers call, "
                                                               "by name (a call graph)")
 
@@ -87,6 +89,9 @@ class Scenario(Section):
         self._check_scaling()
         self._check_spikes()
         graph.check(self.downstream, self.services, self.duration)
+        if self.hedging is not None and "retry" in self.model_fields_set:
+            raise FieldError("hedging", "the workers hedge or retry, not both (as in gRPC): "
+                                        "remove retry")
         return self
 
     def _check_times(self) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
 from herdsim.config.sections import Service
+from herdsim.model import hedging
 from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
@@ -109,7 +110,7 @@ class Simulation:
             args["draw"] = draws(lambda n: rngs["admission"].random(n))
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
         self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
-        if has_graph(scenario.downstream, scenario.services):
+        if has_graph(scenario.downstream, scenario.services, scenario.hedging):
             self.downstream, self.tiers, self.edges = tiers.build(env, scenario, self.recorder,
                                                                   args)
         else:
@@ -137,6 +138,7 @@ class Simulation:
         self.finish = make_finish(self)  # the worker loops' shared steps
         self.give_up = make_give_up(self, self.finish)
         self.retry = make_retry(self, self.give_up)
+        self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None

@@ -38,6 +38,7 @@ from simpy.core import URGENT
 
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
+from herdsim.model import hedging
 from herdsim.model.calls import (
     ABANDONED,
     COMPLETED,
@@ -280,6 +281,7 @@ class Edge:
                  deadline: str | None = None):
         self.callee = callee
         self.propagate = (cfg.deadline or deadline) == "propagate"
+        self.hedging = hedging.Policy(cfg.hedging) if cfg.hedging is not None else None
         self.cancel = cfg.cancel
         self.expired = array("d")  # calls not sent: the caller's deadline had passed
         self.call, self.finish = callee.call, callee.finish
@@ -323,7 +325,7 @@ class Branch:
     ``prev``, ``paid``, ``poison``, ``id``)."""
 
     __slots__ = ("edge", "serving", "retries", "prev", "paid", "waiting", "sent",
-                 "cancelled")
+                 "cancelled", "hedge")
     poison = False
     id = 0
 
@@ -336,6 +338,7 @@ class Branch:
         self.waiting = None  # the call in flight (a stale answer is not this one's)
         self.sent = 0.0
         self.cancelled = False
+        self.hedge: hedging.Hedge | None = None
 
     @property
     def cancels(self) -> bool:
@@ -349,6 +352,8 @@ class Branch:
         c = self.waiting
         if c is not None and self.edge.cancel:
             self.edge.callee.cancel(c)
+        if self.hedge is not None and self.edge.cancel:
+            self.hedge.cancel()
 
     def send(self, _event=None) -> None:
         """Make an attempt now (unless the call it serves has ended)."""
@@ -372,6 +377,11 @@ class Branch:
             edge.short_circuited.append(now)
             self.answer(None, counted=False)
             return
+        if edge.hedging is not None:
+            self.hedge = hedging.Hedge(edge.hedging, edge.callee, self._timeout,
+                                       self._copy_counted, self._hedged, edge.cancel)
+            self.hedge.start()
+            return
         edge.callee.timeout = timeout
         edge.sent += 1
         c = edge.call(self)
@@ -380,6 +390,37 @@ class Branch:
             return
         self.waiting = c
         c.event.callbacks.append(self.heard)
+
+    def _timeout(self):
+        """A hedged copy's timeout: the edge's, or what is left of the caller's
+        deadline (``False``: nothing is left)."""
+        edge = self.edge
+        timeout = edge.timeout
+        if edge.propagate and self.serving.call.deadline is not None:
+            left = self.serving.call.deadline - edge.env.now
+            if left <= 0.0:
+                edge.expired.append(edge.env.now)
+                return False
+            if timeout is None or left < timeout:
+                timeout = left
+        edge.sent += 1
+        return timeout
+
+    def _copy_counted(self, outcome: int) -> None:
+        if outcome == OK:
+            self.edge.succeeded += 1
+        else:
+            self.edge.failed += 1
+
+    def _hedged(self, outcome: int, _copies: int) -> None:
+        """A hedged call's answer (the breaker sees it whole): it is not retried."""
+        edge = self.edge
+        if edge.breaker is not None:
+            now = edge.env.now
+            edge.breaker.record(now, outcome != OK, edge.slow_threshold is not None
+                                and now - self.sent >= edge.slow_threshold)
+        if not self.cancelled:
+            self.serving.branch_done(outcome == OK)
 
     def heard(self, event) -> None:
         c = self.waiting
@@ -416,6 +457,9 @@ class Branch:
             return
         if not failed:
             self.serving.branch_done(True)
+            return
+        if edge.hedging is not None:  # short-circuited: a hedged call is not retried
+            self.serving.branch_done(False)
             return
         if self.serving.gone():
             return
