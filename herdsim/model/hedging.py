@@ -33,8 +33,9 @@ OUTCOMES = {"error": ERROR, "timeout": TIMEOUT, "rejected": REJECTED, "down": DO
 
 def throttle(max_tokens: float, token_ratio: float) -> budgets.TokenBucketBudget:
     """gRPC's retry throttle as the budgets' token bucket (its ``grpc`` preset)."""
-    return budgets.TokenBucketBudget(**{**budgets.PRESETS["grpc"], "capacity": max_tokens,
-                                        "success_refund": token_ratio})
+    params: dict[str, Any] = {**budgets.PRESETS["grpc"], "capacity": max_tokens,
+                              "success_refund": token_ratio}
+    return budgets.TokenBucketBudget(**params)
 
 
 class Policy:
