@@ -319,3 +319,28 @@ def test_an_edge_hedges_or_retries_not_both():
     del data["services"]["api"]["calls"][0]["retry"]
     sc = herdsim.load_scenario(data)
     assert herdsim.load_scenario(sc.to_dict()).to_dict() == sc.to_dict()
+
+
+def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
+    """A graph's run: one ``service_calls_total`` series per tier, ending at the tier's
+    calls; a single-tier run: no ``service`` label anywhere."""
+    from test_prometheus_export import parse
+
+    from herdsim.outputs import openmetrics
+
+    data = graph(**{"services.db.outages": [{"start": "1s", "duration": "1s"}]})
+    res = herdsim.run(herdsim.load_scenario(data))
+    herdsim.save(res, tmp_path / "graph", formats=[])
+    openmetrics.export(tmp_path / "graph", start=1.7e9)
+    samples, _ = parse((tmp_path / "graph" / "metrics.om").read_text())
+    for name, kpis in res.summary["tiers"].items():
+        mine = samples[(samples["name"] == "service_calls_total")
+                       & samples["labels"].map(lambda d, n=name: d.get("service") == n)]
+        assert mine["value"].iloc[-1] == kpis["calls"]
+        ok = samples[(samples["name"] == "service_call_results_total") & samples["labels"].map(
+            lambda d, n=name: d.get("service") == n and d.get("status") == "success")]
+        assert ok["value"].iloc[-1] == kpis["succeeded_calls"]
+    plain = herdsim.run(herdsim.load_scenario("scenarios/retries.yaml"))
+    herdsim.save(plain, tmp_path / "plain", formats=[])
+    openmetrics.export(tmp_path / "plain", start=1.7e9)
+    assert "service=" not in (tmp_path / "plain" / "metrics.om").read_text()

@@ -52,7 +52,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
-from herdsim.model.kernel import at, later, trigger_later, unfired
+from herdsim.model.kernel import at, later, trigger_later
 from herdsim.model.streams import draws
 from herdsim.model.worker import make_retry
 from herdsim.policies import budget as budgets
@@ -107,6 +107,8 @@ class Tier(Downstream):
             return c
 
         self.call = call  # type: ignore[method-assign]  # the core sets it per instance too
+        if own_deadlines:
+            self.arm_deadline = self._arm_own  # type: ignore[method-assign]
         self._ok_out, self._failed_out = ok, failed
         self._on_own_deadline = self._own_deadline
 
@@ -121,10 +123,9 @@ class Tier(Downstream):
             failed(now)
         super()._fail_in_flight()
 
-    def arm_deadline(self, c) -> None:
-        if not self.own_deadlines:
-            super().arm_deadline(c)
-            return
+    def _arm_own(self, c) -> None:
+        """``arm_deadline`` of a service tier whose callers' timeouts differ: a timer per
+        deadline."""
         timer = at(self.env, c.deadline)
         timer.call = c
         timer.callbacks.append(self._on_own_deadline)
@@ -179,8 +180,9 @@ class Calling:
             s += self._per_call * self.tier.busy
         if c.state != ABANDONED:
             c.state = RUNNING
-            if c.event is None:
-                c.event = unfired()
+            if c.event is None:  # the call is its own event (no waiter yet)
+                c.event = c
+                c.callbacks = []
                 if c.deadline is not None:
                     self.tier.arm_deadline(c)
             # else: it waited, and its deadline is armed
@@ -247,7 +249,7 @@ class Serving:
 
     def next(self, _event=None) -> None:
         """Own work or the previous edge done: the next edge's calls, or the answer."""
-        if self.done or self.gone():
+        if self.done or self.epoch != self.part.tier.epoch:
             return
         edges = self.part.edges
         if self.index == len(edges):
@@ -477,6 +479,15 @@ def _service_draws(cfg, rng: np.random.Generator):
     return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
 
 
+def _uniform_deadlines(name: str, every: dict, deadline: str | None) -> bool:
+    """Whether every call to tier *name* gets the same timeout (one edge timeout, none
+    propagated): its deadlines then fall due in the order they are armed, and the core's
+    one timer for the oldest serves them all."""
+    incoming = [e for cfg in every.values() for e in cfg.calls if e.service == name]
+    return (len({e.timeout for e in incoming}) <= 1
+            and not any((e.deadline or deadline) == "propagate" for e in incoming))
+
+
 def _uniform(rng: np.random.Generator):
     return draws(lambda n: rng.random(n))
 
@@ -507,7 +518,8 @@ def build(env, scenario: Scenario, recorder, top_args: dict):
             if cfg.defends():
                 args["draw"] = _uniform(rngs["admission"])
         tier = cls(env, cfg, recorder=record, **args)
-        tier.count(record, own_deadlines=i > 0)
+        tier.count(record, own_deadlines=i > 0 and not _uniform_deadlines(name, every,
+                                                                       scenario.deadline))
         built[name] = tier
         records[name] = record
     edges: dict = {}
