@@ -344,3 +344,28 @@ def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
     herdsim.save(plain, tmp_path / "plain", formats=[])
     openmetrics.export(tmp_path / "plain", start=1.7e9)
     assert "service=" not in (tmp_path / "plain" / "metrics.om").read_text()
+
+
+def test_a_graph_comparison_is_saved_read_back_and_reported_per_tier(tmp_path):
+    """compare -> save -> load_outputs: the tiers' numbers survive as
+    ``tiers.<tier>.<key>`` columns, the report's per-tier table has a row per arm and
+    tier, and the timeline a row per tier."""
+    from herdsim.outputs.compare_dir import load_outputs
+    from herdsim.outputs.report.page import tier_section
+    from herdsim.plots.figures import tier_names
+
+    data = graph(**{"services.db.outages": [{"start": "1s", "duration": "1s"}],
+                    "duration": "10s"})
+    comparison = herdsim.compare(herdsim.load_scenario(data), strategies=["exponential"],
+                                 vary={"services.api.calls.0.retry.max_retries": [0, 2]},
+                                 processes=1)
+    herdsim.save(comparison, tmp_path / "cmp", formats=[])
+    back = load_outputs(tmp_path / "cmp")
+    assert list(back.summary["tiers.db.calls"]) == list(comparison.summary["tiers.db.calls"])
+    assert tier_names(back) == ["front", "api", "db"]
+    table = tier_section(back)
+    assert table.count("<tr") == 1 + 2 * 3  # the header, then 2 arms x 3 tiers
+    titles = [ax.get_title() for ax in back.plot("timeline").axes]
+    assert [t.split(":")[0] for t in titles if "calls reaching it" in t] == ["front", "api", "db"]
+    assert tier_section(herdsim.compare(herdsim.load_scenario("scenarios/retries.yaml"),
+                                        strategies=["exponential"], processes=1)) == ""
