@@ -365,7 +365,7 @@ def test_a_graph_comparison_is_saved_read_back_and_reported_per_tier(tmp_path):
     assert tier_names(back) == ["front", "api", "db"]
     table = tier_section(back)
     assert table.count("<tr") == 1 + 2 * 3  # the header, then 2 arms x 3 tiers
-    titles = [ax.get_title() for ax in back.plot("timeline").axes]
+    titles = [ax.get_title(loc="left") for ax in back.plot("timeline").axes]
     assert [t.split(":")[0] for t in titles if "calls reaching it" in t] == ["front", "api", "db"]
     assert tier_section(herdsim.compare(herdsim.load_scenario("scenarios/retries.yaml"),
                                         strategies=["exponential"], processes=1)) == ""
