@@ -21,10 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from simpy.core import URGENT
-
 from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, THROTTLED, TIMEOUT
-from herdsim.model.kernel import later, trigger_later, unfired
+from herdsim.model.kernel import later, trigger_later, unfired, urgent
 from herdsim.policies import budget as budgets
 
 OUTCOMES = {"error": ERROR, "timeout": TIMEOUT, "rejected": REJECTED, "down": DOWN,
@@ -68,15 +66,15 @@ class Copy:
         if c is None or c.event is not event:
             return  # failed at t0 already
         self.call = None
-        self.hedge.answered(self, self.hedge.finish(c, event._value))
+        self.hedge.answered(self, self.hedge.finish(c, event.value))
 
     def interrupt(self, cause) -> None:
         """The callee failed its calls in flight (t0)."""
         self.call = None
-        later(self.hedge.env, 0.0, cause, URGENT).callbacks.append(self._interrupted)
+        urgent(self.hedge.env, cause).callbacks.append(self._interrupted)
 
     def _interrupted(self, timer) -> None:
-        self.hedge.answered(self, timer._value)
+        self.hedge.answered(self, timer.value)
 
 
 class Hedge:
@@ -139,7 +137,7 @@ class Hedge:
         c.event.callbacks.append(copy.heard)
 
     def _due(self, timer) -> None:
-        if timer._value == self.token and not self.over and self.sent < self.policy.max_attempts:
+        if timer.value == self.token and not self.over and self.sent < self.policy.max_attempts:
             self._send()
 
     def answered(self, copy: Copy, outcome: int) -> None:

@@ -130,6 +130,12 @@ def later(env: simpy.Environment, delay: float, value=None, priority: int = NORM
     return at(env, env._now + delay, value, priority)
 
 
+def urgent(env: simpy.Environment, value=None) -> Timer:
+    """A :class:`Timer` firing *value* now, ahead of the events already due now (what an
+    interrupt of ``Process`` or :class:`Runner` schedules)."""
+    return at(env, env._now, value, URGENT)
+
+
 class Runner:
     """A process for the engine's own generators, cheaper than ``simpy.Process``.
 

@@ -34,7 +34,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from simpy.core import URGENT
 
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
@@ -52,7 +51,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
-from herdsim.model.kernel import at, later, trigger_later
+from herdsim.model.kernel import at, later, trigger_later, urgent
 from herdsim.model.streams import draws
 from herdsim.model.worker import make_retry
 from herdsim.policies import budget as budgets
@@ -429,15 +428,15 @@ class Branch:
         if c is None or c.event is not event:
             return  # an answer to a call the callee failed at t0
         self.waiting = None
-        self.answer(self.edge.finish(c, event._value))
+        self.answer(self.edge.finish(c, event.value))
 
     def interrupt(self, cause) -> None:
         """The callee failed its calls in flight (t0): the answer is *cause*, at once."""
         self.waiting = None
-        later(self.edge.env, 0.0, cause, URGENT).callbacks.append(self._interrupted)
+        urgent(self.edge.env, cause).callbacks.append(self._interrupted)
 
     def _interrupted(self, timer) -> None:
-        self.answer(timer._value)
+        self.answer(timer.value)
 
     def answer(self, outcome, counted: bool = True) -> None:
         """The attempt's outcome (None: short-circuited): done, or retry, or give up."""
