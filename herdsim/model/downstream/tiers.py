@@ -51,7 +51,7 @@ from herdsim.model.calls import (
 )
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
-from herdsim.model.kernel import at, later, trigger_later, urgent
+from herdsim.model.kernel import at, call_later, trigger_later, urgent
 from herdsim.model.streams import draws
 from herdsim.model.worker import make_retry
 from herdsim.policies import budget as budgets
@@ -186,7 +186,7 @@ class Calling:
                     self.tier.arm_deadline(c)
             # else: it waited, and its deadline is armed
         serving = self.servings[c] = Serving(self, c)
-        later(self.env, s).callbacks.append(serving.next)
+        call_later(self.env, s, serving.next)
 
     def reset(self, now: float) -> None:
         """Every call in service has failed: their servings see the new epoch."""
@@ -195,6 +195,7 @@ class Calling:
     def answer(self, serving: Serving, outcome: int) -> None:
         """*serving*'s calls are done: answer its client, or count the work wasted."""
         serving.done = True
+        serving.branches = []  # no cycle left for the collector: branches -> serving only
         c, tier, now = serving.call, self.tier, self.env.now
         self.servings.pop(c, None)
         if c.state != RUNNING:  # its client left (timed out) or it was served after
@@ -239,16 +240,20 @@ class Serving:
             return
         self.done = True
         self.part.tier.free_slot(self.part.env.now, self.call)
-        for branch in self.branches:
+        branches, self.branches = self.branches, []
+        for branch in branches:
             branch.cancel()
 
     def gone(self) -> bool:
         """The tier failed its calls in flight since this one started (t0)."""
-        return self.epoch != self.part.tier.epoch
+        if self.epoch != self.part.tier.epoch:
+            self.branches = []
+            return True
+        return False
 
     def next(self, _event=None) -> None:
         """Own work or the previous edge done: the next edge's calls, or the answer."""
-        if self.done or self.epoch != self.part.tier.epoch:
+        if self.done or self.gone():
             return
         edges = self.part.edges
         if self.index == len(edges):
@@ -256,8 +261,13 @@ class Serving:
             return
         edge = edges[self.index]
         self.index += 1
-        self.pending = edge.count
-        self.branches = [Branch(edge, self) for _ in range(edge.count)]
+        self.pending = count = edge.count
+        if count == 1:
+            branch = Branch(edge, self)
+            self.branches = [branch]
+            branch.send()
+            return
+        self.branches = [Branch(edge, self) for _ in range(count)]
         for branch in self.branches:
             branch.send()
 
@@ -415,6 +425,7 @@ class Branch:
 
     def _hedged(self, outcome: int, _copies: int) -> None:
         """A hedged call's answer (the breaker sees it whole): it is not retried."""
+        self.hedge = None  # (a cycle less: the hedge holds this branch's methods)
         edge = self.edge
         if edge.breaker is not None:
             now = edge.env.now
@@ -466,7 +477,7 @@ class Branch:
             return
         pause = edge.retry(self, now, outcome, edge.budget)
         if pause is not None:
-            later(edge.env, pause).callbacks.append(self.send)
+            call_later(edge.env, pause, self.send)
 
 
 def _service_draws(cfg, rng: np.random.Generator):
