@@ -43,7 +43,7 @@ def graph(**changes) -> dict:
         *parents, leaf = path.split(".")
         for part in parents:
             node = node[int(part)] if isinstance(node, list) else node[part]
-        node[leaf] = value
+        node[int(leaf) if isinstance(node, list) else leaf] = value
     return data
 
 
@@ -84,6 +84,15 @@ CASES = {
         "services.api.calls.0.budget": {"kind": "token_bucket", "preset": "grpc"},
         "downstream.calls.0.breaker": {"enabled": True, "minimum_calls": 5,
                                        "open_duration": "1s"}},
+    "hedged, cancelled, deadlines": {
+        "services.db.outages": [{"start": "1s", "duration": "2s", "mode": "slow",
+                                 "factor": 30}],
+        "deadline": "propagate", "downstream.timeout": "400ms",
+        "downstream.calls.0.timeout": "250ms", "downstream.calls.0.cancel": True,
+        "services.api.calls.0": {"service": "db", "count": 3, "timeout": "150ms",
+                                 "cancel": True,
+                                 "hedging": {"delay": "10ms", "max_attempts": 3,
+                                             "non_fatal": ["timeout", "rejected"]}}},
     "network and rate limit": {"services.db.network_delay": {"mean": "3ms"},
                                "services.db.rate_limit": {"rate": 400, "burst": 20},
                                "services.api.calls.0.timeout": "200ms"},
