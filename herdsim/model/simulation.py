@@ -112,7 +112,7 @@ class Simulation:
         self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
         if has_graph(scenario.downstream, scenario.services, scenario.hedging):
             self.downstream, self.tiers, self.edges = tiers.build(env, scenario, self.recorder,
-                                                                  args)
+                                                                  args, _service_draws)
         else:
             self.downstream = (DefendedDownstream if defended else Downstream)(
                 env, scenario.downstream, recorder=self.recorder, **args)

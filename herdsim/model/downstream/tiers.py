@@ -294,7 +294,6 @@ class Edge:
         self.propagate = (cfg.deadline or deadline) == "propagate"
         self.hedging = hedging.Policy(cfg.hedging) if cfg.hedging is not None else None
         self.cancel = cfg.cancel
-        self.expired = array("d")  # calls not sent: the caller's deadline had passed
         self.call, self.finish = callee.call, callee.finish
         self.env = callee.env
         self.timeout = cfg.timeout
@@ -305,12 +304,13 @@ class Edge:
                        if cfg.budget is not None else None)
         self.breaker = CircuitBreaker(cfg.breaker) if cfg.breaker.enabled else None
         self.slow_threshold = cfg.breaker.slow_call_threshold
-        self.retries = array("d")  # when each retry was decided (its sleep starts)
+        # what the workers' retry step records, kept per edge: when each retry was
+        # decided and when the budget refused one
+        self.retries = array("d")
+        self.budget_refused = array("d")
         self.sent = 0  # attempts that left (the callee counts them on its side)
         self.succeeded = 0
         self.failed = 0
-        self.budget_refused = array("d")
-        self.short_circuited = array("d")
         self.base = cfg.retry.base
         context = SimpleNamespace(
             recorder=SimpleNamespace(record_sleep=self._record_sleep,
@@ -378,14 +378,12 @@ class Branch:
             if deadline is not None:
                 left = deadline - now
                 if left <= 0.0:
-                    edge.expired.append(now)
                     self.serving.branch_done(False)
                     return
                 if timeout is None or left < timeout:
                     timeout = left
         breaker = edge.breaker
         if breaker is not None and not breaker.permit(now):
-            edge.short_circuited.append(now)
             self.answer(None, counted=False)
             return
         if edge.hedging is not None:
@@ -410,7 +408,6 @@ class Branch:
         if edge.propagate and self.serving.call.deadline is not None:
             left = self.serving.call.deadline - edge.env.now
             if left <= 0.0:
-                edge.expired.append(edge.env.now)
                 return False
             if timeout is None or left < timeout:
                 timeout = left
@@ -480,15 +477,6 @@ class Branch:
             call_later(edge.env, pause, self.send)
 
 
-def _service_draws(cfg, rng: np.random.Generator):
-    if cfg.distribution == "constant":
-        return draws(lambda n: np.full(n, cfg.mean))
-    if cfg.distribution == "exponential":
-        return draws(lambda n: rng.exponential(cfg.mean, n))
-    mu = np.log(cfg.mean) - cfg.sigma**2 / 2
-    return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
-
-
 def _uniform_deadlines(name: str, every: dict, deadline: str | None) -> bool:
     """Whether every call to tier *name* gets the same timeout (one edge timeout, none
     propagated): its deadlines then fall due in the order they are armed, and the core's
@@ -502,10 +490,11 @@ def _uniform(rng: np.random.Generator):
     return draws(lambda n: rng.random(n))
 
 
-def build(env, scenario: Scenario, recorder, top_args: dict):
+def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
     """Every tier of *scenario*'s graph: ``(the workers' downstream, records by name,
-    edges by (caller, index))``. *top_args* are the workers' downstream's draws as a
-    single-tier run makes them (its streams are the run's own)."""
+    edges by caller)``. *top_args* are the workers' downstream's draws as a single-tier
+    run makes them (its streams are the run's own); ``service_draws(section, rng)`` makes
+    a service-time section's draws."""
     every = graph.tiers(scenario.downstream, scenario.services)
     root = np.random.SeedSequence(scenario.seed, spawn_key=(GRAPH_STREAMS,))
     seeds = root.spawn(2 * len(every))
@@ -519,11 +508,11 @@ def build(env, scenario: Scenario, recorder, top_args: dict):
         else:
             rngs = {p: np.random.default_rng(s) for p, s in
                     zip(TIER_PURPOSES, seeds[2 * i].spawn(len(TIER_PURPOSES)), strict=True)}
-            args = {"service": _service_draws(cfg.service, rngs["service"]),
+            args = {"service": service_draws(cfg.service, rngs["service"]),
                     "outage_draw": _uniform(rngs["outages"]),
-                    "network": (_service_draws(cfg.network_delay, rngs["network"])
+                    "network": (service_draws(cfg.network_delay, rngs["network"])
                                 if cfg.network_delay else None),
-                    "request": (_service_draws(cfg.request_delay, rngs["request"])
+                    "request": (service_draws(cfg.request_delay, rngs["request"])
                                 if cfg.request_delay else None)}
             if cfg.defends():
                 args["draw"] = _uniform(rngs["admission"])
