@@ -3,6 +3,7 @@
     python benchmarks/engine.py                       # 10,000 workers, herdsim vs naive
     python benchmarks/engine.py --workers 100000 --duration 30s --no-naive   # memory check
     python benchmarks/engine.py --baseline /tmp/herdsim-base   # also an earlier herdsim
+    python benchmarks/engine.py --tiers 3 --no-naive   # the downstream at the bottom of 3 tiers
 
 The bundled ``scenarios/outage.yaml`` is scaled to ``--workers``: the arrival rate, the
 downstream's slots, its waiting room and its crash threshold grow in proportion, so the
@@ -17,6 +18,13 @@ The naive model (``naive_model``) is the reference's: one process per worker,
 call, exponential backoff slept in the worker, ``down`` outages, no metrics but a call
 counter. herdsim runs in full: every series, sleep and job is recorded and binned, and its
 wall time covers ``herdsim.run`` end to end (set-up, simulation, frames, summary).
+
+``--tiers N`` (N >= 2) puts the scaled downstream at the bottom of a call graph of N
+tiers (``tier1`` -> ... -> ``bottom``): each tier above has a slot per worker (it holds
+it while its call runs), 1 ms of its own work (exponential) and calls the next with the
+edge's 2 s timeout and up to 2 retries (exponential backoff); the workers' edge is the
+scenario's. The calls counted are then the bottom tier's (``tiers.bottom.calls``), and
+the naive model, which has no graph, is skipped.
 
 ``--baseline PATH`` adds a third row: the same scenario run by the herdsim package found
 in PATH (a directory put first on ``PYTHONPATH``, e.g. an earlier release installed with
@@ -73,7 +81,9 @@ def run_herdsim(spec: dict) -> dict:
     scenario = herdsim.load_scenario(spec["scenario"])
     started, cpu = time.perf_counter(), time.process_time()
     result = herdsim.run(scenario)
-    return {"calls": result.summary["attempts_total"], "wall": time.perf_counter() - started,
+    tiers = result.summary.get("tiers")
+    calls = tiers["bottom"]["calls"] if tiers else result.summary["attempts_total"]
+    return {"calls": calls, "wall": time.perf_counter() - started,
             "cpu": time.process_time() - cpu, "rss_mb": peak_rss_mb()}
 
 
@@ -176,6 +186,24 @@ def scaled_scenario(workers: int, duration: str | None, collapse: bool, sets: li
     return load_scenario(SCENARIO, overrides)
 
 
+def tiered(scenario: dict, tiers: int, workers: int) -> dict:
+    """*scenario* (plain data) with its downstream at the bottom of *tiers* tiers."""
+    bottom = dict(scenario.get("downstream", {}))
+    timeout = bottom.pop("timeout", None)
+    bottom.pop("model", None)
+    edge = {"timeout": "2s", "retry": {"strategy": "exponential", "base": "100ms",
+                                       "max_retries": 2}}
+    names = [f"tier{k}" for k in range(1, tiers)] + ["bottom"]
+    above = {"concurrency": workers, "service": {"mean": "1ms"}}
+    services = {name: {**above, "calls": [{"service": nxt, **edge}]}
+                for name, nxt in zip(names[1:-1], names[2:], strict=True)}
+    services["bottom"] = bottom
+    top = {**above, "name": names[0], "calls": [{"service": names[1], **edge}]}
+    if timeout is not None:
+        top["timeout"] = timeout
+    return {**scenario, "downstream": top, "services": services}
+
+
 def naive_params(sc) -> dict:
     """The parameters of *sc* the naive model understands."""
     ds = sc.downstream
@@ -222,6 +250,8 @@ def main() -> None:
     parser.add_argument("--no-naive", action="store_true", help="skip the naive model")
     parser.add_argument("--baseline", metavar="PATH",
                         help="also run the herdsim package in this directory (PYTHONPATH)")
+    parser.add_argument("--tiers", type=int, default=1,
+                        help="the downstream at the bottom of this many tiers (default 1)")
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         metavar="PATH=VALUE", help="override a scenario field (repeatable)")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
@@ -229,8 +259,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(CHILDREN[args.child](json.load(sys.stdin))))
         return
-    if args.workers < 1 or args.repeat < 1:
-        parser.error("--workers and --repeat must be at least 1")
+    if args.workers < 1 or args.repeat < 1 or args.tiers < 1:
+        parser.error("--workers, --repeat and --tiers must be at least 1")
 
     from rich.console import Console
     from rich.table import Table
@@ -252,8 +282,13 @@ def main() -> None:
         console.print("note: the naive model always uses exponential backoff")
     # only the fields set away from their defaults: an earlier herdsim need not know newer ones
     scenario = sc.model_dump(mode="json", exclude_defaults=True)
+    if args.tiers > 1:
+        scenario = tiered(scenario, args.tiers, sc.workers.count)  # type: ignore[arg-type]
+        console.print(f"{args.tiers} tiers: the calls counted are the bottom tier's",
+                      highlight=False)
     spec = {"scenario": scenario, "naive": naive_params(sc), "baseline": args.baseline}
-    models = ["herdsim"] + ["baseline"] * bool(args.baseline) + ["naive"] * (not args.no_naive)
+    naive = not args.no_naive and args.tiers == 1
+    models = ["herdsim"] + ["baseline"] * bool(args.baseline) + ["naive"] * naive
     runs: dict[str, list[dict]] = {model: [] for model in models}
     for round_ in range(args.repeat):  # interleaved, so a busy spell hits every model
         for model in models:

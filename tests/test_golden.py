@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 BUNDLED = ROOT / "herdsim" / "scenarios"
 SHORTENED = {"outage.yaml": "30s", "stacks.yaml": "30s", "metastable.yaml": "30s",
-             "open_loop.yaml": "30s", "autoscale.yaml": "30s"}
+             "open_loop.yaml": "30s", "autoscale.yaml": "30s", "layers.yaml": "20s"}
 PINNED = ("numpy", "simpy")  # the libraries whose releases may change the numbers
 
 

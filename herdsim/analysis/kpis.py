@@ -217,6 +217,28 @@ REGISTRY: tuple[KPI, ...] = (
                 "queued, parked, in a worker's hand); 0 in a sound run"),
 )
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
+# A call graph's per-tier numbers: summary.json's ``tiers.<service>.<key>``.
+TIER_REGISTRY: tuple[KPI, ...] = (
+    KPI("calls", "calls", kind="count",
+        meaning="calls that reached the tier: every attempt of every caller, hedge "
+                "copies included"),
+    KPI("succeeded_calls", "succeeded", kind="count", better="higher",
+        meaning="calls the tier answered with a success its caller received"),
+    KPI("failed_calls", "failed", kind="count", better="lower",
+        meaning="calls that failed: refused at once, an error (its own or a "
+                "dependency's), the caller's timeout, or failed at t0"),
+    KPI("wasted_calls", "wasted", kind="count", better="lower",
+        meaning="calls the tier finished serving after its caller had given up"),
+    KPI("collapses", "collapses", kind="count", better="lower",
+        meaning="times the tier crashed (overload.collapse)"),
+    KPI("peak_to_capacity", "peak / capacity", "×", better="lower",
+        meaning="the tier's busiest peak_window of calls over its capacity "
+                "(concurrency / mean service time, or its rate limit)"),
+    KPI("amplification", "calls per success", "calls/succeeded job", better="lower",
+        meaning="calls at the tier per job the workers finished with success",
+        missing="no job succeeded"),
+)
+TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}
 
 RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_succeeded",
              "jobs_dead_lettered", "jobs_pending", "jobs_merged", "attempts_total",

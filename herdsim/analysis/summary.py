@@ -321,7 +321,7 @@ def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
         "state": "",
         "succeeded_fraction": succeeded / submitted if submitted else None,
         "goodput": goodput(jobs, scenario),
-        "outages": len({repr(o) for o in scenario.downstream.outages}),  # twice listed: one
+        "outages": len({repr(o) for o in scenario.all_outages}),  # twice listed: one
         "jobs_submitted": submitted,
         "jobs_succeeded": succeeded,
         "jobs_dead_lettered": dead,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from herdsim.config import graph
 from herdsim.config.messages import suggest
 from herdsim.config.reading import parse_yaml
 from herdsim.config.scenario import Scenario
@@ -15,7 +16,9 @@ from herdsim.policies import presets
 
 def fill_preset(data: dict, source: str | None = None) -> None:
     """Fill the fields ``retry.preset`` sets and *data* leaves out (see
-    :mod:`herdsim.policies.presets`)."""
+    :mod:`herdsim.policies.presets`), and those of each edge's preset (see
+    :func:`herdsim.config.graph.fill_presets`)."""
+    graph.fill_presets(data)
     retry = data.get("retry")
     name = retry.get("preset") if isinstance(retry, dict) else None
     if name is None:
@@ -82,6 +85,13 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
 _FREE_FORM = object()  # marks a dict field (e.g. retry.params) whose keys are the user's
 
 
+class _Map:
+    """Marks a map of sections (``services``): the next part is a key, then *section*."""
+
+    def __init__(self, section: Any):
+        self.section = section
+
+
 def _set_path(data: dict, path: str, value: Any) -> None:
     parts = path.split(".")
     if not all(parts):
@@ -96,6 +106,8 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             key: Any = int(part)
         elif model is _FREE_FORM:
             key = part
+        elif isinstance(model, _Map):  # a map of sections (services): the key is a name
+            key, model = part, model.section
         else:
             if model is None or part not in model.model_fields:
                 where = ".".join(parts[:depth]) or "the scenario"
@@ -105,6 +117,8 @@ def _set_path(data: dict, path: str, value: Any) -> None:
             annotation = model.model_fields[part].annotation
             model = section_type(annotation) or (
                 _FREE_FORM if getattr(annotation, "__origin__", None) is dict else None)
+            if getattr(annotation, "__origin__", None) is dict and model is not _FREE_FORM:
+                model = _Map(model)
         if last:
             node[key] = value
             return

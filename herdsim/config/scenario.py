@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
@@ -20,7 +21,6 @@ from herdsim.config.sections import (
     Breaker,
     Budget,
     ClientLimiter,
-    Downstream,
     FieldError,
     Period,
     PositiveDuration,
@@ -44,13 +44,20 @@ class Scenario(Section):
     queue: str | None = None
     workload: Workload
     workers: Workers = Workers()
-    downstream: Downstream = Downstream()
+    downstream: graph.Caller = graph.Caller()
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
     budget: Annotated[Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
     _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
+    deadline: Literal["propagate"] | None = Field(
+        None, description="propagate: every edge of the call graph passes its caller's "
+                          "remaining time down")
+    hedging: Annotated[graph.Hedging | None, GatesCalls()] = Field(
+        None, description="the workers' calls hedged (gRPC A6) instead of retried")
+    services: dict[str, graph.Caller] = Field({}, description="the services tiers call, "
+                                                              "by name (a call graph)")
 
     @field_validator("name")
     @classmethod
@@ -60,6 +67,11 @@ class Scenario(Section):
             raise ValueError(f"{name!r} cannot name an output directory: no '/', '\\', "
                              "leading '.' or bare dots")
         return name
+
+    @field_validator("services")
+    @classmethod
+    def _service_names(cls, services: dict[str, graph.Caller]) -> dict[str, graph.Caller]:
+        return graph.names_ok(services)
 
     @field_validator("queue")
     @classmethod
@@ -78,6 +90,10 @@ class Scenario(Section):
         self._check_retries()
         self._check_scaling()
         self._check_spikes()
+        graph.check(self.downstream, self.services, self.duration)
+        if self.hedging is not None and "retry" in self.model_fields_set:
+            raise FieldError("hedging", "the workers hedge or retry, not both (as in gRPC): "
+                                        "remove retry")
         return self
 
     def _check_times(self) -> None:
@@ -217,22 +233,27 @@ class Scenario(Section):
         return self
 
     @property
+    def all_outages(self) -> list:
+        """The outages of the downstream and then of every service (a call graph's)."""
+        return [o for tier in (self.downstream, *self.services.values()) for o in tier.outages]
+
+    @property
     def outage_windows(self) -> list[tuple[float, float]]:
-        return [(o.start, o.end) for o in self.downstream.outages]
+        return [(o.start, o.end) for o in self.all_outages]
 
     @property
     def first_outage_start(self) -> float | None:
-        """When the first outage starts (None without an outage)."""
-        return min((o.start for o in self.downstream.outages), default=None)
+        """When the first outage starts, at any tier (None without an outage)."""
+        return min((o.start for o in self.all_outages), default=None)
 
     @property
     def last_outage_end(self) -> float | None:
-        """When the last outage ends (None without an outage)."""
-        return max((o.end for o in self.downstream.outages), default=None)
+        """When the last outage ends, at any tier (None without an outage)."""
+        return max((o.end for o in self.all_outages), default=None)
 
     def to_dict(self) -> dict:
         """Plain data (seconds as numbers), ready for YAML or JSON."""
-        return self.model_dump(mode="json")
+        return graph.strip_unset(self.model_dump(mode="json"))
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)

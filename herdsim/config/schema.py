@@ -82,13 +82,27 @@ def fields(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Fiel
 
 
 def gates(model: type[BaseModel]) -> dict[str, Callable[[Any], bool]]:
-    """``path -> off(value)`` for every field of *model* marked :class:`GatesCalls`."""
+    """``path -> off(value)`` for every field of *model* marked :class:`GatesCalls`, but
+    those inside a list or a map (an edge of the call graph gates its own calls, not a
+    queue worker's)."""
     found = {}
     for path, field in fields(model):
+        if _in_container(model, path):
+            continue
         for mark in field.metadata:
             if isinstance(mark, GatesCalls):
                 found[path] = mark.off or _is(field.default)
     return found
+
+
+def _in_container(model: type[BaseModel], path: str) -> bool:
+    """Whether a field on *path* lies inside a list or a map of sections."""
+    parts = path.split(".")
+    for depth in range(1, len(parts)):
+        field = field_at(model, ".".join(parts[:depth]))
+        if field is not None and typing.get_origin(field.annotation) in (list, dict):
+            return True
+    return False
 
 
 def _is(default: Any) -> Callable[[Any], bool]:

@@ -21,3 +21,4 @@ class Finished:
     breaker_trips: int = 0
     breaker_open_time: float = 0.0  # mean time one breaker spent not closed (s)
     extra: dict = field(default_factory=dict)  # model-specific KPIs (occ)
+    tiers: dict = field(default_factory=dict)  # a call graph's TierRecords, by name

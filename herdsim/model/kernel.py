@@ -130,6 +130,23 @@ def later(env: simpy.Environment, delay: float, value=None, priority: int = NORM
     return at(env, env._now + delay, value, priority)
 
 
+def call_later(env: simpy.Environment, delay: float, callback) -> Timer:
+    """``later(env, delay).callbacks.append(callback)`` in one frame: a :class:`Timer`
+    calling *callback* at ``now + delay`` (the hot path of a call graph's tiers)."""
+    timer = Timer()
+    timer.callbacks = [callback]
+    timer._ok = True
+    timer._value = None
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
+    return timer
+
+
+def urgent(env: simpy.Environment, value=None) -> Timer:
+    """A :class:`Timer` firing *value* now, ahead of the events already due now (what an
+    interrupt of ``Process`` or :class:`Runner` schedules)."""
+    return at(env, env._now, value, URGENT)
+
+
 class Runner:
     """A process for the engine's own generators, cheaper than ``simpy.Process``.
 

@@ -8,11 +8,15 @@ import time
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
+from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
 from herdsim.config.sections import Service
+from herdsim.model import hedging
+from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.finished import Finished
@@ -104,6 +108,8 @@ class Simulation:
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
+        self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
+        self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
@@ -129,24 +135,35 @@ class Simulation:
         self.retry = make_retry(self, self.give_up)
         if self.keyed:
             self.finish, self.give_up, self.retry = make_keyed(self)
+        self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self.open_loop = scenario.workers.count is None
         self._start(progress)
 
     def _downstream(self, rngs) -> Downstream:
-        """The downstream the scenario describes (with its defences when it has any), each
-        of its draws from a stream of its own."""
-        cfg = self.scenario.downstream
+        """The downstream the scenario describes (with its defences when it has any; the
+        top tier of its call graph when it has one), each of its draws from a stream of its
+        own."""
+        scenario = self.scenario
+        cfg = scenario.downstream
         defended = cfg.defends()
-        extra = {"draw": draws(lambda n: rngs["admission"].random(n))} if defended else {}
+        args: dict[str, Any] = {
+            "service": _service_draws(cfg.service, rngs["service"]),
+            "outage_draw": draws(lambda n: rngs["outages"].random(n)),
+            "network": _service_draws(cfg.network_delay, rngs["network"])
+            if cfg.network_delay else None,
+            "request": _service_draws(cfg.request_delay, rngs["request"])
+            if cfg.request_delay else None,
+        }
+        if defended:
+            args["draw"] = draws(lambda n: rngs["admission"].random(n))
+        if has_graph(cfg, scenario.services, scenario.hedging):
+            downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
+                                                             args, _service_draws)
+            return downstream
         return (DefendedDownstream if defended else Downstream)(
-            self.env, cfg, _service_draws(cfg.service, rngs["service"]),
-            draws(lambda n: rngs["outages"].random(n)), self.recorder,
-            _service_draws(cfg.network_delay, rngs["network"]) if cfg.network_delay else None,
-            _service_draws(cfg.request_delay, rngs["request"]) if cfg.request_delay else None,
-            **extra,
-        )
+            self.env, cfg, recorder=self.recorder, **args)
 
     def _start(self, progress: Progress | None) -> None:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the
@@ -294,4 +311,4 @@ class Simulation:
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
-                        sum(g.breaker.trips for g in gates), open_time)
+                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)

@@ -226,6 +226,7 @@ def make_run_job(sim):
     retries_only, slow_threshold = breaker_cfg.retries_only, breaker_cfg.slow_call_threshold
     overhead = workers.attempt_overhead
     throttling = classes(sim.scenario.retry)[1]
+    hedged = sim.hedged  # None, or hedged(job): an event firing with a hedged call's outcome
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)
@@ -259,12 +260,15 @@ def make_run_job(sim):
                 if overhead:  # what the attempt costs the client before the call leaves
                     yield timeout(overhead)
                     now = env.now
-                outcome = call(proc)
-                if outcome.__class__ is not int:
-                    try:
-                        outcome = settle(outcome, (yield outcome.event))
-                    except Interrupt as failure:
-                        outcome = failure.cause
+                if hedged is not None:
+                    outcome = yield hedged(job)
+                else:
+                    outcome = call(proc)
+                    if outcome.__class__ is not int:
+                        try:
+                            outcome = settle(outcome, (yield outcome.event))
+                        except Interrupt as failure:
+                            outcome = failure.cause
                 failed = outcome != OK or job.poison
                 started, now = now, env.now
                 if breaker is not None:
@@ -278,6 +282,9 @@ def make_run_job(sim):
                 if not failed:
                     finish(job, now, SUCCEEDED)
                     break
+            if hedged is not None:  # a hedged call is not retried
+                give_up(job, now)
+                break
             pause = retry(job, now, outcome, budget)
             if pause is None:
                 break

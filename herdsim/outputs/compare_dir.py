@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from herdsim.analysis import tiers
 from herdsim.config import arguments
 from herdsim.config.scenario import Scenario
 from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
@@ -238,7 +239,7 @@ def _load_run(directory: Path) -> Comparison:
     peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"),
                                  kinds=PEAK_KINDS))
              if peaks_path.is_file() else None)
-    runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **summary}])
+    runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **tiers.flat(summary)}])
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
                       tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
                                       kinds=SLEEP_KINDS)), peaks)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, OutputExistsError, UsageError
@@ -69,6 +70,19 @@ FAMILIES = {
                              "half-open).", None),
 }
 COUNTER_COLUMNS = ("success", "retry", "recycled", "failed_dlq", "attempts")
+# a call graph's tiers (``<service>_<suffix>`` columns), labelled ``service``
+SERVICE_CALLS, SERVICE_RESULTS = "service_calls", "service_call_results"
+SERVICE_WASTED = "service_calls_wasted"
+TIER_SUFFIXES = ("calls", "succeeded", "failed", "wasted")
+FAMILIES |= {
+    SERVICE_CALLS: ("counter", "Calls that reached a service of the call graph (every "
+                    "attempt of every caller).", None),
+    SERVICE_RESULTS: ("counter", "Calls a service of the call graph answered, by status: "
+                      "success or failure (refused, an error, the caller's timeout, failed "
+                      "at t0).", None),
+    SERVICE_WASTED: ("counter", "Calls a service finished serving after its caller had "
+                     "given up.", None),
+}
 
 _STR = np.dtypes.StringDType()
 _MILLIS = np.array([f".{i:03d}" for i in range(1000)], dtype=_STR)
@@ -210,6 +224,18 @@ def render(data: RunData, start: float, interval: float | None = None,
             _lines(f"{CALLS}_total", labels, cumulative["attempts"], counter_ts))
         families.setdefault(SLEEPS, []).append(
             _histogram_lines(sleeps, labels, bounds, edges, bin_width, n_bins, counter_ts))
+        for service in _services(scenario, ts):
+            total = {suffix: np.concatenate([[0], np.cumsum(
+                ts[f"{service}_{suffix}"].to_numpy())])[edges] for suffix in TIER_SUFFIXES}
+            tier = {**labels, "service": service}
+            families.setdefault(SERVICE_CALLS, []).append(
+                _lines(f"{SERVICE_CALLS}_total", tier, total["calls"], counter_ts))
+            for status, suffix in (("success", "succeeded"), ("failure", "failed")):
+                families.setdefault(SERVICE_RESULTS, []).append(_lines(
+                    f"{SERVICE_RESULTS}_total", {**tier, "status": status}, total[suffix],
+                    counter_ts))
+            families.setdefault(SERVICE_WASTED, []).append(
+                _lines(f"{SERVICE_WASTED}_total", tier, total["wasted"], counter_ts))
         # gauges: the value at every step-th bin start
         rows = np.arange(0, n_bins, step)
         gauge_ts = timestamps(start_ms + np.round(rows * bin_width * 1000).astype(np.int64))
@@ -229,6 +255,15 @@ def render(data: RunData, start: float, interval: float | None = None,
             series += block.shape[1] if block.ndim == 2 else 1
     parts.append("# EOF\n")
     return "\n".join(parts), samples, series
+
+
+def _services(scenario: Scenario, ts: pd.DataFrame) -> list[str]:
+    """The call graph's tiers whose columns *ts* has (none for a single-tier run)."""
+    if not graph.has_graph(scenario.downstream, scenario.services, scenario.hedging):
+        return []
+    names = graph.tiers(scenario.downstream, scenario.services)
+    return [name for name in names
+            if all(f"{name}_{suffix}" in ts.columns for suffix in TIER_SUFFIXES)]
 
 
 def _histogram_lines(sleeps: pd.DataFrame, labels: dict[str, str], bounds: np.ndarray,

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis import tiers
 from herdsim.analysis.kpis import BY_KEY, STATES
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
@@ -187,6 +188,11 @@ def summary_problem(summary: object) -> str | None:
     if not isinstance(summary, dict) or not summary:
         return "expected an object of KPIs"
     for key, value in summary.items():
+        if key == "tiers":  # a call graph's numbers per tier
+            found = tiers.problem(value, _kind_problem)
+            if found:
+                return found
+            continue
         kpi = BY_KEY.get(key)
         if kpi is not None and value is None and kpi.kind in ("text", "flag", "count") \
                 and not kpi.optional:

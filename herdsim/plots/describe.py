@@ -96,11 +96,15 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")
         if sc.workload.poison_fraction:
             parts.append(f"{sc.workload.poison_fraction:.0%} poison jobs")
-    for o in d.outages:
-        what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
-                "error": f"{o.error_rate:.0%} errors"}[o.mode]
-        parts.append(f"{what} {format_duration(o.duration)} at {format_duration(o.start)}")
-    if not d.outages and queueing:
+    if sc.services:  # a call graph: the outages say which tier they hit
+        parts.append(f"{len(sc.services) + 1} tiers")
+    for where, tier in [("", d), *((f"{name} ", t) for name, t in sc.services.items())]:
+        for o in tier.outages:
+            what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
+                    "error": f"{o.error_rate:.0%} errors"}[o.mode]
+            parts.append(f"{where}{what} {format_duration(o.duration)} at "
+                         f"{format_duration(o.start)}")
+    if not sc.all_outages and queueing:
         parts.append("no outage")
     if d.overload.collapse is not None:
         parts.append("crashes when overloaded")

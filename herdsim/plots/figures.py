@@ -28,6 +28,7 @@ from herdsim.analysis.kpis import (
     show,
 )
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
 from herdsim.plots import coarse, describe
@@ -125,6 +126,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     n = len(arms)
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("retries", "backlog", "admission", "state") if show[k]]
+    extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     heights = [1.0] * n + [{"state": 0.3 * n + 0.5}.get(k, 1.9) for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
@@ -154,6 +156,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
                                    **line)
             if "retries" in panels:
                 panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
+            for key in panels:
+                if key.startswith("tier:"):
+                    _tier_row(panels[key], key[5:], ts, width, line)
             if "backlog" in panels:
                 panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
             if "admission" in panels and ts["admission_limit"].notna().any():
@@ -186,7 +191,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                           "waiting (thin)", fontsize=13)
             panels["admission"].set_ylabel("calls")
-        for key in ("success", "retries", "backlog", "admission"):
+        for key in ("success", "retries", "backlog", "admission",
+                    *(k for k in panels if k.startswith("tier:"))):
             if key in panels:
                 panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
                 panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))
@@ -204,6 +210,24 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         fig.suptitle(describe.heading(c, question, replication, explain), fontsize=14,
                      fontweight="normal")
     return fig
+
+
+def tier_names(c: Comparison) -> list[str]:
+    """A call graph's tiers, top first, whose columns the time series has ([] else)."""
+    sc = c.scenario
+    if not graph.has_graph(sc.downstream, sc.services, sc.hedging):
+        return []
+    return [name for name in graph.tiers(sc.downstream, sc.services)
+            if f"{name}_calls" in c.timeseries]
+
+
+def _tier_row(ax, name: str, ts, width: float, line: dict) -> None:
+    """One tier's calls/s (thick) and failed calls/s (thin) for one arm."""
+    ax.plot(ts["time"] + width / 2, ts[f"{name}_calls"] / width, **line)
+    ax.plot(ts["time"] + width / 2, ts[f"{name}_failed"] / width,
+            **{**line, "lw": 0.9, "alpha": 0.7})
+    ax.set_title(f"{name}: calls reaching it per second (thin: failed)", fontsize=13)
+    ax.set_ylabel("calls/s")
 
 
 def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:

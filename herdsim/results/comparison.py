@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis import tiers
 from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show, window_text
 from herdsim.analysis.metastability import RANK_RULE, majority, rank
 from herdsim.analysis.rates import peak_rate_series
@@ -131,7 +132,7 @@ class Comparison:
             return frame[["arm", "replication", *frames[0].columns[:-2]]]
 
         runs = pd.DataFrame([{"arm": arm.label, "replication": r, **arm.settings,
-                              **out["summary"]}
+                              **tiers.flat(out["summary"])}
                              for (arm, r), out in zip(keys, outputs, strict=True)])
         return cls(base, arms, replications, runs, tidy("timeseries"), tidy("sleeps"),
                    tidy("peaks"))

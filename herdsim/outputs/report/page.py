@@ -18,7 +18,16 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, NA, REGISTRY, REPORT_TABLE, STATE_MEANING
+from herdsim.analysis.kpis import (
+    BOUNDS_NOTE,
+    BY_KEY,
+    NA,
+    REGISTRY,
+    REPORT_TABLE,
+    STATE_MEANING,
+    TIER_BY_KEY,
+    format_kpi,
+)
 from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
 from herdsim.config.durations import format_duration
 from herdsim.config.loading import load_scenario
@@ -143,6 +152,31 @@ def heading(key: str, summary: dict | None = None) -> str:
     return kpi.title(summary) + unit
 
 
+def tier_section(c) -> str:
+    """A call graph's numbers per arm and tier (the mean over replications), with their
+    meanings; empty for a single-tier run."""
+    columns = [col for col in c.summary.columns if col.startswith("tiers.")
+               and col.count(".") == 2 and col.rsplit(".", 1)[1] in TIER_BY_KEY]
+    if not columns:
+        return ""
+    rows = []
+    for _, arm in c.summary.iterrows():
+        names = dict.fromkeys(col.split(".")[1] for col in columns)
+        for name in names:
+            row = {"arm": arm["arm"], "tier": name}
+            for key, kpi in TIER_BY_KEY.items():
+                value = arm.get(f"tiers.{name}.{key}")
+                row[kpi.label] = (NA if value is None or pd.isna(value)
+                                  else format_kpi(float(value)))
+            rows.append(row)
+    meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
+                       f"<dd>{html.escape(k.meaning)}</dd>" for k in TIER_BY_KEY.values())
+    return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
+            "<code>tiers</code>), the mean over replications.</p>"
+            + pd.DataFrame(rows).to_html(border=0, index=False)
+            + f'<dl class="glossary">{meanings}</dl>')
+
+
 def glossary(keys: list[str], summary: dict | None = None) -> str:
     """Each shown KPI's label, unit and meaning, from the KPI registry (the peak window
     from *summary*)."""
@@ -208,6 +242,7 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         "<h2>Verdict</h2>",
         _verdict(c),
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
+        tier_section(c),
         interactive.section(c),
         *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
         "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
