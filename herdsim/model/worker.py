@@ -213,6 +213,26 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
+def make_heard(sim):
+    """``heard(job, started, now, outcome, failed, breaker, limiter, budget)``: what the
+    guards learn from an answer: the breaker, the client limiter, and the budget (which
+    refunds or keeps what the job paid)."""
+    slow_threshold = sim.scenario.breaker.slow_call_threshold
+    throttling = classes(sim.scenario.retry)[1]
+
+    def heard(job, started, now, outcome, failed, breaker, limiter, budget):
+        if breaker is not None:
+            breaker.record(now, failed,
+                           slow_threshold is not None and now - started >= slow_threshold)
+        if limiter is not None:
+            limiter.after_response(now, outcome in throttling)
+        if budget is not None:
+            budget.on_result(now, not failed, job.paid)
+            job.paid = 0.0
+
+    return heard
+
+
 def make_run_job(sim):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
@@ -223,10 +243,10 @@ def make_run_job(sim):
     short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
     workers, breaker_cfg = sim.scenario.workers, sim.scenario.breaker
     open_loop, sleep_mode = workers.count is None, workers.retry_mode == "sleep"
-    retries_only, slow_threshold = breaker_cfg.retries_only, breaker_cfg.slow_call_threshold
+    retries_only = breaker_cfg.retries_only
     overhead = workers.attempt_overhead
-    throttling = classes(sim.scenario.retry)[1]
     hedged = sim.hedged  # None, or hedged(job): an event firing with a hedged call's outcome
+    heard = make_heard(sim)
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)
@@ -271,14 +291,7 @@ def make_run_job(sim):
                             outcome = failure.cause
                 failed = outcome != OK or job.poison
                 started, now = now, env.now
-                if breaker is not None:
-                    breaker.record(now, failed,
-                                   slow_threshold is not None and now - started >= slow_threshold)
-                if limiter is not None:
-                    limiter.after_response(now, outcome in throttling)
-                if budget is not None:
-                    budget.on_result(now, not failed, job.paid)
-                    job.paid = 0.0
+                heard(job, started, now, outcome, failed, breaker, limiter, budget)
                 if not failed:
                     finish(job, now, SUCCEEDED)
                     break

@@ -147,26 +147,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
-        for arm in arms:
-            ts = one(c.timeseries, arm.label, replication)
-            line = {**styles[arm.label], "lw": 2.0}
-            width = arm.scenario.bin
-            panels["success"].plot(ts["time"] + width / 2, ts["success"] / width,
-                                   label=arm.label + _succeeded(c, arm.label, replication),
-                                   **line)
-            if "retries" in panels:
-                panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
-            for key in panels:
-                if key.startswith("tier:"):
-                    _tier_row(panels[key], key[5:], ts, width, line)
-            if "backlog" in panels:
-                panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
-            if "admission" in panels and ts["admission_limit"].notna().any():
-                admitted = ts["in_flight"] + ts["waiting"]
-                panels["admission"].plot(ts["time"], admitted, **{**line, "lw": 1.0,
-                                                                   "alpha": 0.6})
-                panels["admission"].step(ts["time"], ts["admission_limit"], where="post",
-                                         **line)
+        _draw_arms(panels, c, styles, replication)
         ax = panels["success"]
         offered = ""
         if family.of(base).queueing:
@@ -178,24 +159,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         # the arms' legend in a band of its own under the panels (no blank band beside one)
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", frameon=False,
                    handlelength=2.4, fontsize=12, ncols=min(n, 4))
-        if "retries" in panels:
-            panels["retries"].set_title("Retry sleeps started per second "
-                                        f"(per {format_duration(base.bin)} bin)", fontsize=13)
-            panels["retries"].set_ylabel("retries/s")
-        if "backlog" in panels:
-            panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
-                                        fontsize=13)
-            panels["backlog"].set_ylabel("jobs")
-            panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
-        if "admission" in panels:
-            panels["admission"].set_title("Admission limit (thick) and calls in service or "
-                                          "waiting (thin)", fontsize=13)
-            panels["admission"].set_ylabel("calls")
-        for key in ("success", "retries", "backlog", "admission",
-                    *(k for k in panels if k.startswith("tier:"))):
-            if key in panels:
-                panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
-                panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))
+        _label_panels(panels, base)
         if "state" in panels:
             _state_panel(panels["state"], c, styles, replication, show["breaker"])
         bottom = list(panels.values())[-1]
@@ -210,6 +174,53 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         fig.suptitle(describe.heading(c, question, replication, explain), fontsize=14,
                      fontweight="normal")
     return fig
+
+
+def _draw_arms(panels: dict, c: Comparison, styles: dict, replication: int) -> None:
+    """Each arm's line in every panel below the rows: successes, retries, a tier's calls,
+    the backlog, the admission limit against the calls admitted."""
+    for arm in c.arms:
+        ts = one(c.timeseries, arm.label, replication)
+        line = {**styles[arm.label], "lw": 2.0}
+        width = arm.scenario.bin
+        panels["success"].plot(ts["time"] + width / 2, ts["success"] / width,
+                               label=arm.label + _succeeded(c, arm.label, replication),
+                               **line)
+        if "retries" in panels:
+            panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
+        for key in panels:
+            if key.startswith("tier:"):
+                _tier_row(panels[key], key[5:], ts, width, line)
+        if "backlog" in panels:
+            panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
+        if "admission" in panels and ts["admission_limit"].notna().any():
+            admitted = ts["in_flight"] + ts["waiting"]
+            panels["admission"].plot(ts["time"], admitted, **{**line, "lw": 1.0,
+                                                               "alpha": 0.6})
+            panels["admission"].step(ts["time"], ts["admission_limit"], where="post",
+                                     **line)
+
+
+def _label_panels(panels: dict, base) -> None:
+    """Titles, units and y axes (from 0, engineering notation) of the panels below."""
+    if "retries" in panels:
+        panels["retries"].set_title("Retry sleeps started per second "
+                                    f"(per {format_duration(base.bin)} bin)", fontsize=13)
+        panels["retries"].set_ylabel("retries/s")
+    if "backlog" in panels:
+        panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
+                                    fontsize=13)
+        panels["backlog"].set_ylabel("jobs")
+        panels["backlog"].yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
+    if "admission" in panels:
+        panels["admission"].set_title("Admission limit (thick) and calls in service or "
+                                      "waiting (thin)", fontsize=13)
+        panels["admission"].set_ylabel("calls")
+    for key in ("success", "retries", "backlog", "admission",
+                *(k for k in panels if k.startswith("tier:"))):
+        if key in panels:
+            panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
+            panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))
 
 
 def tier_names(c: Comparison) -> list[str]:
