@@ -378,3 +378,26 @@ def test_a_graph_comparison_is_saved_read_back_and_reported_per_tier(tmp_path):
     assert [t.split(":")[0] for t in titles if "calls reaching it" in t] == ["front", "api", "db"]
     assert tier_section(herdsim.compare(herdsim.load_scenario("scenarios/retries.yaml"),
                                         strategies=["exponential"], processes=1)) == ""
+
+
+def test_the_run_command_tables_every_tier_with_the_summarys_numbers(tmp_path):
+    """``herdsim run`` on a graph prints a row per tier, top first, whose calls are the
+    summary's ``tiers`` counts."""
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from herdsim.cli import app
+
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(graph(duration="8s")))
+    done = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")],
+                              env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    tiers = json.loads((tmp_path / "out" / "summary.json").read_text())["tiers"]
+    rows = [line for line in done.output.splitlines()
+            if line.strip("│ ").split(" ")[0] in tiers]
+    assert [row.strip("│ ").split(" ")[0] for row in rows] == ["front", "api", "db"]
+    for row, (name, kpis) in zip(rows, tiers.items(), strict=True):
+        assert f"{kpis['calls']:,}" in row, (name, row)

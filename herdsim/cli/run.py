@@ -47,7 +47,7 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
     from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import definitions, shown_keys, summary_table
+    from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
     from herdsim.outputs import openmetrics
     from herdsim.outputs.compare_dir import save_run
     from herdsim.results.result import run as run_once
@@ -65,6 +65,9 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         emit_json(result.summary)
     elif not quiet:
         console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
+        tiers = tier_table(result.summary)
+        if tiers is not None:
+            console.print(tiers)
         if explain:
             console.print(definitions(shown_keys(result.summary), result.summary))
     if not quiet:

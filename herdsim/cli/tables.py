@@ -11,6 +11,8 @@ from herdsim.analysis.kpis import (
     BY_KEY,
     COMPARE_TABLE,
     RUN_TABLE,
+    TIER_REGISTRY,
+    number_text,
     show,
     undefined,
 )
@@ -42,6 +44,24 @@ def summary_table(summary: dict, title: str) -> Table:
 
 
 DEFINITIONS_HINT = "each KPI's definition: --explain, or herdsim kpis"
+
+
+def tier_table(summary: dict) -> Table | None:
+    """A call graph's tiers, top first: one row each, a column per tier KPI of the
+    registry (summary.json's ``tiers``); None for a single-tier run."""
+    tiers = summary.get("tiers")
+    if not tiers:
+        return None
+    table = Table(title="per tier (summary.json's tiers)", show_header=True,
+                  header_style="bold")
+    table.add_column("tier")
+    for kpi in TIER_REGISTRY:
+        table.add_column(f"{kpi.label} ({kpi.unit})" if kpi.unit else kpi.label,
+                         justify="right")
+    for name, row in tiers.items():
+        table.add_row(safe(name), *(kpi.missing or "n/a" if undefined(row.get(kpi.key))
+                                    else number_text(row[kpi.key]) for kpi in TIER_REGISTRY))
+    return table
 
 
 def shown_keys(summary: dict) -> list[str]:

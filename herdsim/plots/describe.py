@@ -90,7 +90,8 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
             where = "a downstream that never saturates"
         else:
             load = sc.workload.rate / d.capacity_rate()
-            where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
+            whose = f"{d.name or 'downstream'}'s " if sc.services else ""  # a graph's top
+            where = f"{load:.0%} of {whose}capacity {_rate(d.capacity_rate())} calls/s"
         parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
         if sc.workload.backlog:
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")

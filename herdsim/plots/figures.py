@@ -201,6 +201,10 @@ def _draw_arms(panels: dict, c: Comparison, styles: dict, replication: int) -> N
                                      **line)
 
 
+def _rate_text(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
+
+
 def _label_panels(panels: dict, base) -> None:
     """Titles, units and y axes (from 0, engineering notation) of the panels below."""
     if "retries" in panels:
@@ -216,8 +220,20 @@ def _label_panels(panels: dict, base) -> None:
         panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                       "waiting (thin)", fontsize=13)
         panels["admission"].set_ylabel("calls")
-    for key in ("success", "retries", "backlog", "admission",
-                *(k for k in panels if k.startswith("tier:"))):
+    tier_keys = [k for k in panels if k.startswith("tier:")]
+    configs = graph.tiers(base.downstream, base.services) if tier_keys else {}
+    for key in tier_keys:
+        name, ax = key[5:], panels[key]
+        capacity = configs[name].capacity_rate()
+        note = f"concurrency / mean service = {_rate_text(capacity)} calls/s"
+        if capacity <= 3 * ax.get_ylim()[1]:
+            ax.axhline(capacity, **CAPACITY_STYLE)
+            note = "dashed: " + note
+        else:
+            note += ", off the scale"
+        ax.set_title(f"{name}: calls reaching it per second (thin: failed; {note})",
+                     fontsize=13)
+    for key in ("success", "retries", "backlog", "admission", *tier_keys):
         if key in panels:
             panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
             panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))
@@ -237,13 +253,13 @@ def _tier_row(ax, name: str, ts, width: float, line: dict) -> None:
     ax.plot(ts["time"] + width / 2, ts[f"{name}_calls"] / width, **line)
     ax.plot(ts["time"] + width / 2, ts[f"{name}_failed"] / width,
             **{**line, "lw": 0.9, "alpha": 0.7})
-    ax.set_title(f"{name}: calls reaching it per second (thin: failed)", fontsize=13)
     ax.set_ylabel("calls/s")
 
 
 def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
     """One arm's calls per window: its own y scale up to its peak (and the capacity line,
-    what the healthy downstream serves in the same window)."""
+    what the healthy downstream serves in the same window, unless it is over three times
+    the peak: the title's ratio says it then, and the calls keep the row's height)."""
     time, calls, window, _ = call_counts(c, arm, replication)
     capacity = describe.capacity(arm.scenario)
     served = None if capacity is None else capacity * window
@@ -252,14 +268,16 @@ def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> No
     peak = calls.max(initial=0.0)
     span = format_duration(window)
     peak_text = f"peak {number_text(peak)} calls in {span}"
+    far = served is not None and 0 < 3 * peak < served  # the line would flatten the row
     if served is not None:
-        ax.axhline(served, **CAPACITY_STYLE)
+        if not far:
+            ax.axhline(served, **CAPACITY_STYLE)
         peak_text += f" = {number_text(peak / served)}× capacity"
     ax.set_title(arm.label, loc="left", color=style["color"], weight="bold", fontsize=14,
                  pad=3)
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
                  weight="bold" if served and peak >= 2 * served else "normal")
-    ax.set_ylim(0, 1.12 * max(peak, served or 0.0, 1.0))
+    ax.set_ylim(0, 1.12 * max(peak, 0.0 if far else served or 0.0, 1.0))
     ax.set_yticks([0.0, peak] if peak > 0 else [0.0])  # a short row holds two labels
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: short_count(value)))
     if len(c.arms) <= SLIDE_ARMS:  # with more rows the heading's "Rows: calls" says it once
