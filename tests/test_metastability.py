@@ -191,3 +191,22 @@ def test_one_axis_map_has_one_row(sweep_dir, tmp_path):
     (panel,) = [ax for ax in figure.axes if ax.get_title()]
     assert len([p for p in panel.patches if isinstance(p, Rectangle)]) == 2
     assert np.allclose(panel.get_ylim(), (-0.5, 0.5))
+
+
+def test_back_to_a_state_that_never_served_the_load_is_not_recovered():
+    """An admission limit far below what the load needs refuses most jobs from t = 0: the
+    run returns to its pre-outage success rate at once, but that rate is a fifth of the
+    offered jobs. Recovered means serving them again, so it is degraded (the rule's
+    GOODPUT_FLOOR), and a limit that carries the load is still recovered."""
+    def state(limit: int) -> tuple[str, float]:
+        res = run(load_scenario(tiny(
+            duration="20s", workload={"rate": 100}, workers={"count": 50},
+            downstream={"concurrency": 20, "service": {"mean": "100ms"},
+                        "admission": {"kind": "fixed", "limit": limit},
+                        "outages": [{"start": "5s", "duration": "1s", "mode": "down"}]},
+            retry={"strategy": "full_jitter", "max_retries": 2})))
+        return res.summary["state"], res.summary["succeeded_fraction"]
+
+    starved, share = state(2)  # 2 in flight x 10/s = 20 jobs/s of the 100 offered
+    assert share < ms.GOODPUT_FLOOR and starved == "degraded"
+    assert state(40)[0] == "recovered"

@@ -17,8 +17,10 @@ from herdsim.model.downstream import family
 Kind = Literal["count", "real", "fraction", "flag", "text"]
 STATES = CLASSES  # the metastability classes, best first
 STATE_MEANING = {  # one vocabulary for tables, figures, the map and the report
-    "recovered": "recovered within the run, about as fast as a smooth queue drains",
-    "degraded": "recovered slowly, or still working off its backlog when the run ended",
+    "recovered": "recovered within the run, about as fast as a smooth queue drains, "
+                 "serving at least half of the offered jobs at the end",
+    "degraded": "recovered slowly or to a state serving under half of the offered jobs, "
+                "or still working off its backlog when the run ended",
     "metastable": "not recovered within the run: collapsing again, or serving under half "
                   "of the offered jobs",
 }

@@ -11,11 +11,14 @@ A smooth queue that loses d seconds of service at load rho works off the backlog
 ``ideal_drain = d * rho / (1 - rho)`` seconds after the outage (infinite when rho >= 1).
 
 - **recovered**: ``recovery_time`` is defined and at most
-  ``max(SLOW_FLOOR, SLOW_FACTOR * ideal_drain)``;
+  ``max(SLOW_FLOOR, SLOW_FACTOR * ideal_drain)``, and the tail goodput is at least
+  ``GOODPUT_FLOOR`` (back to where it was before the outage is not recovered when that was
+  serving under half the offered jobs, e.g. a limiter refusing most calls from the start);
 - **metastable**: ``recovery_time`` is undefined (not healthy when the run ends) and the
   trigger's end did not help: the downstream collapsed again after the outage
   (``collapses_after_outage > 0``) or the tail goodput is below ``GOODPUT_FLOOR``;
-- **degraded**: the rest: recovered, but slowly; or not yet recovered when the run ends
+- **degraded**: the rest: recovered, but slowly or serving under ``GOODPUT_FLOOR``; or
+  not yet recovered when the run ends
   while serving at least ``GOODPUT_FLOOR`` of the offered jobs with no new collapse
   (still working through its backlog).
 
@@ -35,6 +38,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from herdsim.model.workload import Piecewise
 
 CLASSES = ("recovered", "degraded", "metastable")  # from best to worst
 SLOW_FACTOR = 2.0  # recovery slower than twice the ideal drain time is degraded
@@ -99,10 +104,14 @@ def run_kpis(result) -> dict[str, float | None]:
 
 def frame_kpis(ts: pd.DataFrame, sc) -> dict[str, float | None]:
     """:func:`run_kpis` from a run's time series and scenario."""
-    offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
     last_end = sc.last_outage_end or 0.0
     tail = ts["time"].to_numpy() >= max(last_end, sc.duration * (1 - TAIL_FRACTION))
     seconds = tail.sum() * sc.bin
+    offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
+    if sc.workload.profile and seconds > 0:  # the rate the profile offers in the tail
+        start = sc.duration - seconds
+        offered = (Piecewise(sc.workload).integral(start, sc.duration) / seconds
+                   * (1 - sc.workload.poison_fraction))
     goodput = float(ts["success"].to_numpy()[tail].sum() / seconds / offered) \
         if seconds > 0 and offered > 0 else None
     return {
@@ -128,7 +137,8 @@ def classify(runs: pd.DataFrame) -> pd.Series:
     goodput = pd.to_numeric(runs["goodput_tail"], errors="coerce").to_numpy(dtype=float)
     stuck = (runs["collapses_after_outage"].to_numpy() > 0) | ~(goodput >= GOODPUT_FLOOR)
     never = np.isnan(recovery)
-    classes = np.where(~never & (recovery <= slow_limit), "recovered",
+    serving = ~(goodput < GOODPUT_FLOOR)  # (unknown counts as serving)
+    classes = np.where(~never & (recovery <= slow_limit) & serving, "recovered",
                        np.where(never & stuck, "metastable", "degraded"))
     return pd.Series(classes, index=runs.index, name="class")
 
