@@ -401,3 +401,24 @@ def test_the_run_command_tables_every_tier_with_the_summarys_numbers(tmp_path):
     assert [row.strip("│ ").split(" ")[0] for row in rows] == ["front", "api", "db"]
     for row, (name, kpis) in zip(rows, tiers.items(), strict=True):
         assert f"{kpis['calls']:,}" in row, (name, row)
+
+
+def test_an_outage_at_a_lower_tier_is_the_runs_outage_on_every_surface():
+    """The db's blackhole is the run's outage: recovery is measured from its end, the
+    report's verdict speaks of it and of the db's crash rule, the KPI table never says
+    "no outage"."""
+    from herdsim.outputs.report.verdict import assumptions, verdict
+    from herdsim.results.comparison import Comparison
+
+    sc = herdsim.load_scenario(graph(**{
+        "duration": "30s", "workload": {"rate": 20},  # steady: healthy means serving it
+        "services.db.outages": [{"start": "12s", "duration": "1s", "mode": "down"}],
+        "services.db.overload": {"collapse": {"window": "100ms", "threshold": 10_000}}}))
+    assert not sc.downstream.outages and sc.all_outages
+    res = herdsim.run(sc)
+    assert res.summary["outages"] == 1 and res.summary["recovery_time"] is not None
+    c = Comparison.from_result(res)
+    assert "After the outage ended at 13s" in verdict(c)[0]
+    said = " ".join(assumptions(c))
+    assert "db crashes" in said and "services.db.overload.collapse=null" in said
+    assert "no outage" not in c.summary.to_string()

@@ -116,7 +116,7 @@ def frame_kpis(ts: pd.DataFrame, sc) -> dict[str, float | None]:
         if seconds > 0 and offered > 0 else None
     return {
         "load": sc.workload.rate / sc.downstream.capacity_rate(),
-        "outage_seconds": float(sum(o.duration for o in sc.downstream.outages)),
+        "outage_seconds": float(sum(o.duration for o in sc.all_outages)),
         "goodput_tail": goodput,
     }
 

@@ -279,7 +279,7 @@ def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
     if done_when is not None:
         return "recovered" if summary.get(done_when) is not None else "degraded"
     recovery = summary["recovery_time"]
-    if not scenario.downstream.outages:
+    if not scenario.all_outages:
         spikes = scenario.workload.spikes
         first = min((spike.at for spike in spikes), default=0.0)
         end = max((spike.at + spike.duration for spike in spikes), default=0.0)

@@ -417,7 +417,7 @@ def _kpi_panels(c: Comparison, ranked: pd.DataFrame) -> dict[str, tuple[str, str
     outage; peak over capacity only when a capacity binds; dead-lettered when any was."""
     panels = {"succeeded_pct": SUCCEEDED}
     for key, value in FIGURE.items():
-        if key == "recovery_time" and not c.scenario.downstream.outages:
+        if key == "recovery_time" and not c.scenario.all_outages:
             continue
         if key == "peak_to_capacity" and describe.capacity(c.scenario) is None:
             continue
@@ -445,7 +445,7 @@ def kpis(c: Comparison) -> Figure:
     n = len(ranked)
     window = format_duration(c.scenario.peak_window)
     panels = _kpi_panels(c, ranked)
-    outage = bool(c.scenario.downstream.outages)
+    outage = bool(c.scenario.all_outages)
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=wide_size(n, 0.6), layout="constrained")
         axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]

@@ -56,7 +56,7 @@ def origin(c: Comparison) -> tuple[float, str]:
     end = c.scenario.last_outage_end
     if end is None:
         return 0.0, "time (s)"
-    which = "the last outage" if len(c.scenario.downstream.outages) > 1 else "the outage"
+    which = "the last outage" if len(c.scenario.all_outages) > 1 else "the outage"
     return end, f"time since {which} ended at {format_duration(end)} (s)"
 
 

@@ -183,7 +183,7 @@ class Comparison:
     def shown(self, key: str, row: pd.Series, ci: float = np.nan) -> str:
         """KPI *key* of an arm's summary *row* as every surface shows it (± *ci*);
         a recovery some replications did not reach says in how many."""
-        if key == "recovery_time" and pd.isna(row[key]) and self.scenario.downstream.outages:
+        if key == "recovery_time" and pd.isna(row[key]) and self.scenario.all_outages:
             runs = self.runs.loc[self.runs["arm"] == row["arm"], key]
             stuck = int(runs.isna().sum())
             if stuck < len(runs):
@@ -194,7 +194,7 @@ class Comparison:
         """What :func:`~herdsim.analysis.kpis.show` needs to know about an arm's row: its
         KPIs (the latency bounds among them), the scenario's outages and model."""
         context = {} if row is None else row.to_dict()
-        context.update(outages=len(self.scenario.downstream.outages),
+        context.update(outages=len(self.scenario.all_outages),
                        model=self.scenario.downstream.model)
         return context
 

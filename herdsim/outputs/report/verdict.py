@@ -18,6 +18,7 @@ from herdsim.analysis import metastability
 from herdsim.analysis.kpis import BY_KEY, number_text, show
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
 from herdsim.plots import describe
@@ -122,7 +123,7 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
     parts = [f"{row['arm']}: {state_text(states_of)}",
              f"{show('succeeded_fraction', row.get('succeeded_fraction'), context)} of jobs "
              "succeeded"]
-    if c.scenario.downstream.outages:
+    if c.scenario.all_outages:
         recovery = c.shown("recovery_time", row)
         parts.append(f"recovery {recovery} s" if recovery[:1].isdigit() else recovery)
         crashes = row.get("collapses_after_outage")
@@ -139,6 +140,36 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
     return "; ".join(parts)
 
 
+def _crash_rules(sc) -> list[str]:
+    """The crash rule of every tier that has one (the top one is ``downstream``), or the
+    sentence that none can crash."""
+    tiers = ({"downstream": sc.downstream} if not sc.services
+             else dict(zip(["downstream", *sc.services],
+                           [sc.downstream, *sc.services.values()], strict=True)))
+    out = []
+    for path, tier in tiers.items():
+        collapse = tier.overload.collapse
+        if collapse is None:
+            continue
+        rule = []
+        if collapse.threshold is not None:
+            rule.append(f"{collapse.threshold:,} calls land within "
+                        f"{format_duration(collapse.window)}")
+        if collapse.load_limit is not None:
+            rule.append(f"{collapse.load_limit:,} calls are in flight or waiting")
+        name = path if path != "downstream" else tier.name or "the downstream"
+        field = path if path == "downstream" else f"services.{path}"
+        out.append(f"The crash rule: {name} crashes for "
+                   f"{format_duration(collapse.restart_time)} when "
+                   + " or ".join(rule) + ". States after the outage depend on it most: "
+                   f"test it with --set {field}.overload.collapse=null (no crash), "
+                   "or with your own system's threshold.")
+    if not out:
+        out.append("No crash rule: an overloaded downstream slows or rejects but is never "
+                   "knocked over (overload.collapse), so no arm can relapse.")
+    return out
+
+
 def assumptions(c) -> list[str]:
     """What the verdict depends on: the crash rule above all, the capacity, the callers,
     the replications. Each names the field to change to test it."""
@@ -146,22 +177,7 @@ def assumptions(c) -> list[str]:
     d = sc.downstream
     out = []
     if family.of(sc).queueing:
-        collapse = d.overload.collapse
-        if collapse is not None:
-            rule = []
-            if collapse.threshold is not None:
-                rule.append(f"{collapse.threshold:,} calls land within "
-                            f"{format_duration(collapse.window)}")
-            if collapse.load_limit is not None:
-                rule.append(f"{collapse.load_limit:,} calls are in flight or waiting")
-            out.append("The crash rule: the downstream crashes for "
-                       f"{format_duration(collapse.restart_time)} when "
-                       + " or ".join(rule) + ". States after the outage depend on it most: "
-                       "test it with --set downstream.overload.collapse=null (no crash), "
-                       "or with your own system's threshold.")
-        else:
-            out.append("No crash rule: an overloaded downstream slows or rejects but is never "
-                       "knocked over (downstream.overload.collapse), so no arm can relapse.")
+        out += _crash_rules(sc)
         capacity = describe.capacity(sc)
         if capacity is None:
             out.append("Capacity: " + describe.UNBOUNDED_TEXT + ".")
@@ -169,6 +185,11 @@ def assumptions(c) -> list[str]:
             out.append(f"Capacity: {capacity:,.0f} calls/s (the summary's capacity_rate, from "
                        "downstream.concurrency and its service time); peaks are measured "
                        f"over {format_duration(sc.peak_window)} (peak_window).")
+        if sc.services:  # a call graph: the run-level capacity is the top tier's
+            each = ", ".join(f"{name} {tier.capacity_rate():,.0f}" for name, tier
+                             in graph.tiers(d, sc.services).items())
+            out.append(f"Call graph: the capacity above is the top tier's; each tier's own, "
+                       f"in calls/s without its calls: {each} (the per-tier table).")
         callers = (f"{sc.workers.count:,} workers (workers.count)" if sc.workers.count
                    is not None else "open loop: one caller per job (workers.count: null)")
         timeout = (f"client timeout {format_duration(d.timeout)}"
@@ -187,7 +208,7 @@ def verdict(c) -> list[str]:
     :func:`~herdsim.analysis.metastability.rank`)."""
     sc = c.scenario
     st = states(c)
-    if sc.downstream.outages:
+    if sc.all_outages:
         end = format_duration(sc.last_outage_end)
         lead = (f"After the outage ended at {end} (the run lasts "
                 f"{format_duration(sc.duration)}), best first:")
