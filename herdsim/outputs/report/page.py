@@ -50,7 +50,8 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto;
        padding: 0 1em; color: #222; line-height: 1.45; }
-table { border-collapse: collapse; font-size: 0.95em; margin: 0.5em 0 1em; }
+table { border-collapse: collapse; font-size: 0.95em; margin: 0.5em 0 1em;
+        display: block; max-width: 100%; overflow-x: auto; }  /* wide: scrolls, not the page */
 th, td { padding: 0.3em 0.7em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.text { text-align: left; }
@@ -68,6 +69,7 @@ button { font: inherit; }
   h2 { break-after: avoid; }
   section.figure { break-before: page; }
   pre { white-space: pre-wrap; }
+  table { display: table; font-size: 8.5pt; }
 }
 """
 DERIVED = {  # shown but not in the registry
