@@ -422,3 +422,12 @@ def test_an_outage_at_a_lower_tier_is_the_runs_outage_on_every_surface():
     said = " ".join(assumptions(c))
     assert "db crashes" in said and "services.db.overload.collapse=null" in said
     assert "no outage" not in c.summary.to_string()
+
+
+def test_a_misspelt_field_of_a_service_gets_a_suggestion(tmp_path):
+    """A service's section is a downstream's: a typo in it is named with the field meant,
+    as a typo in ``downstream`` is."""
+    data = graph()
+    data["services"]["db"]["concurency"] = data["services"]["db"].pop("concurrency")
+    with pytest.raises(herdsim.ScenarioError, match="did you mean 'concurrency'"):
+        herdsim.load_scenario(data)

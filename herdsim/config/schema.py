@@ -44,16 +44,23 @@ def section_type(annotation: Any) -> type[BaseModel] | None:
 
 
 def field_at(root: type[BaseModel], path: str) -> FieldInfo | None:
-    """The field at a dotted *path* from *root*, or None when there is none."""
+    """The field at a dotted *path* from *root*, or None when there is none. List indices
+    are skipped, and so is the key of a map of sections (``services.db.concurrency``)
+    unless the path names the section's field at once (``services.concurrency``, as
+    :func:`fields` writes it)."""
     model: type[BaseModel] | None = root
     field = None
+    key_next = False
     for part in path.split("."):
-        if part.isdigit():
+        named = model is not None and part in model.model_fields
+        if part.isdigit() or (key_next and not named):
+            key_next = False
             continue
         if model is None or part not in model.model_fields:
             return None
         field = model.model_fields[part]
         model = section_type(field.annotation)
+        key_next = model is not None and typing.get_origin(field.annotation) is dict
     return field
 
 
