@@ -2,6 +2,7 @@
 
     python benchmarks/peers.py                    # every workload and model, best of 3
     python benchmarks/peers.py --repeat 5 --workloads W1,W2 --models herdsim,simpy,ciw
+    python benchmarks/peers.py --baseline /tmp/herdsim-base   # also an earlier herdsim
 
 Workloads (``workloads.py``): W1, an M/M/100 queue (800/s, 10/s a server, 300 s); W2, W1
 with a 10 s ``down`` outage and exponential backoff; and the outage story,
@@ -11,6 +12,10 @@ Models, each the way its library's users would write it:
 
 * ``herdsim``: the workload as a scenario dict through ``herdsim.run`` (recording on,
   frames and summary built; W1 and W2 as open-loop callers, each call its own caller).
+  The clock starts once ``herdsim.run`` is imported (pandas with it): imports are not
+  calls, and no other model's imports are timed either.
+* ``baseline`` (with ``--baseline PATH``): the same, by the herdsim package found in PATH
+  (put first on ``PYTHONPATH``), e.g. a release installed with ``pip install --target``.
 * ``simpy``: plain SimPy, one process per customer and a ``simpy.Resource`` of 100
   servers; W2's outage interrupts the calls in flight. The story: a pool of worker
   processes, a ``simpy.Store`` and a ``simpy.Resource``.
@@ -35,6 +40,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -85,8 +91,9 @@ def herdsim_model(workload: str, scenario: dict | None = None) -> dict:
     import herdsim
 
     sc = herdsim.load_scenario(scenario or mm100_scenario(workload))
+    run = herdsim.run  # (imports what drawing frames needs: imports are not calls)
     cpu = time.process_time()
-    result = herdsim.run(sc)
+    result = run(sc)
     cpu = time.process_time() - cpu
     ts, jobs = result.timeseries, result.jobs
     until = wl.check_window(workload) if workload in wl.WORKLOADS else sc.duration
@@ -455,13 +462,15 @@ def simpy_story(story: dict) -> dict:
             "retries": count["retries"], "dead_lettered": count["dead"]}
 
 
-STORY = {"herdsim": herdsim_story, "simpy": simpy_story, "naive": naive_story}
+STORY = {"herdsim": herdsim_story, "baseline": herdsim_story, "simpy": simpy_story,
+         "naive": naive_story}
 
 
 # -- the registry, the children and the table ------------------------------------------------
 
 MODELS = {  # model -> (the module it needs, the function, the workloads it has)
     "herdsim": ("herdsim", herdsim_model, ("W1", "W2", "story")),
+    "baseline": ("herdsim", herdsim_model, ("W1", "W2", "story")),
     "simpy": ("simpy", simpy_model, ("W1", "W2", "story")),
     "naive": ("simpy", None, ("story",)),
     "ciw": ("ciw", ciw_model, ("W1", "W2")),
@@ -489,11 +498,15 @@ def skipped(model: str) -> str | None:
     return None
 
 
-def child(model: str, workload: str, story: dict) -> dict:
-    """Run *model* on *workload* once in a fresh interpreter; what it measured."""
+def child(model: str, workload: str, story: dict, baseline: str | None) -> dict:
+    """Run *model* on *workload* once in a fresh interpreter; what it measured. The
+    ``baseline`` model is herdsim as found in the directory *baseline*."""
     spec = {"model": model, "workload": workload, "story": story}
+    env = dict(os.environ)
+    if model == "baseline":
+        env["PYTHONPATH"] = baseline  # type: ignore[assignment]  # given with --baseline
     proc = subprocess.run([sys.executable, __file__, "--child"], input=json.dumps(spec),
-                          capture_output=True, text=True, cwd=HERE)
+                          capture_output=True, text=True, cwd=HERE, env=env)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines() or ["failed"]
         return {"error": lines[-1]}
@@ -537,13 +550,18 @@ def main() -> None:
                         help="comma-separated, of W1, W2, story (default: all)")
     parser.add_argument("--models", default=",".join(MODELS),
                         help=f"comma-separated, of {', '.join(MODELS)} (default: all)")
+    parser.add_argument("--baseline", metavar="PATH",
+                        help="also run the herdsim package found in PATH (e.g. a release "
+                             "installed with pip install --target PATH) as 'baseline'")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_child(json.load(sys.stdin))))
         return
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    models = [m.strip() for m in args.models.split(",") if m.strip() and m.strip() != "baseline"]
+    if args.baseline:
+        models.insert(1, "baseline")
     unknown = ([w for w in workloads if w not in (*wl.WORKLOADS, "story")]
                + [m for m in models if m not in MODELS])
     if unknown or args.repeat < 1:
@@ -564,7 +582,7 @@ def main() -> None:
     for round_ in range(args.repeat):  # interleaved, so a busy spell hits every model
         for workload, model in plan:
             with console.status(f"{workload}: {model} ({round_ + 1} of {args.repeat})…"):
-                runs[workload, model].append(child(model, workload, story))
+                runs[workload, model].append(child(model, workload, story, args.baseline))
     results = {key: best_of(r) for key, r in runs.items()}
 
     console.print(

@@ -1,14 +1,17 @@
-"""The engine's fast path against its own general path, number for number.
+"""The engine's fast paths against its own general path, number for number.
 
-When nothing gates a queue worker's call (:func:`herdsim.model.worker.plain`), the run
-uses ``plain_worker`` on a lean :class:`~herdsim.model.kernel.Runner`; otherwise every
-worker is a ``simpy.Process`` running ``worker`` + ``run_job``, the loop every feature
-goes through. Both take the same steps in the same order and schedule the same events,
-so forcing the general path on a plain scenario must change no number at all: the
-frames are compared exactly. The scenarios are the bundled plain ones, shortened where
-their story allows, plus small ones that exercise what the bundled ones do not (bursts
-on a backlog with a full main queue, no DLQ, a waiting room under client deadlines, a
-network delay). Budget: about 10 s.
+When nothing gates a worker's or caller's call (:func:`herdsim.model.worker.plain`), the
+run uses ``plain_worker`` on a lean :class:`~herdsim.model.kernel.Runner` for queue
+workers and ``plain_caller`` (callbacks, no process) for open-loop callers; otherwise
+every worker or caller is a ``simpy.Process`` running ``worker`` + ``run_job`` or
+``run_job``, the loop every feature goes through. Both take the same steps in the same
+order and schedule the same events, so forcing the general path on a plain scenario
+must change no number at all: the frames are compared exactly. The scenarios are the
+bundled plain ones, shortened where their story allows, plus small ones that exercise
+what the bundled ones do not (bursts on a backlog with a full main queue, no DLQ, a
+waiting room under client deadlines, a network delay; open-loop callers through a
+burst, poison jobs, a waiting room, a network delay and outages of every mode, and
+constant times that tie). Budget: about 15 s.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from herdsim.model import simulation
 from herdsim.model.worker import GATES, plain
 
 BUNDLED = {"outage.yaml": {"duration": "30s"}, "metastable.yaml": {"duration": "25s"},
-           "brownout.yaml": {}, "poison.yaml": {"duration": "60s"}}
+           "brownout.yaml": {}, "poison.yaml": {"duration": "60s"},
+           "open_loop.yaml": {"duration": "30s"}, "collapse.yaml": {"duration": "30s"},
+           "retries.yaml": {"duration": "30s"}}
 SMALL = {
     "bursts-full-queue": tiny(
         duration="6s", workload={"arrivals": "burst", "rate": 400, "burst_size": 20,
@@ -41,6 +46,24 @@ SMALL = {
                     "service": {"distribution": "constant", "mean": "10ms"},
                     "network_delay": {"distribution": "exponential", "mean": "5ms"}},
         retry={"strategy": "fixed", "base": "20ms"}),
+    "open-loop-everything": tiny(
+        duration="6s", workload={"arrivals": "burst", "rate": 600, "burst_size": 15,
+                                 "backlog": 200, "poison_fraction": 0.05},
+        workers={"count": None},
+        downstream={"concurrency": 8, "queue_limit": 30, "timeout": "80ms",
+                    "service": {"distribution": "lognormal", "mean": "12ms"},
+                    "network_delay": {"distribution": "exponential", "mean": "3ms"},
+                    "outages": [{"start": "2s", "duration": "1s", "mode": "down"},
+                                {"start": "3.5s", "duration": "500ms", "mode": "error",
+                                 "error_rate": 0.3},
+                                {"start": "4.5s", "duration": "500ms", "mode": "blackhole"}]},
+        retry={"strategy": "full_jitter", "base": "30ms", "max_retries": 4}),
+    "open-loop-constant-ties": tiny(
+        duration="4s", workload={"arrivals": "constant", "rate": 200},
+        workers={"count": None},
+        downstream={"concurrency": 1, "service": {"distribution": "constant", "mean": "5ms"},
+                    "outages": [{"start": "1s", "duration": "250ms", "mode": "down"}]},
+        retry={"strategy": "fixed", "base": "10ms", "max_retries": 30}),
 }
 
 
@@ -67,7 +90,6 @@ def test_the_fast_path_gives_the_general_paths_numbers(source, overrides, monkey
 
 # A value turning on each feature the schema marks as gating a worker's call.
 TURNED_ON = {
-    "workers.count": None,
     "workers.retry_mode": "requeue",
     "workers.attempt_overhead": "1ms",
     "retry.retry_after": "use",
@@ -96,14 +118,25 @@ def _set(spec: dict, path: str, value) -> dict:
     return spec
 
 
-@pytest.mark.parametrize("path", sorted(TURNED_ON))
-def test_a_feature_that_gates_calls_forces_the_general_loop(path, monkeypatch):
+# What the open-loop callers need beside each feature, and the features they cannot have.
+FOR_CALLERS = {"breaker.enabled": {"breaker.scope": "pool"}}
+QUEUE_ONLY = {"workers.retry_mode", "workers.autoscale", "workload.keys"}
+GATED = [pytest.param(path, False, id=f"{path}-workers") for path in sorted(TURNED_ON)]
+GATED += [pytest.param(path, True, id=f"{path}-callers") for path in sorted(TURNED_ON)
+          if path not in QUEUE_ONLY]
+
+
+@pytest.mark.parametrize(("path", "open_loop"), GATED)
+def test_a_feature_that_gates_calls_forces_the_general_loop(path, open_loop, monkeypatch):
     """Setting any field that gates a call takes every worker through ``worker`` +
-    ``run_job`` (the fast path never starts), and leaving it off keeps the fast path."""
-    spec = tiny(duration="1s")
+    ``run_job`` and every open-loop caller through ``run_job`` (no fast path starts), and
+    leaving it off keeps the fast path."""
+    spec = tiny(duration="1s", workers={"count": None} if open_loop else {})
     if path == "hedging":  # the workers hedge or retry, not both
         del spec["retry"]
     assert plain(herdsim.load_scenario(spec))
+    for extra, value in FOR_CALLERS.get(path, {}).items() if open_loop else ():
+        _set(spec, extra, value)
     scenario = herdsim.load_scenario(_set(spec, path, TURNED_ON[path]))
     assert not plain(scenario)
 
@@ -111,5 +144,6 @@ def test_a_feature_that_gates_calls_forces_the_general_loop(path, monkeypatch):
         raise AssertionError(f"{path} set, yet the fast path started")
 
     monkeypatch.setattr(simulation, "make_plain_worker", fast_path)
+    monkeypatch.setattr(simulation, "make_plain_caller", fast_path)
     res = herdsim.run(scenario)
     assert len(res.jobs) > 0

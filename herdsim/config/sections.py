@@ -238,7 +238,7 @@ class Autoscale(Section):
 
 
 class Workers(Section):
-    count: Annotated[int | None, GatesCalls(lambda count: count is not None)] = Field(
+    count: int | None = Field(
         100, ge=1, description="null = open loop: a caller per job (with autoscale: the "
                                "count at t=0)")
     autoscale: Annotated[Autoscale | None, GatesCalls()] = None

@@ -31,6 +31,7 @@ from herdsim.model.worker import (
     make_finish,
     make_give_up,
     make_keyed,
+    make_plain_caller,
     make_plain_worker,
     make_retry,
     make_run_job,
@@ -169,6 +170,9 @@ class Simulation:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the
         workers (the loop chosen once, from what is configured), in that order."""
         env, scenario = self.env, self.scenario
+        fast = plain(scenario)
+        if self.open_loop and fast:
+            self._start_caller = make_plain_caller(self)  # type: ignore[method-assign]
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
             job = self.new_job(0.0)
@@ -179,7 +183,7 @@ class Simulation:
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)
-        if plain(scenario):
+        if fast and not self.open_loop:
             plain_worker = make_plain_worker(self)
             for _ in range(scenario.workers.count):  # type: ignore[arg-type]  # plain: queue workers
                 runner = Runner(env)

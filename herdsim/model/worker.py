@@ -4,8 +4,9 @@ This is the hot path. Each ``make_*`` function binds what its step touches to cl
 variables once per run and returns the step: ``finish`` (a job's row), ``give_up``,
 ``retry`` (the sleep before the next attempt, or giving up), and the two loops built on
 them: ``run_job`` (every feature; queue workers run it from ``worker``, open-loop callers
-``workers.count: null`` for one job each) and ``plain_worker`` (the fast path, when
-:func:`plain` holds). A call that fails fast costs no event, a call that completes one.
+``workers.count: null`` for one job each), and the fast paths when :func:`plain` holds:
+``plain_worker`` for queue workers, ``plain_caller`` for open-loop callers. A call that
+fails fast costs no event, a call that completes one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
-from herdsim.model.kernel import later
+from herdsim.model.kernel import later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.policies import retry_after
 from herdsim.policies.workqueue import Bucket
@@ -339,11 +340,12 @@ GATES = gates(Scenario)  # path -> off(value): the fields marked GatesCalls in t
 
 
 def plain(scenario: Scenario) -> bool:
-    """Whether nothing gates or shapes a queue worker's call: every feature that does
-    (a field the schema marks :class:`~herdsim.config.schema.GatesCalls`: the breaker, a
-    budget, per-attempt overhead, Retry-After, requeued retries, open-loop callers) is
-    off. Then :func:`plain_worker` runs instead of ``worker`` + ``run_job`` (chosen once
-    per run)."""
+    """Whether nothing gates or shapes a worker's or caller's call: every feature that
+    does (a field the schema marks :class:`~herdsim.config.schema.GatesCalls`: the
+    breaker, a budget, per-attempt overhead, Retry-After, requeued retries …) is off.
+    Then queue workers run :func:`make_plain_worker`'s loop instead of ``worker`` +
+    ``run_job``, and open-loop callers :func:`make_plain_caller`'s instead of ``run_job``
+    (chosen once per run)."""
     return all(off(value_at(scenario, path)) for path, off in GATES.items())
 
 
@@ -393,3 +395,69 @@ def make_plain_worker(sim):
             in_hand.discard(job)
 
     return plain_worker
+
+
+def make_plain_caller(sim):
+    """``plain_caller(job)``: an open-loop caller taking *job* to its end, ``run_job`` with
+    the checks :func:`plain` rules out dropped, driven by callbacks instead of a
+    ``simpy.Process``: the same steps in the same order, the same events (its first
+    attempt at an ``URGENT`` event now, as a process starts), no generator and no process
+    per job. It stands in for the process the downstream's protocol expects
+    (``interrupt``)."""
+    env = sim.env
+    call, settle = sim.downstream.call, sim.downstream.finish
+    in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
+
+    class Caller:
+        __slots__ = ("job", "waiting", "stall")
+
+        def attempt(self, _event) -> None:
+            """Call the downstream now; a call in flight answers :meth:`heard`."""
+            job = self.job
+            job.attempts += 1
+            c = call(self)
+            if c.__class__ is int:
+                self.outcome(job, c)
+                return
+            self.waiting = c
+            c.event.callbacks.append(self.heard)
+
+        def heard(self, event) -> None:
+            self.outcome(self.job, settle(self.waiting, event._value))
+
+        def interrupt(self, cause) -> None:
+            """Its call failed at t0 (a ``down`` outage, a crash): *cause* is the outcome,
+            ahead of the events due now, as ``Process.interrupt`` delivers it."""
+            urgent(env, cause).callbacks.append(self._interrupted)
+
+        def _interrupted(self, timer) -> None:
+            self.waiting.event.callbacks.remove(self.heard)
+            self.outcome(self.job, timer._value)
+
+        def outcome(self, job, outcome) -> None:
+            """Succeed, sleep before the next attempt, or give up."""
+            now = env.now
+            if outcome == OK and not job.poison:
+                finish(job, now, SUCCEEDED)
+            else:
+                pause = retry(job, now, outcome, None)
+                if pause is not None:
+                    if self.stall is None:
+                        self.stall = Stall()
+                    self.stall.check(job, now)
+                    sim.sleeping += 1
+                    later(env, pause).callbacks.append(self.woke)
+                    return
+            in_hand.discard(job)
+
+        def woke(self, timer) -> None:
+            sim.sleeping -= 1
+            self.attempt(timer)
+
+    def plain_caller(job) -> None:
+        caller = Caller()
+        caller.job, caller.stall = job, None
+        in_hand.add(job)
+        urgent(env).callbacks.append(caller.attempt)
+
+    return plain_caller
