@@ -119,7 +119,9 @@ def unfired() -> Timer:
 def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) -> Timer:
     """A :class:`Timer` firing *value* at time *when* (no waiters yet), pushed on the heap
     as the entry ``Environment.schedule`` makes, so it keeps SimPy's order."""
-    timer = unfired()
+    timer = Timer()
+    timer.callbacks = []
+    timer._ok = True
     timer._value = value
     heappush(env._queue, (when, priority, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
     return timer
@@ -127,18 +129,32 @@ def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) 
 
 def later(env: simpy.Environment, delay: float, value=None, priority: int = NORMAL) -> Timer:
     """A :class:`Timer` firing *value* at ``now + delay`` (``env.timeout``'s time)."""
-    return at(env, env._now + delay, value, priority)
+    timer = Timer()
+    timer.callbacks = []
+    timer._ok = True
+    timer._value = value
+    heappush(env._queue, (env._now + delay, priority, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
+    return timer
 
 
-def call_later(env: simpy.Environment, delay: float, callback) -> Timer:
-    """``later(env, delay).callbacks.append(callback)`` in one frame: a :class:`Timer`
-    calling *callback* at ``now + delay`` (the hot path of a call graph's tiers)."""
+def call_at(env: simpy.Environment, when: float, callback) -> None:
+    """``at(env, when).callbacks.append(callback)`` in one frame: *callback* is called at
+    time *when* (with the timer)."""
+    timer = Timer()
+    timer.callbacks = [callback]
+    timer._ok = True
+    timer._value = None
+    heappush(env._queue, (when, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
+
+
+def call_later(env: simpy.Environment, delay: float, callback) -> None:
+    """``call_at`` at ``now + delay``: *callback* is called then (the hot path's sleeps,
+    arrivals and a call graph's tiers)."""
     timer = Timer()
     timer.callbacks = [callback]
     timer._ok = True
     timer._value = None
     heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
-    return timer
 
 
 def urgent(env: simpy.Environment, value=None) -> Timer:

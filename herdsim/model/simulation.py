@@ -171,15 +171,16 @@ class Simulation:
         workers (the loop chosen once, from what is configured), in that order."""
         env, scenario = self.env, self.scenario
         fast = plain(scenario)
+        arrive = self._start_caller  # an arrival's caller starts after the arrival
         if self.open_loop and fast:
-            self._start_caller = make_plain_caller(self)  # type: ignore[method-assign]
+            self._start_caller, arrive = make_plain_caller(self)  # type: ignore[method-assign]
         deliver = self._start_caller if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
             job = self.new_job(0.0)
             if job is not None:
                 deliver(job)
         if self.open_loop:
-            OpenArrivals(env, self.clock, self.new_job, self._start_caller)
+            OpenArrivals(env, self.clock, self.new_job, arrive)
         env.process(self._sample_gauges())
         if progress is not None:
             self._arm_progress(1)

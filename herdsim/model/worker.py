@@ -19,7 +19,7 @@ from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
-from herdsim.model.kernel import later, urgent
+from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.policies import retry_after
 from herdsim.policies.workqueue import Bucket
@@ -389,7 +389,7 @@ def make_plain_worker(sim):
                     break
                 stall.check(job, now)
                 sim.sleeping += 1
-                later(env, pause).callbacks.append(send)
+                call_later(env, pause, send)
                 yield
                 sim.sleeping -= 1
             in_hand.discard(job)
@@ -398,12 +398,14 @@ def make_plain_worker(sim):
 
 
 def make_plain_caller(sim):
-    """``plain_caller(job)``: an open-loop caller taking *job* to its end, ``run_job`` with
-    the checks :func:`plain` rules out dropped, driven by callbacks instead of a
-    ``simpy.Process``: the same steps in the same order, the same events (its first
-    attempt at an ``URGENT`` event now, as a process starts), no generator and no process
-    per job. It stands in for the process the downstream's protocol expects
-    (``interrupt``)."""
+    """``(plain_caller, first_attempt)``: each of them ``f(job)`` starts an open-loop
+    caller taking *job* to its end, ``run_job`` with the checks :func:`plain` rules out
+    dropped, driven by callbacks instead of a ``simpy.Process``: the same steps in the
+    same order, the same events, no generator and no process per job. ``plain_caller``
+    makes its first attempt at an ``URGENT`` event now, as a process starts;
+    ``first_attempt`` makes it at once, for a caller that those events would reach next
+    anyway (see :class:`~herdsim.model.workload.OpenArrivals`). A caller stands in for the
+    process the downstream's protocol expects (``interrupt``)."""
     env = sim.env
     call, settle = sim.downstream.call, sim.downstream.finish
     in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
@@ -423,7 +425,13 @@ def make_plain_caller(sim):
             c.event.callbacks.append(self.heard)
 
         def heard(self, event) -> None:
-            self.outcome(self.job, settle(self.waiting, event._value))
+            job = self.job
+            outcome = settle(self.waiting, event.value)
+            if outcome == OK and not job.poison:  # (outcome's first branch, inlined)
+                finish(job, env.now, SUCCEEDED)
+                in_hand.discard(job)
+                return
+            self.outcome(job, outcome)
 
         def interrupt(self, cause) -> None:
             """Its call failed at t0 (a ``down`` outage, a crash): *cause* is the outcome,
@@ -432,7 +440,7 @@ def make_plain_caller(sim):
 
         def _interrupted(self, timer) -> None:
             self.waiting.event.callbacks.remove(self.heard)
-            self.outcome(self.job, timer._value)
+            self.outcome(self.job, timer.value)
 
         def outcome(self, job, outcome) -> None:
             """Succeed, sleep before the next attempt, or give up."""
@@ -446,7 +454,7 @@ def make_plain_caller(sim):
                         self.stall = Stall()
                     self.stall.check(job, now)
                     sim.sleeping += 1
-                    later(env, pause).callbacks.append(self.woke)
+                    call_later(env, pause, self.woke)
                     return
             in_hand.discard(job)
 
@@ -454,10 +462,16 @@ def make_plain_caller(sim):
             sim.sleeping -= 1
             self.attempt(timer)
 
-    def plain_caller(job) -> None:
-        caller = Caller()
-        caller.job, caller.stall = job, None
+    def caller(job) -> Caller:
+        one = Caller()
+        one.job, one.stall = job, None
         in_hand.add(job)
-        urgent(env).callbacks.append(caller.attempt)
+        return one
 
-    return plain_caller
+    def plain_caller(job) -> None:
+        urgent(env).callbacks.append(caller(job).attempt)
+
+    def first_attempt(job) -> None:
+        caller(job).attempt(None)
+
+    return plain_caller, first_attempt

@@ -12,7 +12,7 @@ import numpy as np
 
 from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
-from herdsim.model.kernel import at
+from herdsim.model.kernel import call_at
 from herdsim.model.streams import draws
 
 
@@ -197,8 +197,10 @@ def key_draws(cfg: Workload, rng: np.random.Generator) -> Callable[[], int]:
 
 
 class OpenArrivals:
-    """Open loop: every arriving job is its own caller, started by ``start(job)``; one
-    timer per arrival (a burst is one)."""
+    """Open loop: every arriving job is its own caller. One timer per arrival (a burst is
+    one): it lets the jobs in, arms the next arrival, then hands each job to
+    ``start(job)``, which starts its caller (a process starting after the events already
+    due now, or the fast path's first attempt made at once: the same order)."""
 
     def __init__(self, env, clock: Clock, new_job, start):
         self.env = env
@@ -209,13 +211,20 @@ class OpenArrivals:
         self._arm()
 
     def _arm(self) -> None:
-        at(self.env, self.clock.next_at).callbacks.append(self._on_arrival)
+        call_at(self.env, self.clock.next_at, self._on_arrival)
 
     def _arrive(self, _timer) -> None:
-        now = self.env.now
-        for _ in range(self.clock.burst):
-            job = self.new_job(now)
+        now, new_job, clock = self.env.now, self.new_job, self.clock
+        if clock.burst == 1:
+            job = new_job(now)
+            clock.advance()
+            self._arm()
             if job is not None:
                 self.start(job)
-        self.clock.advance()
+            return
+        jobs = [new_job(now) for _ in range(clock.burst)]
+        clock.advance()
         self._arm()
+        for job in jobs:
+            if job is not None:
+                self.start(job)
