@@ -20,8 +20,8 @@ from herdsim.config.durations import parse_duration
 
 class GatesCalls:
     """Field metadata (``Annotated[T, GatesCalls()]``): the field turns on a feature that
-    gates or shapes a queue worker's call, so any value but an off one takes the general
-    worker loop. *off(value)* says whether the feature is off; by default, when the value
+    gates or shapes a worker's or an open-loop caller's call, so any value but an off one
+    takes the general loop. *off(value)* says whether the feature is off; by default, when the value
     is the field's default."""
 
     def __init__(self, off: Callable[[Any], bool] | None = None):

@@ -11,6 +11,8 @@ fails fast costs no event, a call that completes one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from simpy import Interrupt
 
 from herdsim.config.scenario import Scenario
@@ -412,6 +414,9 @@ def make_plain_caller(sim):
 
     class Caller:
         __slots__ = ("job", "waiting", "stall")
+        job: Any  # a workload.Job
+        waiting: Any  # its call in flight (a calls.Call)
+        stall: Stall | None  # made at its first retry
 
         def attempt(self, _event) -> None:
             """Call the downstream now; a call in flight answers :meth:`heard`."""
