@@ -430,8 +430,8 @@ def make_plain_caller(sim):
             c.event.callbacks.append(self.heard)
 
         def heard(self, event) -> None:
-            job = self.job
-            outcome = settle(self.waiting, event.value)
+            job, c, self.waiting = self.job, self.waiting, None  # (no cycle with its call)
+            outcome = settle(c, event.value)
             if outcome == OK and not job.poison:  # (outcome's first branch, inlined)
                 finish(job, env.now, SUCCEEDED)
                 in_hand.discard(job)
@@ -445,6 +445,7 @@ def make_plain_caller(sim):
 
         def _interrupted(self, timer) -> None:
             self.waiting.event.callbacks.remove(self.heard)
+            self.waiting = None
             self.outcome(self.job, timer.value)
 
         def outcome(self, job, outcome) -> None:
