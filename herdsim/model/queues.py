@@ -2,7 +2,9 @@
 
 ``simpy.Store`` pops with ``list.pop(0)``, which makes a large backlog quadratic; this
 store keeps items in a deque, and takes its arrivals from the arrival clock only when
-someone looks (see :class:`JobQueue`).
+someone looks (see :class:`JobQueue`). A job that arrives and waits in line is kept as its
+id alone, consecutive ones as one :class:`Fresh` run, until a worker takes it: an outage's
+backlog of a million jobs costs a few runs instead of a million ``Job`` objects.
 """
 
 from __future__ import annotations
@@ -14,7 +16,22 @@ from collections.abc import Callable
 import simpy
 
 from herdsim.model.kernel import Timer, at, trigger_later, unfired
-from herdsim.model.workload import Clock
+from herdsim.model.workload import Clock, Job
+
+NewJob = Callable[[float], "Job | int | None"]
+"""``new_job(t)``: the job arriving at *t*, as a ``Job``, as its id alone (a plain new
+job, which the queue makes with ``make(id)`` when it hands it out), or None (refused)."""
+
+
+class Fresh:
+    """Jobs ``first`` … ``end - 1`` waiting in line as they arrived: consecutive ids, no
+    ``Job`` made yet."""
+
+    __slots__ = ("first", "end")
+
+    def __init__(self, job_id: int):
+        self.first = job_id
+        self.end = job_id + 1
 
 
 class JobQueue:
@@ -24,7 +41,9 @@ class JobQueue:
     time order and at their own times, the jobs that have arrived since (``new_job(t)``
     records each one, or refuses it when the queue is full): ``take(now)`` hands out the
     next job, or None when there is none (then ``get()``), ``depth(now)`` counts them and
-    ``jobs(until)`` lists them at the end of a run. Idle workers wait in line (FIFO); the
+    ``jobs(until)`` lists them at the end of a run. A plain new job (``new_job`` gave its
+    id) that waits in line stays an id in a :class:`Fresh` run; ``make(id)`` turns it
+    into its ``Job`` when it is handed out. Idle workers wait in line (FIFO); the
     first one waits on a timer set for the next arrival and receives its first job as
     the timer's value, one event in all. A job ``put`` while a worker waits on that timer
     goes to that worker at once, and the timer passes to the next in line. A worker's
@@ -34,11 +53,14 @@ class JobQueue:
     sets it again.
     """
 
-    def __init__(self, env: simpy.Environment, clock: Clock, new_job):
+    def __init__(self, env: simpy.Environment, clock: Clock, new_job: NewJob,
+                 make: Callable[[int], Job] | None = None):
         self.env = env
         self.clock = clock
         self.new_job = new_job
-        self._items: deque = deque()
+        self.make = make  # None: new_job never gives an id
+        self._items: deque = deque()  # jobs and Fresh runs, in line order
+        self._more = 0  # jobs in line beyond one an item: each run's length - 1
         # Idle workers in line: one event nobody fires, its callbacks a deque of their
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
@@ -52,19 +74,38 @@ class JobQueue:
         if self.clock.next_at <= now and not self._waited:
             self._let_in(now)
         items = self._items
-        return items.popleft() if items else None
+        if not items:
+            return None
+        if items[0].__class__ is not Fresh:
+            return items.popleft()
+        run = items[0]
+        job_id = run.first
+        if run.end - job_id == 1:
+            items.popleft()
+        else:
+            run.first = job_id + 1
+            self._more -= 1
+        return self.make(job_id)  # type: ignore[misc]  # a run holds ids: make is set
 
     def depth(self, now: float) -> int:
         """How many jobs are queued at *now*."""
         self.catch_up(now)
-        return len(self._items)
+        return len(self._items) + self._more
 
-    def jobs(self, until: float | None) -> list:
+    def jobs(self, until: float | None, fresh: bool = True) -> list:
         """The jobs queued just before *until* (the end of a run), in line order; with
-        None, those queued now (open loop: the clock feeds callers, not this queue)."""
+        None, those queued now (open loop: the clock feeds callers, not this queue).
+        Without *fresh*, less those still waiting as they arrived (no ``Job`` is made for
+        them: their rows need nothing but their ids)."""
         if until is not None:
             self.catch_up(until, until_before=True)
-        return list(self._items)
+        jobs = []
+        for item in self._items:
+            if item.__class__ is not Fresh:
+                jobs.append(item)
+            elif fresh:
+                jobs.extend(map(self.make, range(item.first, item.end)))  # type: ignore[arg-type]  # ids: make is set
+        return jobs
 
     def catch_up(self, now: float, until_before: bool = False) -> None:
         """Let in every job arriving at or before *now* (before *now*, if *until_before*).
@@ -76,14 +117,26 @@ class JobQueue:
 
     def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
-        value of the event *first* (if given), the others are ``put``."""
-        clock, new_job, put = self.clock, self.new_job, self.put
+        value of the event *first* (if given), the others are ``put``; a plain one (an
+        id) that nobody waits for joins the last run in line, or starts one."""
+        clock, new_job, put, make, items = (self.clock, self.new_job, self.put, self.make,
+                                            self._items)
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at
             for _ in range(clock.burst):
                 job = new_job(t)
                 if job is None:
                     continue
+                if isinstance(job, int):
+                    if first is None and not self._waited and not self._waiting:
+                        last = items[-1] if items else None
+                        if last.__class__ is Fresh and last.end == job:
+                            last.end = job + 1
+                            self._more += 1
+                        else:
+                            items.append(Fresh(job))
+                        continue
+                    job = make(job)  # type: ignore[misc]  # an id: make is set
                 if first is not None:
                     first.value = job
                     first = None
@@ -155,7 +208,7 @@ class JobQueue:
 
     def __len__(self) -> int:
         """The jobs queued, without letting any in (as ``new_job`` sees the queue)."""
-        return len(self._items)
+        return len(self._items) + self._more
 
 
 class DelayedQueue:
@@ -201,10 +254,13 @@ class KeyedQueue(JobQueue):
     (the worker lets go of the job) queues it at the tail. Handing a job out (``take``, a
     waiting worker's timer, a ``put`` to an idle worker) is ``Get``: its key moves from
     dirty to in process. ``depth`` counts the queued jobs only (``Len``: held ones are
-    not in the queue).
+    not in the queue). Every job comes as a ``Job`` (its key is drawn as it arrives).
     """
 
-    def __init__(self, env: simpy.Environment, clock: Clock, new_job, merge):
+    new_job: Callable[[float], Job | None]
+
+    def __init__(self, env: simpy.Environment, clock: Clock,
+                 new_job: Callable[[float], Job | None], merge):
         super().__init__(env, clock, new_job)
         self.merge = merge
         self.queued: set = set()  # dirty keys in line
@@ -218,8 +274,8 @@ class KeyedQueue(JobQueue):
             self.processing.add(job.key)
         return job
 
-    def jobs(self, until: float | None) -> list:
-        return [*super().jobs(until), *self.held.values()]
+    def jobs(self, until: float | None, fresh: bool = True) -> list:
+        return [*super().jobs(until, fresh), *self.held.values()]
 
     def put(self, job) -> None:
         self._add(job, self.env.now)

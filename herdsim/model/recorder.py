@@ -110,7 +110,8 @@ class Recorder:
         }, copy=False)
 
     def jobs(self, pending: list) -> pd.DataFrame:
-        """One row per submitted job; *pending* are the job objects still in the system."""
+        """One row per submitted job; *pending* are the job objects still in the system
+        (those still queued as they arrived may be left out: they made no attempt)."""
         n = len(self.arrivals)
         finish = np.full(n, np.nan)
         attempts = np.zeros(n, dtype=np.int64)

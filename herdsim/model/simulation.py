@@ -105,7 +105,7 @@ class Simulation:
             self.queue: JobQueue = KeyedQueue(env, self.clock, self.new_job, self._merge)
             self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
         else:
-            self.queue = JobQueue(env, self.clock, self.new_job)
+            self.queue = JobQueue(env, self.clock, self.arrive, self.plain_job)
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
@@ -236,6 +236,12 @@ class Simulation:
 
     def new_job(self, now: float) -> Job | None:
         """A new job arrives at *now* (None when the main queue is full and refuses it)."""
+        job = self.arrive(now)
+        return self.plain_job(job) if isinstance(job, int) else job
+
+    def arrive(self, now: float) -> Job | int | None:
+        """:meth:`new_job`, a plain job (not poison) given as its id alone: the main queue
+        keeps a waiting job as an id, and makes it (:meth:`plain_job`) when handed out."""
         if self._queue_limit is not None and len(self.queue) >= self._queue_limit:
             self.recorder.refused.append(now)
             return None
@@ -244,6 +250,10 @@ class Simulation:
         if self._poison_fraction and self._poison_draw() < self._poison_fraction:
             self._poison(job_id)
             return Job(job_id, True, self._base)
+        return job_id
+
+    def plain_job(self, job_id: int) -> Job:
+        """The plain job *job_id*, as :meth:`new_job` makes it when it arrives."""
         return Job(job_id, False, self._base)
 
     def _new_keyed_job(self, now: float) -> Job | None:
@@ -295,10 +305,11 @@ class Simulation:
         self.progress(self.env.now, self.scenario.duration)  # type: ignore[misc]  # armed only with a progress
         self._arm_progress(k + 1)
 
-    def pending_jobs(self) -> list[Job]:
-        """Jobs still in the system: queued, parked for a retry, or held by a worker."""
+    def pending_jobs(self, fresh: bool = True) -> list[Job]:
+        """Jobs still in the system: queued, parked for a retry, or held by a worker;
+        without *fresh*, less those still queued as they arrived (never taken)."""
         # those arriving before the end (the run stops before it)
-        queued = self.queue.jobs(None if self.open_loop else self.scenario.duration)
+        queued = self.queue.jobs(None if self.open_loop else self.scenario.duration, fresh)
         return [*queued, *self.delayed.jobs(), *self.in_hand]
 
     def run(self) -> Finished:
@@ -314,5 +325,5 @@ class Simulation:
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
-        return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
+        return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
                         sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
