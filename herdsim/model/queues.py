@@ -18,9 +18,10 @@ import simpy
 from herdsim.model.kernel import Timer, at, trigger_later, unfired
 from herdsim.model.workload import Clock, Job
 
-NewJob = Callable[[float], "Job | int | None"]
-"""``new_job(t)``: the job arriving at *t*, as a ``Job``, as its id alone (a plain new
-job, which the queue makes with ``make(id)`` when it hands it out), or None (refused)."""
+NewJob = Callable[..., "Job | int | None"]
+"""``new_job(t, lazy)``: the job arriving at *t* (None: refused); with *lazy*, a plain one
+as its id alone (the queue makes it with ``make(id)`` when it hands it out). A keyed queue
+calls ``new_job(t)`` only."""
 
 
 class Fresh:
@@ -60,6 +61,8 @@ class JobQueue:
         self.new_job = new_job
         self.make = make  # None: new_job never gives an id
         self._items: deque = deque()  # jobs and Fresh runs, in line order
+        self._runs = 0  # Fresh runs in line
+        self._tail = Fresh(-1)  # the run made last (in line or not)
         self._more = 0  # jobs in line beyond one an item: each run's length - 1
         # Idle workers in line: one event nobody fires, its callbacks a deque of their
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
@@ -76,12 +79,13 @@ class JobQueue:
         items = self._items
         if not items:
             return None
-        if items[0].__class__ is not Fresh:
+        if not self._runs or items[0].__class__ is not Fresh:
             return items.popleft()
         run = items[0]
         job_id = run.first
         if run.end - job_id == 1:
             items.popleft()
+            self._runs -= 1
         else:
             run.first = job_id + 1
             self._more -= 1
@@ -117,32 +121,38 @@ class JobQueue:
 
     def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
-        value of the event *first* (if given), the others are ``put``; a plain one (an
-        id) that nobody waits for joins the last run in line, or starts one."""
-        clock, new_job, put, make, items = (self.clock, self.new_job, self.put, self.make,
-                                            self._items)
+        value of the event *first* (if given), the others are ``put``, or ``_queue``d
+        while nobody waits for them."""
+        clock, new_job, put = self.clock, self.new_job, self.put
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at
             for _ in range(clock.burst):
-                job = new_job(t)
+                if first is None and not self._waited and not self._waiting:
+                    self._queue(new_job(t, True))
+                    continue
+                job = new_job(t, False)
                 if job is None:
                     continue
-                if isinstance(job, int):
-                    if first is None and not self._waited and not self._waiting:
-                        last = items[-1] if items else None
-                        if last.__class__ is Fresh and last.end == job:
-                            last.end = job + 1
-                            self._more += 1
-                        else:
-                            items.append(Fresh(job))
-                        continue
-                    job = make(job)  # type: ignore[misc]  # an id: make is set
                 if first is not None:
                     first.value = job
                     first = None
                 else:
                     put(job)
             clock.advance()
+
+    def _queue(self, job: Job | int | None) -> None:
+        """Queue a new job nobody waits for (``put`` would): a plain one (an id) joins the
+        last run in line, or starts one."""
+        items, tail = self._items, self._tail
+        if items and items[-1] is tail and job == tail.end:  # the next id: extend the run
+            tail.end = job + 1  # type: ignore[operator]  # an id
+            self._more += 1
+        elif job.__class__ is int:
+            self._tail = Fresh(job)  # type: ignore[arg-type]  # an id
+            items.append(self._tail)
+            self._runs += 1
+        elif job is not None:
+            items.append(job)
 
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
