@@ -51,7 +51,7 @@ from pathlib import Path
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "outage.yaml"
 MIN_CALLS = 1_000_000
-MEMORY_TARGET_MB = 1200
+MEMORY_TARGET_MB = 800
 SPEED_TARGET = 2.0
 
 

@@ -62,13 +62,16 @@ def play_calls(env, downstream, starts: dict[str, float], until: float) -> dict:
     return log
 
 
-def assert_every_job_ends_in_one_place(sim, res) -> None:
+def assert_every_job_ends_in_one_place(sim, run):
     """Every job that arrived is in exactly one place, counted from the model (not from
     the summary's ``pending = submitted - succeeded - dead - merged``): finished once (the
     recorder's finish rows: succeeded, dead-lettered or merged into its key's job) or
     still held (the queues, a worker, a caller); and the per-job table and the summary
-    count the same."""
-    finished = list(sim.recorder.finish_id)
+    count the same. *run* is what ``sim.run()`` returned; returns its ``Result``."""
+    from herdsim.results.result import Result
+
+    finished = list(sim.recorder.finish_id)  # read before the jobs frame takes them over
+    res = Result.from_finished(run)
     held = [job.id for job in sim.pending_jobs()]
     assert len(set(finished)) == len(finished), "a job finished twice"
     assert len(set(held)) == len(held), "a job is in two places at once"
@@ -81,6 +84,7 @@ def assert_every_job_ends_in_one_place(sim, res) -> None:
     assert res.summary["jobs_merged"] == outcomes.get("merged", 0)
     assert res.summary["jobs_succeeded"] == outcomes.get("succeeded", 0)
     assert res.summary["jobs_dead_lettered"] == outcomes.get("dead_lettered", 0)
+    return res
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,6 @@ from herdsim.model.downstream.core import DOWN, FAILED, OK, REJECTED, TIMEOUT, D
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws, draws
-from herdsim.results.result import Result
 
 # mean 1 s, latency_per_call 1 s: r(n) = 1 / (1 + n), so a lone call takes 2 s.
 BASE = {"service": {"distribution": "constant", "mean": "1s"},
@@ -127,7 +126,7 @@ def test_continuous_conserves_jobs_and_slots(data, latency):
         env.step()
         assert 0 <= ds.busy == len(ds.service.heap) <= sc.downstream.concurrency
         assert ds.n_waiting >= 0
-    assert_every_job_ends_in_one_place(sim, Result.from_finished(sim.run()))
+    assert_every_job_ends_in_one_place(sim, sim.run())
 
 
 def test_at_start_is_the_default(make_scenario):

@@ -29,7 +29,6 @@ from herdsim.model.streams import Draws, draws
 from herdsim.policies import budget as budgets
 from herdsim.policies.rate_limit import TokenBucket
 from herdsim.policies.strategies import Strategy
-from herdsim.results.result import Result
 
 SERVICE, REQUEST, RESPONSE = 1.0, 0.3, 0.2
 LEGS = {"service": {"distribution": "constant", "mean": SERVICE},
@@ -155,7 +154,7 @@ def test_with_a_request_leg_every_job_ends_in_one_place(data, request, model):
         assert 0 <= ds.busy <= sc.downstream.concurrency
         assert ds.n_waiting <= (sc.downstream.queue_limit or math.inf)
         assert ds.n_waiting >= 0
-    assert_every_job_ends_in_one_place(sim, Result.from_finished(sim.run()))
+    assert_every_job_ends_in_one_place(sim, sim.run())
 
 
 def test_the_kernel_environment_keeps_simpy_time():

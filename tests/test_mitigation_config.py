@@ -179,8 +179,9 @@ def test_every_job_ends_in_exactly_one_place_with_breakers_budgets_and_open_loop
     (main queue, delayed queue, workers' or callers' hands) are unique and disjoint from
     the finished ones; together they are every submitted job."""
     sim = Simulation(herdsim.load_scenario(data))
-    result = Result.from_finished(sim.run())
-    finished = np.asarray(sim.recorder.finish_id, dtype=np.int64)
+    run = sim.run()
+    finished = np.asarray(sim.recorder.finish_id, dtype=np.int64).copy()  # the frame takes them
+    result = Result.from_finished(run)
     held = np.asarray([job.id for job in sim.pending_jobs()], dtype=np.int64)
     assert len(np.unique(finished)) == len(finished)
     assert len(np.unique(held)) == len(held)

@@ -44,7 +44,7 @@ from herdsim.experiments.sweep import plan
 from herdsim.model import calls, worker
 from herdsim.model.simulation import Simulation
 from herdsim.policies import budget, presets, retry_after
-from herdsim.results.result import Result, run
+from herdsim.results.result import run
 
 SEEDS = range(5)
 RETRIES = 30  # 2^30 s is 34 years: past it herdsim's NO_CAP (1e9 s) would bind
@@ -750,7 +750,7 @@ def test_every_preset_loads_and_runs_where_it_can():
     one place."""
     for name in presets.PRESETS:
         sim = Simulation(load_scenario(_tiny(name)))
-        assert_every_job_ends_in_one_place(sim, Result.from_finished(sim.run()))
+        assert_every_job_ends_in_one_place(sim, sim.run())
 
 
 def test_compare_presets_arms_are_the_presets_scenarios():

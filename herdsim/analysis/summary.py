@@ -27,13 +27,20 @@ STORM_LEVEL = 0.01  # a retry storm lasts while retries exceed 1% of the offered
 UNBOUNDED_FACTOR = 1000  # capacity above 1000x the offered rate: "unbounded", shown n/a
 
 
+CHUNK = 1 << 20  # windows counted at a time: the temporaries stay small on long runs
+
+
 def peak_rate(times: np.ndarray, window: float) -> float:
     """Events per second in the busiest window of width *window* (times sorted)."""
     times = np.asarray(times, dtype=float)
     if times.size == 0:
         return 0.0
-    ends = np.searchsorted(times, times + window, side="left")
-    return float((ends - np.arange(times.size)).max() / window)
+    most = 0
+    for start in range(0, times.size, CHUNK):
+        ends = np.searchsorted(times, times[start:start + CHUNK] + window, side="left")
+        ends -= np.arange(start, start + ends.size)
+        most = max(most, int(ends.max()))
+    return float(most / window)
 
 
 def peak_over_mean(values: pd.Series | np.ndarray) -> float | None:
@@ -168,6 +175,19 @@ def order_statistic(values: np.ndarray, q: float) -> int:
     return max(0, math.ceil(q * len(values) - 1e-9) - 1)
 
 
+def _ranked(values: np.ndarray, ranks: dict[str, int]) -> dict[str, float | None]:
+    """The value of each rank of *ranks* in *values* sorted (None past its end), found
+    by partitioning *values* in place (a scratch array: its order is lost)."""
+    out: dict[str, float | None] = {}
+    for key, k in ranks.items():
+        if k < values.size:
+            values.partition(k)
+            out[key] = float(values[k])
+        else:
+            out[key] = None
+    return out
+
+
 def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
     """Each latency quantile of :data:`QUANTILES` over every submitted job, as two exact
     bounds: ``latency_pXX`` with pending jobs at their age (the lower bound, see
@@ -176,28 +196,26 @@ def latency_quantiles(jobs: pd.DataFrame, end: float) -> dict:
     statistic (one job's latency, no interpolation between two), so the true one lies
     in [lower, upper] and is exact when they meet. Also ``pending_age_max`` (None with
     none pending), ``latency_censored`` (a quantile's bounds differ), and the same
-    quantiles over the succeeded jobs alone (``latency_succeeded_pXX``, exact)."""
-    latency, oldest = job_latencies(jobs, end)
-    finished = latency[(jobs["outcome"] != "pending").to_numpy()]
-    succeeded = latency[(jobs["outcome"] == "succeeded").to_numpy()]
+    quantiles over the succeeded jobs alone (``latency_succeeded_pXX``, exact).
+    One scratch array of latencies at a time: a long run's summary costs one column."""
+    outcome = jobs["outcome"]
+    latency = jobs["latency"].to_numpy()  # pending: NaN (their ages go in a scratch copy)
+    ranks = {key: order_statistic(latency, q) for key, q in QUANTILES.items()}
+    upper = _ranked(latency[(outcome != "pending").to_numpy()], ranks)  # pending at +inf
+    every, oldest = job_latencies(jobs, end)
+    lower = _ranked(every, ranks)
+    del every
     out: dict = {}
-    for key, q in QUANTILES.items():
-        lower = upper = None
-        if latency.size:
-            k = order_statistic(latency, q)
-            lower = float(np.partition(latency, k)[k])
-            upper = float(np.partition(finished, k)[k]) if k < finished.size else None
-        out[key], out[f"{key}_upper"] = lower, upper
+    for key in QUANTILES:
+        out[key], out[f"{key}_upper"] = lower[key], upper[key]
     out["pending_age_max"] = oldest
     out["latency_censored"] = any(out[key] != out[f"{key}_upper"] for key in QUANTILES
                                   if out[key] is not None)
-    for key, q in QUANTILES.items():
-        name = key.replace("latency_", "latency_succeeded_")
-        if succeeded.size:
-            k = order_statistic(succeeded, q)
-            out[name] = float(np.partition(succeeded, k)[k])
-        else:
-            out[name] = None
+    succeeded = latency[(outcome == "succeeded").to_numpy()]
+    exact = _ranked(succeeded, {key: order_statistic(succeeded, q)
+                                for key, q in QUANTILES.items()})
+    for key in QUANTILES:
+        out[key.replace("latency_", "latency_succeeded_")] = exact[key]
     return out
 
 
@@ -261,8 +279,8 @@ def peak_to_baseline(attempt_times: np.ndarray, scenario: Scenario) -> float | N
     times = np.asarray(attempt_times, dtype=float)
     cut = int(np.searchsorted(times, first, side="left"))
     # a window must end before the outage to count as "before": drop calls too close to it
-    before = times[:cut]
-    baseline = peak_rate(before[before <= first - window], window) if cut else 0.0
+    before = times[:int(np.searchsorted(times, first - window, side="right"))]  # (sorted)
+    baseline = peak_rate(before, window) if cut else 0.0
     if baseline == 0:
         return None
     return peak_rate(times[cut:], window) / baseline

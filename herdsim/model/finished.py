@@ -16,7 +16,7 @@ class Finished:
     scenario: Scenario
     recorder: Recorder
     n_bins: int
-    pending: list[Job]
+    pending: list[Job]  # jobs still in the system, less those queued as they arrived
     wall: float
     breaker_trips: int = 0
     breaker_open_time: float = 0.0  # mean time one breaker spent not closed (s)

@@ -2,7 +2,9 @@
 
 ``simpy.Store`` pops with ``list.pop(0)``, which makes a large backlog quadratic; this
 store keeps items in a deque, and takes its arrivals from the arrival clock only when
-someone looks (see :class:`JobQueue`).
+someone looks (see :class:`JobQueue`). A job that arrives and waits in line is kept as its
+id alone, consecutive ones as one :class:`Fresh` run, until a worker takes it: an outage's
+backlog of a million jobs costs a few runs instead of a million ``Job`` objects.
 """
 
 from __future__ import annotations
@@ -14,7 +16,23 @@ from collections.abc import Callable
 import simpy
 
 from herdsim.model.kernel import Timer, at, trigger_later, unfired
-from herdsim.model.workload import Clock
+from herdsim.model.workload import Clock, Job
+
+NewJob = Callable[..., "Job | int | None"]
+"""``new_job(t, lazy)``: the job arriving at *t* (None: refused); with *lazy*, a plain one
+as its id alone (the queue makes it with ``make(id)`` when it hands it out). A keyed queue
+calls ``new_job(t)`` only."""
+
+
+class Fresh:
+    """Jobs ``first`` … ``end - 1`` waiting in line as they arrived: consecutive ids, no
+    ``Job`` made yet."""
+
+    __slots__ = ("first", "end")
+
+    def __init__(self, job_id: int):
+        self.first = job_id
+        self.end = job_id + 1
 
 
 class JobQueue:
@@ -24,7 +42,9 @@ class JobQueue:
     time order and at their own times, the jobs that have arrived since (``new_job(t)``
     records each one, or refuses it when the queue is full): ``take(now)`` hands out the
     next job, or None when there is none (then ``get()``), ``depth(now)`` counts them and
-    ``jobs(until)`` lists them at the end of a run. Idle workers wait in line (FIFO); the
+    ``jobs(until)`` lists them at the end of a run. A plain new job (``new_job`` gave its
+    id) that waits in line stays an id in a :class:`Fresh` run; ``make(id)`` turns it
+    into its ``Job`` when it is handed out. Idle workers wait in line (FIFO); the
     first one waits on a timer set for the next arrival and receives its first job as
     the timer's value, one event in all. A job ``put`` while a worker waits on that timer
     goes to that worker at once, and the timer passes to the next in line. A worker's
@@ -34,11 +54,16 @@ class JobQueue:
     sets it again.
     """
 
-    def __init__(self, env: simpy.Environment, clock: Clock, new_job):
+    def __init__(self, env: simpy.Environment, clock: Clock, new_job: NewJob,
+                 make: Callable[[int], Job] | None = None):
         self.env = env
         self.clock = clock
         self.new_job = new_job
-        self._items: deque = deque()
+        self.make = make  # None: new_job never gives an id
+        self._items: deque = deque()  # jobs and Fresh runs, in line order
+        self._runs = 0  # Fresh runs in line
+        self._tail = Fresh(-1)  # the run made last (in line or not)
+        self._more = 0  # jobs in line beyond one an item: each run's length - 1
         # Idle workers in line: one event nobody fires, its callbacks a deque of their
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
@@ -52,19 +77,39 @@ class JobQueue:
         if self.clock.next_at <= now and not self._waited:
             self._let_in(now)
         items = self._items
-        return items.popleft() if items else None
+        if not items:
+            return None
+        if not self._runs or items[0].__class__ is not Fresh:
+            return items.popleft()
+        run = items[0]
+        job_id = run.first
+        if run.end - job_id == 1:
+            items.popleft()
+            self._runs -= 1
+        else:
+            run.first = job_id + 1
+            self._more -= 1
+        return self.make(job_id)  # type: ignore[misc]  # a run holds ids: make is set
 
     def depth(self, now: float) -> int:
         """How many jobs are queued at *now*."""
         self.catch_up(now)
-        return len(self._items)
+        return len(self._items) + self._more
 
-    def jobs(self, until: float | None) -> list:
+    def jobs(self, until: float | None, fresh: bool = True) -> list:
         """The jobs queued just before *until* (the end of a run), in line order; with
-        None, those queued now (open loop: the clock feeds callers, not this queue)."""
+        None, those queued now (open loop: the clock feeds callers, not this queue).
+        Without *fresh*, less those still waiting as they arrived (no ``Job`` is made for
+        them: their rows need nothing but their ids)."""
         if until is not None:
             self.catch_up(until, until_before=True)
-        return list(self._items)
+        jobs = []
+        for item in self._items:
+            if item.__class__ is not Fresh:
+                jobs.append(item)
+            elif fresh:
+                jobs.extend(map(self.make, range(item.first, item.end)))  # type: ignore[arg-type]  # ids: make is set
+        return jobs
 
     def catch_up(self, now: float, until_before: bool = False) -> None:
         """Let in every job arriving at or before *now* (before *now*, if *until_before*).
@@ -76,12 +121,16 @@ class JobQueue:
 
     def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
-        value of the event *first* (if given), the others are ``put``."""
+        value of the event *first* (if given), the others are ``put``, or ``_queue``d
+        while nobody waits for them."""
         clock, new_job, put = self.clock, self.new_job, self.put
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at
             for _ in range(clock.burst):
-                job = new_job(t)
+                if first is None and not self._waited and not self._waiting:
+                    self._queue(new_job(t, True))
+                    continue
+                job = new_job(t, False)
                 if job is None:
                     continue
                 if first is not None:
@@ -90,6 +139,20 @@ class JobQueue:
                 else:
                     put(job)
             clock.advance()
+
+    def _queue(self, job: Job | int | None) -> None:
+        """Queue a new job nobody waits for (``put`` would): a plain one (an id) joins the
+        last run in line, or starts one."""
+        items, tail = self._items, self._tail
+        if items and items[-1] is tail and job == tail.end:  # the next id: extend the run
+            tail.end = job + 1  # type: ignore[operator]  # an id
+            self._more += 1
+        elif job.__class__ is int:
+            self._tail = Fresh(job)  # type: ignore[arg-type]  # an id
+            items.append(self._tail)
+            self._runs += 1
+        elif job is not None:
+            items.append(job)
 
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
@@ -155,7 +218,7 @@ class JobQueue:
 
     def __len__(self) -> int:
         """The jobs queued, without letting any in (as ``new_job`` sees the queue)."""
-        return len(self._items)
+        return len(self._items) + self._more
 
 
 class DelayedQueue:
@@ -201,10 +264,13 @@ class KeyedQueue(JobQueue):
     (the worker lets go of the job) queues it at the tail. Handing a job out (``take``, a
     waiting worker's timer, a ``put`` to an idle worker) is ``Get``: its key moves from
     dirty to in process. ``depth`` counts the queued jobs only (``Len``: held ones are
-    not in the queue).
+    not in the queue). Every job comes as a ``Job`` (its key is drawn as it arrives).
     """
 
-    def __init__(self, env: simpy.Environment, clock: Clock, new_job, merge):
+    new_job: Callable[[float], Job | None]
+
+    def __init__(self, env: simpy.Environment, clock: Clock,
+                 new_job: Callable[[float], Job | None], merge):
         super().__init__(env, clock, new_job)
         self.merge = merge
         self.queued: set = set()  # dirty keys in line
@@ -218,8 +284,8 @@ class KeyedQueue(JobQueue):
             self.processing.add(job.key)
         return job
 
-    def jobs(self, until: float | None) -> list:
-        return [*super().jobs(until), *self.held.values()]
+    def jobs(self, until: float | None, fresh: bool = True) -> list:
+        return [*super().jobs(until, fresh), *self.held.values()]
 
     def put(self, job) -> None:
         self._add(job, self.env.now)

@@ -5,7 +5,9 @@ Counters are typed arrays of event times (``attempts``, ``rejected`` …), binne
 by one process. Nothing here is touched per call except an ``append``. ``array.array``
 stores 8 bytes a value where a list of floats costs 32: a 6-million-call run fits in RAM.
 The frames are built without copies (``copy=False``: numpy views of the arrays, one block
-a column), so turning a run into frames does not double its memory.
+a column), events are binned a chunk at a time, and the jobs frame takes the finish rows
+over (the recorder lets go of them), so turning a run into frames does not double its
+memory.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")
 GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "breaker_open")
+CHUNK = 1 << 20  # events binned at a time: the temporaries of a 10-million-call run stay small
 
 
 class Recorder:
@@ -53,6 +56,7 @@ class Recorder:
         self.finish_time = array("d")
         self.finish_attempts = array("i")
         self.finish_outcome = array("b")
+        self.taken = False  # whether jobs() has taken the finish rows over
         self.job_keys: array | None = None  # each job's key, by id (workload.keys only)
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
         # counters only some runs have (a downstream that sheds calls): name -> times
@@ -72,24 +76,37 @@ class Recorder:
 
     def counts(self, times, bin_width: float, n_bins: int) -> np.ndarray:
         """Events per bin."""
-        times = np.asarray(times, dtype=float)
-        if times.size == 0:
-            return np.zeros(n_bins, dtype=np.int64)
-        index = (times / bin_width).astype(np.int64)
-        np.clip(index, 0, n_bins - 1, out=index)
-        return np.bincount(index, minlength=n_bins)
+        return self._binned(np.asarray(times, dtype=float), bin_width, n_bins)[0]
+
+    @staticmethod
+    def _binned(times: np.ndarray, bin_width: float, n_bins: int,
+                outcome: np.ndarray | None = None, codes: tuple[int, ...] = ()
+                ) -> list[np.ndarray]:
+        """Events per bin of *times*, a chunk at a time; with *outcome* (one code an
+        event), one count per code of *codes*, of the events with that outcome."""
+        totals = [np.zeros(n_bins, dtype=np.int64) for _ in codes or (None,)]
+        for start in range(0, times.size, CHUNK):
+            index = (times[start:start + CHUNK] / bin_width).astype(np.int64)
+            np.clip(index, 0, n_bins - 1, out=index)
+            if outcome is None:
+                totals[0] += np.bincount(index, minlength=n_bins)
+                continue
+            chunk = outcome[start:start + CHUNK]
+            for total, code in zip(totals, codes, strict=True):
+                total += np.bincount(index[chunk == code], minlength=n_bins)
+        return totals
 
     def timeseries(self, bin_width: float, n_bins: int) -> pd.DataFrame:
         """One row per bin: counters (events in the bin) and gauges (value at bin start)."""
-        outcome = np.asarray(self.finish_outcome, dtype=np.int8)
-        finish_time = np.asarray(self.finish_time, dtype=float)
         columns: dict[str, np.ndarray] = {"time": np.arange(n_bins) * bin_width}
         columns["arrivals"] = self.counts(self.arrivals, bin_width, n_bins)
         columns["attempts"] = self.counts(self.attempts, bin_width, n_bins)
-        columns["success"] = self.counts(finish_time[outcome == SUCCEEDED], bin_width, n_bins)
+        success, dead = self._binned(np.asarray(self.finish_time, dtype=float), bin_width,
+                                     n_bins, np.asarray(self.finish_outcome, dtype=np.int8),
+                                     (SUCCEEDED, DEAD_LETTERED))
+        columns["success"] = success
         columns["retry"] = self.counts(self.sleep_time, bin_width, n_bins)
-        columns["failed_dlq"] = self.counts(finish_time[outcome == DEAD_LETTERED], bin_width,
-                                            n_bins)
+        columns["failed_dlq"] = dead
         for name in COUNTERS[2:]:
             columns[name] = self.counts(getattr(self, name), bin_width, n_bins)
         for name, times in self.optional.items():
@@ -110,15 +127,27 @@ class Recorder:
         }, copy=False)
 
     def jobs(self, pending: list) -> pd.DataFrame:
-        """One row per submitted job; *pending* are the job objects still in the system."""
+        """One row per submitted job; *pending* are the job objects still in the system
+        (those still queued as they arrived may be left out: they made no attempt).
+
+        The frame takes the finish rows over: the recorder lets go of each of them once
+        it is in its column (call it once, after :meth:`timeseries`)."""
+        if self.taken:
+            raise RuntimeError("Recorder.jobs: the finish rows went to an earlier jobs frame")
+        self.taken = True
         n = len(self.arrivals)
-        finish = np.full(n, np.nan)
-        attempts = np.zeros(n, dtype=np.int64)
-        outcome = np.full(n, 2, dtype=np.int8)
         ids = np.asarray(self.finish_id)  # views of the arrays, no copies
+        finish = np.full(n, np.nan)
         finish[ids] = np.asarray(self.finish_time, dtype=float)
+        self.finish_time = array("d")
+        attempts = np.zeros(n, dtype=np.int64)
         attempts[ids] = np.asarray(self.finish_attempts)
+        self.finish_attempts = array("i")
+        outcome = np.full(n, 2, dtype=np.int8)
         outcome[ids] = np.asarray(self.finish_outcome, dtype=np.int8)
+        self.finish_outcome = array("b")
+        del ids
+        self.finish_id = array("i")
         for job in pending:
             attempts[job.id] = job.attempts
         arrival = np.asarray(self.arrivals, dtype=float)

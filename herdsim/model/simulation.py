@@ -8,7 +8,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class Simulation:
             self.queue: JobQueue = KeyedQueue(env, self.clock, self.new_job, self._merge)
             self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
         else:
-            self.queue = JobQueue(env, self.clock, self.new_job)
+            self.queue = JobQueue(env, self.clock, self.new_job, self.plain_job)
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
@@ -235,8 +235,15 @@ class Simulation:
             limiter = self._limiters[key] = ClientRateLimiter(self.env.now)
         return limiter
 
-    def new_job(self, now: float) -> Job | None:
-        """A new job arrives at *now* (None when the main queue is full and refuses it)."""
+    @overload
+    def new_job(self, now: float) -> Job | None: ...
+    @overload
+    def new_job(self, now: float, lazy: bool) -> Job | int | None: ...
+
+    def new_job(self, now: float, lazy: bool = False) -> Job | int | None:
+        """A new job arrives at *now* (None when the main queue is full and refuses it).
+        With *lazy* a plain job (not poison) comes as its id alone: the main queue keeps
+        a waiting job as an id, and makes it (:meth:`plain_job`) when it hands it out."""
         if self._queue_limit is not None and len(self.queue) >= self._queue_limit:
             self.recorder.refused.append(now)
             return None
@@ -245,10 +252,15 @@ class Simulation:
         if self._poison_fraction and self._poison_draw() < self._poison_fraction:
             self._poison(job_id)
             return Job(job_id, True, self._base)
+        return job_id if lazy else Job(job_id, False, self._base)
+
+    def plain_job(self, job_id: int) -> Job:
+        """The plain job *job_id*, as :meth:`new_job` makes it when it arrives."""
         return Job(job_id, False, self._base)
 
-    def _new_keyed_job(self, now: float) -> Job | None:
-        """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order)."""
+    def _new_keyed_job(self, now: float, lazy: bool = False) -> Job | None:
+        """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order);
+        always a ``Job`` (the keyed queue never asks for an id)."""
         job = Simulation.new_job(self, now)
         if job is not None:
             job.key = key = self._key_draw()
@@ -296,10 +308,11 @@ class Simulation:
         self.progress(self.env.now, self.scenario.duration)  # type: ignore[misc]  # armed only with a progress
         self._arm_progress(k + 1)
 
-    def pending_jobs(self) -> list[Job]:
-        """Jobs still in the system: queued, parked for a retry, or held by a worker."""
+    def pending_jobs(self, fresh: bool = True) -> list[Job]:
+        """Jobs still in the system: queued, parked for a retry, or held by a worker;
+        without *fresh*, less those still queued as they arrived (never taken)."""
         # those arriving before the end (the run stops before it)
-        queued = self.queue.jobs(None if self.open_loop else self.scenario.duration)
+        queued = self.queue.jobs(None if self.open_loop else self.scenario.duration, fresh)
         return [*queued, *self.delayed.jobs(), *self.in_hand]
 
     def run(self) -> Finished:
@@ -315,5 +328,5 @@ class Simulation:
         gates = self.gates
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
-        return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(), wall,
+        return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
                         sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
