@@ -139,6 +139,30 @@ def test_a_client_reset_frees_its_place_at_envoy_only(kind, sheds):
         assert ts["shed_admission"].sum() == 0
 
 
+def test_codel_judges_a_call_whose_reset_left_envoy_by_its_wait():
+    """A client's reset frees its place at Envoy at once, but with ``serve_abandoned`` its
+    call still waits to be served, and CoDel still judges it by how long it waited (it
+    crashed here once: the call had forgotten when it was admitted). One call a second
+    (t = 1, 2, ...) on one slot serving for 3 s, clients leaving after 0.5 s: the call of
+    t = 1 is served until 4, while those of 2 and 3 wait, the room standing since 2. At 4
+    both have waited past the 50 ms target, the room has stood past the 0.5 s interval:
+    CoDel drops both, the slot is free, and the call of 4 takes it. So every 3 s one
+    service ends (nobody waits for it: wasted) and two calls are dropped, at 4, 7, ...,
+    28: 9 wasted services and 18 drops in 30 s."""
+    data = {"name": "reset-codel", "seed": 1, "duration": 30, "bin": 1,
+            "workload": {"arrivals": "constant", "rate": 1.0},
+            "workers": {"count": None},
+            "downstream": {"concurrency": 1, "timeout": 0.5, "serve_abandoned": True,
+                           "service": {"distribution": "constant", "mean": 3.0},
+                           "codel": {"target": 0.05, "interval": 0.5},
+                           "admission": {"kind": "envoy", "min_concurrency": 2}},
+            "retry": {"max_retries": 0}}
+    ts = frames(data)
+    assert ts["wasted"].sum() == 9
+    assert ts["shed_codel"].sum() == 18
+    assert ts["shed_admission"].sum() == 0  # (a reset frees its place at once)
+
+
 def test_a_plain_downstream_gains_no_column_or_key():
     ts_result = herdsim.run(herdsim.load_scenario(scenario(queue_limit=4)))
     extra = {"shed_admission", "shed_shedding", "shed_codel", "admission_limit", "lifo"}

@@ -33,7 +33,7 @@ class Call(Lean):
     # answered from the waiting room (CoDel). A call served at once can be its own
     # completion event (``event is call``), as a kernel Timer is one. ``admitted`` and
     # ``inflight``: set only by a downstream that defends itself (when the call was
-    # admitted, and how many then; ``admitted`` is unset again when it leaves).
+    # admitted, and how many then; ``inflight`` is 0 again once it has left the limiter).
     __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after", "admitted",
                  "inflight")
     event: Any  # its completion event (a kernel event, the call itself) or None

@@ -121,14 +121,14 @@ class JobQueue:
 
     def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
-        value of the event *first* (if given), the others are ``put``, or ``_queue``d
+        value of the event *first* (if given), the others are ``put``, or lined up (``_line_up``)
         while nobody waits for them."""
         clock, new_job, put = self.clock, self.new_job, self.put
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at
             for _ in range(clock.burst):
                 if first is None and not self._waited and not self._waiting:
-                    self._queue(new_job(t, True))
+                    self._line_up(new_job(t, True))
                     continue
                 job = new_job(t, False)
                 if job is None:
@@ -140,7 +140,7 @@ class JobQueue:
                     put(job)
             clock.advance()
 
-    def _queue(self, job: Job | int | None) -> None:
+    def _line_up(self, job: Job | int | None) -> None:
         """Queue a new job nobody waits for (``put`` would): a plain one (an id) joins the
         last run in line, or starts one."""
         items, tail = self._items, self._tail

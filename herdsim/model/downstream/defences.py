@@ -132,12 +132,14 @@ class DefendedDownstream(Downstream):
 
     def _left(self, c: Call, now: float, dropped: bool) -> None:
         """An admitted call leaves: the limiter's sample."""
-        if c.epoch != self.epoch or getattr(c, "admitted", None) is None:
+        if c.epoch != self.epoch or not getattr(c, "inflight", 0):
             return
         self.held -= 1
         if self.admission is not None:
             self.admission.sample(now, c.admitted, c.inflight, dropped)
-        del c.admitted  # left once
+        # Left once. Its admission time stays: a call whose client's reset left the limiter
+        # may still wait to be served (serve_abandoned), and CoDel reads its sojourn.
+        c.inflight = 0
 
     def finish(self, c: Call, value: int) -> int:
         if value == COMPLETED:
