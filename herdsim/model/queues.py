@@ -121,8 +121,8 @@ class JobQueue:
 
     def _let_in(self, now: float, until_before: bool = False, first=None) -> None:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
-        value of the event *first* (if given), the others are ``put``, or lined up (``_line_up``)
-        while nobody waits for them."""
+        value of the event *first* (if given), the others are ``put``, or lined up
+        (``_line_up``) while nobody waits for them."""
         clock, new_job, put = self.clock, self.new_job, self.put
         while clock.next_at < now or (clock.next_at == now and not until_before):
             t = clock.next_at

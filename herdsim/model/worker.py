@@ -11,6 +11,7 @@ fails fast costs no event, a call that completes one.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from simpy import Interrupt
@@ -468,16 +469,13 @@ def make_plain_caller(sim):
             sim.sleeping -= 1
             self.attempt(timer)
 
-    def caller(job) -> Caller:
-        one = Caller()
-        one.job, one.stall = job, None
+    def first_attempt(job, _event=None) -> None:
+        caller = Caller()
+        caller.job, caller.stall = job, None
         in_hand.add(job)
-        return one
+        caller.attempt(None)
 
     def plain_caller(job) -> None:
-        urgent(env).callbacks.append(caller(job).attempt)
-
-    def first_attempt(job) -> None:
-        caller(job).attempt(None)
+        urgent(env).callbacks.append(partial(first_attempt, job))
 
     return plain_caller, first_attempt

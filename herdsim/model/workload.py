@@ -214,11 +214,12 @@ class OpenArrivals:
         call_at(self.env, self.clock.next_at, self._on_arrival)
 
     def _arrive(self, _timer) -> None:
-        now, new_job, clock = self.env.now, self.new_job, self.clock
+        env, new_job, clock = self.env, self.new_job, self.clock
+        now = env.now
         if clock.burst == 1:
             job = new_job(now)
             clock.advance()
-            self._arm()
+            call_at(env, clock.next_at, self._on_arrival)  # (_arm, inlined)
             if job is not None:
                 self.start(job)
             return
