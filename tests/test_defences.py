@@ -172,14 +172,17 @@ def test_a_plain_downstream_gains_no_column_or_key():
 
 # -- the bundled metastable story ---------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def metastable(scenarios_dir):
-    path = scenarios_dir / "metastable.yaml"
-
+def summaries(path):
+    """``summary(**overrides)``: the summary of the scenario at *path*, overridden."""
     def summary(**overrides) -> dict:
         return herdsim.run(herdsim.load_scenario(path, overrides)).summary
 
     return summary
+
+
+@pytest.fixture(scope="module")
+def metastable(scenarios_dir):
+    return summaries(scenarios_dir / "metastable.yaml")
 
 
 @pytest.mark.parametrize("defence", [
@@ -239,12 +242,7 @@ def test_gradient2_at_its_defaults_ramps_too_slowly_for_the_load(metastable, sce
 
 @pytest.fixture(scope="module")
 def admission(scenarios_dir):
-    path = scenarios_dir / "admission.yaml"
-
-    def summary(**overrides) -> dict:
-        return herdsim.run(herdsim.load_scenario(path, overrides)).summary
-
-    return summary
+    return summaries(scenarios_dir / "admission.yaml")
 
 
 JITTER = {"retry.strategy": "full_jitter"}

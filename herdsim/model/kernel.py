@@ -119,9 +119,7 @@ def unfired() -> Timer:
 def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) -> Timer:
     """A :class:`Timer` firing *value* at time *when* (no waiters yet), pushed on the heap
     as the entry ``Environment.schedule`` makes, so it keeps SimPy's order."""
-    timer = Timer()
-    timer.callbacks = []
-    timer._ok = True
+    timer = unfired()
     timer._value = value
     heappush(env._queue, (when, priority, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
     return timer
@@ -129,17 +127,13 @@ def at(env: simpy.Environment, when: float, value=None, priority: int = NORMAL) 
 
 def later(env: simpy.Environment, delay: float, value=None, priority: int = NORMAL) -> Timer:
     """A :class:`Timer` firing *value* at ``now + delay`` (``env.timeout``'s time)."""
-    timer = Timer()
-    timer.callbacks = []
-    timer._ok = True
-    timer._value = value
-    heappush(env._queue, (env._now + delay, priority, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
-    return timer
+    return at(env, env._now + delay, value, priority)
 
 
 def call_at(env: simpy.Environment, when: float, callback) -> None:
     """``at(env, when).callbacks.append(callback)`` in one frame: *callback* is called at
-    time *when* (with the timer)."""
+    time *when* (with the timer). The hot path's arrivals, sleeps and a call graph's tiers
+    schedule through it."""
     timer = Timer()
     timer.callbacks = [callback]
     timer._ok = True
@@ -148,13 +142,8 @@ def call_at(env: simpy.Environment, when: float, callback) -> None:
 
 
 def call_later(env: simpy.Environment, delay: float, callback) -> None:
-    """``call_at`` at ``now + delay``: *callback* is called then (the hot path's sleeps,
-    arrivals and a call graph's tiers)."""
-    timer = Timer()
-    timer.callbacks = [callback]
-    timer._ok = True
-    timer._value = None
-    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
+    """:func:`call_at` at ``now + delay``."""
+    call_at(env, env._now + delay, callback)
 
 
 def urgent(env: simpy.Environment, value=None) -> Timer:

@@ -171,10 +171,10 @@ class Simulation:
         workers (the loop chosen once, from what is configured), in that order."""
         env, scenario = self.env, self.scenario
         fast = plain(scenario)
-        arrive = self._start_caller  # an arrival's caller starts after the arrival
-        if self.open_loop and fast:
-            self._start_caller, arrive = make_plain_caller(self)  # type: ignore[method-assign]
-        deliver = self._start_caller if self.open_loop else self.queue.put
+        # an open-loop caller: started now (the backlog), or by its arrival, after it
+        start, arrive = (make_plain_caller(self) if self.open_loop and fast
+                         else (self._start_caller, self._start_caller))
+        deliver = start if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
             job = self.new_job(0.0)
             if job is not None:

@@ -214,16 +214,8 @@ class OpenArrivals:
         call_at(self.env, self.clock.next_at, self._on_arrival)
 
     def _arrive(self, _timer) -> None:
-        env, new_job, clock = self.env, self.new_job, self.clock
-        now = env.now
-        if clock.burst == 1:
-            job = new_job(now)
-            clock.advance()
-            call_at(env, clock.next_at, self._on_arrival)  # (_arm, inlined)
-            if job is not None:
-                self.start(job)
-            return
-        jobs = [new_job(now) for _ in range(clock.burst)]
+        now, new_job, clock = self.env.now, self.new_job, self.clock
+        jobs = (new_job(now),) if clock.burst == 1 else [new_job(now) for _ in range(clock.burst)]
         clock.advance()
         self._arm()
         for job in jobs:
