@@ -91,15 +91,6 @@ class ClientGoQueue:
             self.handed.append(self._pop())
 
 
-class Never:
-    """An arrival clock with no arrivals: the operations below are the only jobs."""
-
-    next_at, burst = math.inf, 1
-
-    def advance(self) -> None:
-        """Nothing arrives."""
-
-
 POLL = 1.0
 operations = st.lists(st.one_of(
     st.tuples(st.just("add"), st.integers(0, 2)),
@@ -121,7 +112,8 @@ def test_the_simulated_queue_hands_out_client_gos_keys(ops):
     t = k + 0.5, the poller at whole seconds; a parked job's due time is unique."""
     env = simpy.Environment()
     merged: list = []
-    queue = KeyedQueue(env, Never(), None, lambda job, t: merged.append(job))
+    queue = KeyedQueue(env, None, None,  # no arrivals: the operations are the jobs
+                       lambda job, t: merged.append(job))
     delayed = KeyedDelayedQueue(env, queue, POLL, lambda job, t: merged.append(job))
     ref = ClientGoQueue()
     handed: list = []

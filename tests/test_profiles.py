@@ -46,7 +46,7 @@ def rate_at(t: float) -> float:
 def _times(arrivals: str, until: float, seed: int = 7) -> np.ndarray:
     wl = Workload(arrivals=arrivals, profile=PROFILE, spikes=[SPIKE])
     rng = np.random.default_rng(seed)
-    clk = clock(wl, lambda: rng.exponential(1.0))
+    clk = clock(wl, lambda n: rng.exponential(1.0, n))
     out = []
     while clk.next_at < until:
         out.append(clk.next_at)

@@ -18,6 +18,7 @@
   path's event, made with no Python frame and scheduled with one ``heappush`` of the entry
   ``Environment.schedule`` would push (same clock, priority and event id, so the same
   order). A ``simpy.Process`` can wait on one, as on any SimPy event.
+* :class:`Alarm` is a timer reused for every firing of one callback (the arrivals).
 * :class:`Runner` starts and interrupts one of the engine's own generators as
   ``simpy.Process`` does; the generator resumes itself (its ``send`` is the callback of
   the event it waits for), so a resume costs no Python frame besides its own.
@@ -130,20 +131,37 @@ def later(env: simpy.Environment, delay: float, value=None, priority: int = NORM
     return at(env, env._now + delay, value, priority)
 
 
-def call_at(env: simpy.Environment, when: float, callback) -> None:
-    """``at(env, when).callbacks.append(callback)`` in one frame: *callback* is called at
-    time *when* (with the timer). The hot path's arrivals, sleeps and a call graph's tiers
+def call_later(env: simpy.Environment, delay: float, callback) -> None:
+    """``later(env, delay).callbacks.append(callback)`` in one frame: *callback* is called
+    at ``now + delay`` (with the timer). The hot path's sleeps and a call graph's tiers
     schedule through it."""
     timer = Timer()
     timer.callbacks = [callback]
     timer._ok = True
     timer._value = None
-    heappush(env._queue, (when, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))  # type: ignore[misc]  # a Timer stands in for an Event
 
 
-def call_later(env: simpy.Environment, delay: float, callback) -> None:
-    """:func:`call_at` at ``now + delay``."""
-    call_at(env, env._now + delay, callback)
+class Alarm(Timer):
+    """One timer for one callback, set again and again (a run's arrivals): no timer is
+    made per firing. Each :meth:`set` gives it fresh callbacks (the callback, which
+    waiters may follow) and keeps its value, which the callback may set for the waiters
+    (they read it after the callback has set the alarm again). Set it again only once
+    it has fired."""
+
+    __slots__ = ("env", "_callback")
+
+    def __init__(self, env: simpy.Environment, callback):
+        self.env = env
+        self._callback = callback
+        self._ok = True
+        self._value = None
+
+    def set(self, when: float) -> None:
+        """Fire the callback (with this alarm) at time *when*."""
+        self.callbacks = [self._callback]
+        env = self.env
+        heappush(env._queue, (when, NORMAL, next(env._eid), self))  # type: ignore[misc]  # an Alarm stands in for an Event
 
 
 def urgent(env: simpy.Environment, value=None) -> Timer:

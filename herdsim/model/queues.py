@@ -10,12 +10,14 @@ backlog of a million jobs costs a few runs instead of a million ``Job`` objects.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 
 import simpy
 
-from herdsim.model.kernel import Timer, at, trigger_later, unfired
+from herdsim.model.kernel import Alarm, Timer, trigger_later, unfired
 from herdsim.model.workload import Clock, Job
 
 NewJob = Callable[..., "Job | int | None"]
@@ -54,10 +56,14 @@ class JobQueue:
     sets it again.
     """
 
-    def __init__(self, env: simpy.Environment, clock: Clock, new_job: NewJob,
+    def __init__(self, env: simpy.Environment, clock: Clock | None, new_job: NewJob,
                  make: Callable[[int], Job] | None = None):
         self.env = env
-        self.clock = clock
+        # the next arrival's time (None: no arrivals, as in open loop, where the clock
+        # feeds callers)
+        self.burst = clock.burst if clock is not None else 1
+        self._next_time = (clock.times() if clock is not None else repeat(math.inf)).__next__
+        self.next_at = self._next_time()
         self.new_job = new_job
         self.make = make  # None: new_job never gives an id
         self._items: deque = deque()  # jobs and Fresh runs, in line order
@@ -68,13 +74,13 @@ class JobQueue:
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
         self._line.callbacks = self._waiting = deque[Callable[[Timer], None]]()
-        self._on_arrival = self._arrive  # bound once, not once per timer
-        self._timer: Timer | None = None  # set for the next arrival while one is pending
+        self._alarm = Alarm(env, self._arrive)  # the arrival timer, set again for each
+        self._timer: Timer | None = None  # the alarm while it is set for the next arrival
         self._waited = False  # whether a worker waits on ``_timer``
 
     def take(self, now: float):
         """The next job at *now*, or None when the queue is empty (then ``get()``)."""
-        if self.clock.next_at <= now and not self._waited:
+        if self.next_at <= now and not self._waited:
             self._let_in(now)
         items = self._items
         if not items:
@@ -123,10 +129,10 @@ class JobQueue:
         """The arrivals due by *now*, in time order: the first accepted job becomes the
         value of the event *first* (if given), the others are ``put``, or lined up
         (``_line_up``) while nobody waits for them."""
-        clock, new_job, put = self.clock, self.new_job, self.put
-        while clock.next_at < now or (clock.next_at == now and not until_before):
-            t = clock.next_at
-            for _ in range(clock.burst):
+        new_job, put, next_time = self.new_job, self.put, self._next_time
+        while self.next_at < now or (self.next_at == now and not until_before):
+            t = self.next_at
+            for _ in range(self.burst):
                 if first is None and not self._waited and not self._waiting:
                     self._line_up(new_job(t, True))
                     continue
@@ -138,7 +144,7 @@ class JobQueue:
                     first = None
                 else:
                     put(job)
-            clock.advance()
+            self.next_at = next_time()
 
     def _line_up(self, job: Job | int | None) -> None:
         """Queue a new job nobody waits for (``put`` would): a plain one (an id) joins the
@@ -156,8 +162,8 @@ class JobQueue:
 
     def _arm(self) -> None:
         """Set the timer of the next arrival; the first worker in line waits on it."""
-        self._timer = timer = at(self.env, self.clock.next_at)
-        timer.callbacks.append(self._on_arrival)
+        self._timer = timer = self._alarm
+        timer.set(self.next_at)
         self._waited = False
         if self._waiting:
             timer.callbacks.append(self._waiting.popleft())
@@ -169,8 +175,10 @@ class JobQueue:
         if self._timer is timer:
             self._timer = None
             self._waited = False
-        # (A waiting worker always gets a job: it waits only while the queue is empty, and
-        # a main-queue limit is at least 1.)
+        # (A waiting worker gets a job, or with keys None when every arrival collapsed:
+        # it waits only while the queue is empty, and a main-queue limit is at least 1.)
+        if waited:
+            timer.value = None  # (the alarm keeps the last one's)
         self._let_in(self.env.now, first=timer if waited else None)
         if self._waiting and self._timer is None:
             self._arm()
@@ -269,7 +277,7 @@ class KeyedQueue(JobQueue):
 
     new_job: Callable[[float], Job | None]
 
-    def __init__(self, env: simpy.Environment, clock: Clock,
+    def __init__(self, env: simpy.Environment, clock: Clock | None,
                  new_job: Callable[[float], Job | None], merge):
         super().__init__(env, clock, new_job)
         self.merge = merge
@@ -319,10 +327,10 @@ class KeyedQueue(JobQueue):
         """As :meth:`JobQueue._let_in`, every arrival through ``Add`` at its own time; the
         event *first* gets the first one that would be queued (none, when every arrival
         collapses or is held: its worker then waits again)."""
-        clock, new_job, add = self.clock, self.new_job, self._add
-        while clock.next_at < now or (clock.next_at == now and not until_before):
-            t = clock.next_at
-            for _ in range(clock.burst):
+        new_job, add, next_time = self.new_job, self._add, self._next_time
+        while self.next_at < now or (self.next_at == now and not until_before):
+            t = self.next_at
+            for _ in range(self.burst):
                 job = new_job(t)
                 if job is None:
                     continue
@@ -334,7 +342,7 @@ class KeyedQueue(JobQueue):
                     first = None
                 else:
                     add(job, t)
-            clock.advance()
+            self.next_at = next_time()
 
 
 class KeyedDelayedQueue(DelayedQueue):

@@ -88,24 +88,25 @@ class Simulation:
         self.progress = progress
         self.env = env = Environment()
         rngs = generators(scenario.seed)
-        self.unit_exponential = draws(lambda n: rngs["arrivals"].exponential(1.0, n))
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
         self.strategy = scenario.retry.build()
         self.throttling_strategy = (scenario.retry.build(throttling=True)
                                     if scenario.retry.throttling_base is not None else None)
         self.strategy_rng = rngs["strategy"]
         self.recorder = Recorder()
-        self.clock = clock(scenario.workload, self.unit_exponential)
+        self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
         self.keyed = scenario.workload.keys is not None
+        self.open_loop = scenario.workers.count is None
+        feeds = None if self.open_loop else self.clock  # the queue's arrivals (open: none)
         poll = scenario.workers.poll_interval
         if self.keyed:  # client-go's workqueue: jobs collapse into their keys
             self._key_draw = key_draws(scenario.workload, rngs["keys"])
             self._record_key = self.recorder.job_keys = array("q")
             self.new_job = self._new_keyed_job  # type: ignore[method-assign]  # every job gets a key
-            self.queue: JobQueue = KeyedQueue(env, self.clock, self.new_job, self._merge)
+            self.queue: JobQueue = KeyedQueue(env, feeds, self.new_job, self._merge)
             self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
         else:
-            self.queue = JobQueue(env, self.clock, self.new_job, self.plain_job)
+            self.queue = JobQueue(env, feeds, self.new_job, self.plain_job)
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
@@ -117,6 +118,7 @@ class Simulation:
         self._poison_fraction = scenario.workload.poison_fraction
         self._queue_limit = scenario.workload.queue_limit
         self._base = scenario.retry.base
+        self._job_class = Job  # an open-loop plain caller's job is its own caller
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
         self._budget_draw = draws(lambda n: rngs["budget"].random(n))
         self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
@@ -139,7 +141,6 @@ class Simulation:
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
-        self.open_loop = scenario.workers.count is None
         self._start(progress)
 
     def _downstream(self, rngs) -> Downstream:
@@ -172,8 +173,10 @@ class Simulation:
         env, scenario = self.env, self.scenario
         fast = plain(scenario)
         # an open-loop caller: started now (the backlog), or by its arrival, after it
-        start, arrive = (make_plain_caller(self) if self.open_loop and fast
-                         else (self._start_caller, self._start_caller))
+        start = arrive = self._start_caller
+        if self.open_loop and fast:
+            self._job_class = caller = make_plain_caller(self)
+            start, arrive = caller.start, caller.attempt
         deliver = start if self.open_loop else self.queue.put
         for _ in range(scenario.workload.backlog):  # at t = 0, before the first arrival
             job = self.new_job(0.0)
@@ -251,8 +254,8 @@ class Simulation:
         self._arrivals(now)
         if self._poison_fraction and self._poison_draw() < self._poison_fraction:
             self._poison(job_id)
-            return Job(job_id, True, self._base)
-        return job_id if lazy else Job(job_id, False, self._base)
+            return self._job_class(job_id, True, self._base)
+        return job_id if lazy else self._job_class(job_id, False, self._base)
 
     def plain_job(self, job_id: int) -> Job:
         """The plain job *job_id*, as :meth:`new_job` makes it when it arrives."""

@@ -24,11 +24,14 @@ def generators(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(child) for name, child in pairs}
 
 
+Sample = Callable[[int], np.ndarray]
+"""A vectorised sampler: ``sample(n)`` returns the next *n* numbers of a stream."""
+
 Draws = Callable[[], float]
 """A scalar draw: ``draw()`` returns the next number of a stream."""
 
 
-def draws(sample: Callable[[int], np.ndarray]) -> Draws:
+def draws(sample: Sample) -> Draws:
     """Scalar draws from a vectorised sampler, produced ``BLOCK`` at a time.
 
     The returned callable is the C-level ``__next__`` of a chain over blocks: a draw on

@@ -11,7 +11,6 @@ fails fast costs no event, a call that completes one.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from simpy import Interrupt
@@ -24,6 +23,7 @@ from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
+from herdsim.model.workload import Job
 from herdsim.policies import retry_after
 from herdsim.policies.workqueue import Bucket
 
@@ -62,11 +62,15 @@ class Stall:
             raise Frozen(now)
 
 
+def finish_rows(rec):
+    """The appends of a job's row (id, time, attempts, outcome), bound once."""
+    return (rec.finish_id.append, rec.finish_time.append, rec.finish_attempts.append,
+            rec.finish_outcome.append)
+
+
 def make_finish(sim):
     """``finish(job, now, outcome)``: the job's row in the per-job table."""
-    rec = sim.recorder
-    finish_id, finish_time = rec.finish_id.append, rec.finish_time.append
-    finish_attempts, finish_outcome = rec.finish_attempts.append, rec.finish_outcome.append
+    finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
 
     def finish(job, now, outcome):
         finish_id(job.id)
@@ -401,43 +405,51 @@ def make_plain_worker(sim):
 
 
 def make_plain_caller(sim):
-    """``(plain_caller, first_attempt)``: each of them ``f(job)`` starts an open-loop
-    caller taking *job* to its end, ``run_job`` with the checks :func:`plain` rules out
-    dropped, driven by callbacks instead of a ``simpy.Process``: the same steps in the
-    same order, the same events, no generator and no process per job. ``plain_caller``
-    makes its first attempt at an ``URGENT`` event now, as a process starts;
-    ``first_attempt`` makes it at once, for a caller that those events would reach next
-    anyway (see :class:`~herdsim.model.workload.OpenArrivals`). A caller stands in for the
-    process the downstream's protocol expects (``interrupt``)."""
+    """The class of a job that is its own open-loop caller: ``run_job`` with the checks
+    :func:`plain` rules out dropped, driven by callbacks instead of a ``simpy.Process``,
+    the same steps in the same order, the same events, no generator, no process and no
+    object besides the job. ``attempt()`` makes its first attempt at once, for a caller
+    that the events due now would reach next anyway (see
+    :class:`~herdsim.model.workload.OpenArrivals`); ``start()`` makes it at an ``URGENT``
+    event now, as a process starts. A caller stands in for the process the downstream's
+    protocol expects (``interrupt``)."""
     env = sim.env
     call, settle = sim.downstream.call, sim.downstream.finish
     in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
+    # (plain rules out keys, whose finish is not the plain row)
+    finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
 
-    class Caller:
-        __slots__ = ("job", "waiting", "stall")
-        job: Any  # a workload.Job
+    class Caller(Job):
+        __slots__ = ("waiting", "stall")
         waiting: Any  # its call in flight (a calls.Call)
-        stall: Stall | None  # made at its first retry
+        stall: Stall  # made at its first retry
 
-        def attempt(self, _event) -> None:
+        def start(self) -> None:
+            """Make the first attempt at an ``URGENT`` event now."""
+            urgent(env).callbacks.append(self.attempt)
+
+        def attempt(self, _event=None) -> None:
             """Call the downstream now; a call in flight answers :meth:`heard`."""
-            job = self.job
-            job.attempts += 1
+            in_hand.add(self)  # (again at a retry: no change)
+            self.attempts += 1
             c = call(self)
             if c.__class__ is int:
-                self.outcome(job, c)
+                self.outcome(c)
                 return
             self.waiting = c
             c.event.callbacks.append(self.heard)
 
         def heard(self, event) -> None:
-            job, c, self.waiting = self.job, self.waiting, None  # (no cycle with its call)
+            c, self.waiting = self.waiting, None  # (no cycle with its call)
             outcome = settle(c, event.value)
-            if outcome == OK and not job.poison:  # (outcome's first branch, inlined)
-                finish(job, env.now, SUCCEEDED)
-                in_hand.discard(job)
+            if outcome == OK and not self.poison:  # (outcome's first branch, inlined)
+                finish_id(self.id)
+                finish_time(env.now)
+                finish_attempts(self.attempts)
+                finish_outcome(SUCCEEDED)
+                in_hand.discard(self)
                 return
-            self.outcome(job, outcome)
+            self.outcome(outcome)
 
         def interrupt(self, cause) -> None:
             """Its call failed at t0 (a ``down`` outage, a crash): *cause* is the outcome,
@@ -447,35 +459,27 @@ def make_plain_caller(sim):
         def _interrupted(self, timer) -> None:
             self.waiting.event.callbacks.remove(self.heard)
             self.waiting = None
-            self.outcome(self.job, timer.value)
+            self.outcome(timer.value)
 
-        def outcome(self, job, outcome) -> None:
+        def outcome(self, outcome) -> None:
             """Succeed, sleep before the next attempt, or give up."""
             now = env.now
-            if outcome == OK and not job.poison:
-                finish(job, now, SUCCEEDED)
+            if outcome == OK and not self.poison:
+                finish(self, now, SUCCEEDED)
             else:
-                pause = retry(job, now, outcome, None)
+                pause = retry(self, now, outcome, None)
                 if pause is not None:
-                    if self.stall is None:
-                        self.stall = Stall()
-                    self.stall.check(job, now)
+                    stall = getattr(self, "stall", None)
+                    if stall is None:
+                        self.stall = stall = Stall()
+                    stall.check(self, now)
                     sim.sleeping += 1
                     call_later(env, pause, self.woke)
                     return
-            in_hand.discard(job)
+            in_hand.discard(self)
 
         def woke(self, timer) -> None:
             sim.sleeping -= 1
             self.attempt(timer)
 
-    def first_attempt(job, _event=None) -> None:
-        caller = Caller()
-        caller.job, caller.stall = job, None
-        in_hand.add(job)
-        caller.attempt(None)
-
-    def plain_caller(job) -> None:
-        urgent(env).callbacks.append(partial(first_attempt, job))
-
-    return plain_caller, first_attempt
+    return Caller

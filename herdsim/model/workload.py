@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import chain, repeat
 from typing import cast
 
 import numpy as np
 
 from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
-from herdsim.model.kernel import call_at
-from herdsim.model.streams import draws
+from herdsim.model.kernel import Alarm
+from herdsim.model.streams import BLOCK, Sample, draws
 
 
 class Job:
@@ -119,11 +120,11 @@ class ArrivalClock:
     gap added to the previous arrival's time, a restart at ``t + (change - t)``.
     """
 
-    def __init__(self, cfg: Workload, gap_draw):
+    def __init__(self, cfg: Workload, sample: Sample):
         self.schedule = Piecewise(cfg)
         self.poisson = cfg.arrivals == "poisson"
         self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
-        self.gap_draw = gap_draw
+        self.gap_draw = draws(sample)
         self._enter(0.0)
         self.next_at = 0.0
         self.advance()
@@ -152,6 +153,41 @@ class ArrivalClock:
             t += self.change - t
             self._enter(t)
 
+    def times(self) -> Iterator[float]:
+        """``next_at``, then each arrival after it (``advance`` is not called again)."""
+        while True:
+            yield self.next_at
+            self.advance()
+
+
+class SteadyClock:
+    """:class:`ArrivalClock` at one rate for good (no profile, no spike): each arrival is
+    the last one's time + a gap over the rate (a unit exponential for Poisson, else
+    ``burst``), the same sums, made ``BLOCK`` at a time by numpy (``np.add.accumulate``
+    adds in order) and handed out by a C iterator: an arrival costs no Python frame."""
+
+    def __init__(self, rate: float, poisson: bool, burst: int, sample: Sample):
+        self.burst = burst
+        last = 0.0
+
+        def block(_) -> list[float]:
+            nonlocal last
+            steps = sample(BLOCK) / rate if poisson else np.full(BLOCK, burst / rate)
+            times = np.add.accumulate(np.concatenate(((last,), steps)))[1:]
+            last = float(times[-1])
+            return cast(list[float], times.tolist())
+
+        self._times = chain.from_iterable(map(block, repeat(None)))
+        self.next_at = next(self._times)
+
+    def advance(self) -> None:
+        """Move ``next_at`` past the arrival it names."""
+        self.next_at = next(self._times)
+
+    def times(self) -> Iterator[float]:
+        """``next_at``, then each arrival after it (``advance`` is not called again)."""
+        return chain((self.next_at,), self._times)
+
 
 class TraceClock:
     """Arrivals at the times of a recorded trace (× ``time_scale``, + ``start``), read
@@ -172,16 +208,28 @@ class TraceClock:
         value = next(self._times, None)
         self.next_at = math.inf if value is None else value * self._scale + self._start
 
+    def times(self) -> Iterator[float]:
+        """``next_at``, then each arrival after it (``advance`` is not called again)."""
+        while True:
+            yield self.next_at
+            self.advance()
 
-Clock = ArrivalClock | TraceClock
-"""What a queue reads of any of them: ``next_at``, ``burst`` and ``advance()``."""
+
+Clock = ArrivalClock | SteadyClock | TraceClock
+"""What the arrivals read of any of them: ``burst`` and the arrival times, either
+``next_at`` moved on by ``advance()`` or the iterator ``times()``."""
 
 
-def clock(cfg: Workload, gap_draw) -> Clock:
-    """The arrival clock *cfg* describes: a trace's, else the rate's (steady or a profile)."""
+def clock(cfg: Workload, sample: Sample) -> Clock:
+    """The arrival clock *cfg* describes: a trace's, else the rate's (steady for good, or
+    a profile, spikes); *sample(n)* draws *n* unit exponentials (Poisson gaps)."""
     if cfg.trace is not None:
         return TraceClock(cfg)
-    return ArrivalClock(cfg, gap_draw)
+    _, rate, slope, end = Piecewise(cfg).piece(0.0)
+    if slope == 0.0 and rate > 0 and end == math.inf:
+        return SteadyClock(rate, cfg.arrivals == "poisson",
+                           cfg.burst_size if cfg.arrivals == "burst" else 1, sample)
+    return ArrivalClock(cfg, sample)
 
 
 def key_draws(cfg: Workload, rng: np.random.Generator) -> Callable[[], int]:
@@ -197,27 +245,25 @@ def key_draws(cfg: Workload, rng: np.random.Generator) -> Callable[[], int]:
 
 
 class OpenArrivals:
-    """Open loop: every arriving job is its own caller. One timer per arrival (a burst is
-    one): it lets the jobs in, arms the next arrival, then hands each job to
-    ``start(job)``, which starts its caller (a process starting after the events already
-    due now, or the fast path's first attempt made at once: the same order)."""
+    """Open loop: every arriving job is its own caller. One timer (an
+    :class:`~herdsim.model.kernel.Alarm`) fires at each arrival (a burst is one): it lets
+    the jobs in, is set for the next arrival, then hands each job to ``start(job)``,
+    which starts its caller (a process starting after the events already due now, or the
+    fast path's first attempt made at once: the same order)."""
 
     def __init__(self, env, clock: Clock, new_job, start):
         self.env = env
-        self.clock = clock
+        self.burst = clock.burst
         self.new_job = new_job
         self.start = start
-        self._on_arrival = self._arrive  # bound once, not once per timer
-        self._arm()
-
-    def _arm(self) -> None:
-        call_at(self.env, self.clock.next_at, self._on_arrival)
+        self._next_time = clock.times().__next__
+        self._alarm = Alarm(env, self._arrive)
+        self._alarm.set(self._next_time())
 
     def _arrive(self, _timer) -> None:
-        now, new_job, clock = self.env.now, self.new_job, self.clock
-        jobs = (new_job(now),) if clock.burst == 1 else [new_job(now) for _ in range(clock.burst)]
-        clock.advance()
-        self._arm()
+        now, new_job = self.env.now, self.new_job
+        jobs = (new_job(now),) if self.burst == 1 else [new_job(now) for _ in range(self.burst)]
+        self._alarm.set(self._next_time())
         for job in jobs:
             if job is not None:
                 self.start(job)

@@ -41,8 +41,8 @@ class Producer:
     async def _arrivals(self, end: float) -> None:
         sc = self.scenario
         rngs = generators(sc.seed)
-        arrival_clock = arrival_clock_of(sc.workload, draws(
-            lambda n: rngs["arrivals"].exponential(1.0, n)))  # steady, a profile or a trace
+        arrival_clock = arrival_clock_of(
+            sc.workload, lambda n: rngs["arrivals"].exponential(1.0, n))  # any arrivals
         poison = draws(lambda n: rngs["poison"].random(n))
         fraction = sc.workload.poison_fraction
         drift = self.lateness.samples["producer"]
