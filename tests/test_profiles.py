@@ -17,7 +17,8 @@ from scipy import integrate, stats
 import herdsim
 from herdsim.config.sections import Workload
 from herdsim.errors import ScenarioError
-from herdsim.model.workload import Piecewise, clock, gap
+from herdsim.model.streams import BLOCK
+from herdsim.model.workload import ArrivalClock, Piecewise, SteadyClock, clock, gap
 
 PROFILE = [{"at": "0s", "rate": 300}, {"at": "10s", "rate": 900, "ramp": "10s"},
            {"at": "25s", "rate": 0, "ramp": "5s"}, {"at": "32s", "rate": 500, "ramp": "4s"}]
@@ -52,6 +53,34 @@ def _times(arrivals: str, until: float, seed: int = 7) -> np.ndarray:
         out.append(clk.next_at)
         clk.advance()
     return np.array(out)
+
+
+@pytest.mark.parametrize("arrivals", ["poisson", "constant", "burst"])
+def test_a_steady_clock_makes_the_general_clocks_sums(arrivals):
+    """At one rate for good, the clock is a :class:`SteadyClock` (numpy sums a block at a
+    time): the very times, bit for bit, that the general clock's gap-by-gap sums reach,
+    across block boundaries, from the same stream; through ``advance`` and ``times``."""
+    extra = {"burst_size": 3} if arrivals == "burst" else {}
+    wl = Workload(arrivals=arrivals, rate=812.5, **extra)
+
+    def sample(n):
+        return stream.exponential(1.0, n)
+
+    n = 3 * BLOCK + 17
+    stream = np.random.default_rng(11)
+    steady = clock(wl, sample)
+    assert isinstance(steady, SteadyClock)
+    fast = []
+    for _ in range(n):
+        fast.append(steady.next_at)
+        steady.advance()
+    stream = np.random.default_rng(11)
+    general = ArrivalClock(wl, sample)
+    times = general.times()
+    assert fast == [next(times) for _ in range(n)]
+    stream = np.random.default_rng(11)
+    again = clock(wl, sample).times()
+    assert fast == [next(again) for _ in range(n)]
 
 
 def test_piecewise_schedule_is_the_profile_with_its_spike():
