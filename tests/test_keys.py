@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import herdsim
 from herdsim.model.queues import KeyedDelayedQueue, KeyedQueue
-from herdsim.model.workload import Job
+from herdsim.model.workload import make_job
 from herdsim.policies.workqueue import Bucket, ItemExponential
 
 
@@ -130,7 +130,7 @@ def test_the_simulated_queue_hands_out_client_gos_keys(ops):
 
     for step, op in enumerate(ops):
         if op[0] == "add":
-            job = Job(step, False, 0.0)
+            job = make_job(step, False, 0.0)
             job.key = op[1]
             queue.put(job)
             ref.add(op[1])
@@ -146,7 +146,7 @@ def test_the_simulated_queue_hands_out_client_gos_keys(ops):
             queue.done(job)
             ref.done(job.key)
         elif op[0] == "after":
-            job = Job(step, False, 0.0)
+            job = make_job(step, False, 0.0)
             job.key = op[1]
             due = env.now + op[2] / 1000 + step * 1e-9
             delayed.add(due, job)

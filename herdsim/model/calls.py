@@ -27,7 +27,8 @@ WAITING, SERVING, DOOMED, ABANDONED, RUNNING, SENT = range(6)
 
 
 class Call(Lean):
-    """One downstream call in flight (in service or in the waiting room)."""
+    """One downstream call in flight (in service or in the waiting room), made by
+    :func:`make_call`."""
 
     # retry_after: set only on a fast failure crossing the network (see Wire) or one
     # answered from the waiting room (CoDel). A call served at once can be its own
@@ -36,14 +37,23 @@ class Call(Lean):
     # admitted, and how many then; ``inflight`` is 0 again once it has left the limiter).
     __slots__ = ("proc", "event", "deadline", "state", "epoch", "retry_after", "admitted",
                  "inflight")
+    proc: Any  # the caller (a process, or what stands in for one: ``interrupt(cause)``)
+    epoch: int
+    deadline: float | None
+    state: int
     event: Any  # its completion event (a kernel event, the call itself) or None
     retry_after: float | None
     admitted: float
     inflight: int
 
-    def __init__(self, proc, epoch: int, deadline: float | None):
-        self.proc = proc
-        self.epoch = epoch
-        self.deadline = deadline
-        self.event = None
-        self.state = WAITING
+
+def make_call(proc, epoch: int, deadline: float | None) -> Call:
+    """A new call waiting for a slot, on behalf of *proc*. (A function, not ``__init__``:
+    calling a class whose ``__init__`` is Python costs a second interpreter frame.)"""
+    c = Call()
+    c.proc = proc
+    c.epoch = epoch
+    c.deadline = deadline
+    c.event = None
+    c.state = WAITING
+    return c

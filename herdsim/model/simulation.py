@@ -38,7 +38,7 @@ from herdsim.model.worker import (
     plain,
     worker,
 )
-from herdsim.model.workload import Job, OpenArrivals, clock, key_draws
+from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
 from herdsim.policies import budget as budgets
 from herdsim.policies.adaptive import ClientRateLimiter
 from herdsim.policies.breaker import CircuitBreaker
@@ -254,12 +254,12 @@ class Simulation:
         self._arrivals(now)
         if self._poison_fraction and self._poison_draw() < self._poison_fraction:
             self._poison(job_id)
-            return self._job_class(job_id, True, self._base)
-        return job_id if lazy else self._job_class(job_id, False, self._base)
+            return make_job(job_id, True, self._base, self._job_class)
+        return job_id if lazy else make_job(job_id, False, self._base, self._job_class)
 
     def plain_job(self, job_id: int) -> Job:
         """The plain job *job_id*, as :meth:`new_job` makes it when it arrives."""
-        return Job(job_id, False, self._base)
+        return make_job(job_id, False, self._base)
 
     def _new_keyed_job(self, now: float, lazy: bool = False) -> Job | None:
         """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order);

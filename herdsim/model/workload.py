@@ -18,20 +18,32 @@ from herdsim.model.streams import BLOCK, Sample, draws
 
 
 class Job:
-    """One message on the queue. ``prev`` is the strategy's memory (the last sleep);
-    ``paid`` what the retry budget charged for its pending retry; ``key`` the object it is
-    about, set only with ``workload.keys`` (else never read)."""
+    """One message on the queue (made by :func:`make_job`). ``prev`` is the strategy's
+    memory (the last sleep); ``paid`` what the retry budget charged for its pending
+    retry; ``key`` the object it is about, set only with ``workload.keys`` (else never
+    read)."""
 
     __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key")
+    id: int
+    poison: bool
+    attempts: int
+    retries: int
+    prev: float
+    paid: float
     key: int
 
-    def __init__(self, job_id: int, poison: bool, prev: float):
-        self.id = job_id
-        self.poison = poison
-        self.attempts = 0
-        self.retries = 0
-        self.prev = prev
-        self.paid = 0.0
+
+def make_job(job_id: int, poison: bool, prev: float, kind: type[Job] = Job) -> Job:
+    """A new job of class *kind*. (A function, not ``__init__``: calling a class whose
+    ``__init__`` is Python costs a second interpreter frame, and jobs are made per call.)"""
+    job = kind()
+    job.id = job_id
+    job.poison = poison
+    job.attempts = 0
+    job.retries = 0
+    job.prev = prev
+    job.paid = 0.0
+    return job
 
 
 class Piecewise:

@@ -33,7 +33,7 @@ from herdsim.errors import TestbedError
 from herdsim.model.downstream import family
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, Recorder
-from herdsim.model.workload import Job
+from herdsim.model.workload import Job, make_job
 from herdsim.outputs.compare_dir import save_run
 from herdsim.outputs.prometheus_server import OWNER, clear_stale
 from herdsim.plots.sim_vs_real import sim_vs_real
@@ -253,7 +253,7 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
 
 
 def _job(job_id: int, poison: bool, attempts: int) -> Job:
-    job = Job(job_id, poison, 0.0)
+    job = make_job(job_id, poison, 0.0)
     job.attempts = attempts
     return job
 

@@ -49,6 +49,7 @@ from herdsim.model.calls import (
     TIMEOUT,
     WAITING,
     Call,
+    make_call,
 )
 from herdsim.model.downstream.collapse import CollapseGuard
 from herdsim.model.downstream.health import Health
@@ -135,14 +136,14 @@ class Downstream:
             return DOWN
         timeout = self.timeout
         if health.blackhole:  # (it needs a timeout: the scenario's check)
-            c = Call(proc, self.epoch, now + timeout)  # type: ignore[operator]
+            c = make_call(proc, self.epoch, now + timeout)  # type: ignore[operator]
             c.event = later(env, timeout, TIMEOUT)  # type: ignore[arg-type]
             return c
         if self._gated:
             refused = self._overload(now)
             if refused is not None:
                 return refused
-        c = Call(proc, self.epoch, now + timeout if timeout is not None else None)
+        c = make_call(proc, self.epoch, now + timeout if timeout is not None else None)
         if self.busy < self.concurrency:
             self.busy += 1
             self._start(c, now)

@@ -11,7 +11,7 @@ nothing here runs.
 
 from __future__ import annotations
 
-from herdsim.model.calls import ABANDONED, SENT, SERVING, TIMEOUT, Call
+from herdsim.model.calls import ABANDONED, SENT, SERVING, TIMEOUT, Call, make_call
 from herdsim.model.kernel import later, trigger_later, unfired
 
 
@@ -33,7 +33,7 @@ class Wire:
         outcome = self._admit(proc)
         if outcome.__class__ is not int:
             return outcome
-        c = Call(proc, self._ds.epoch, None)
+        c = make_call(proc, self._ds.epoch, None)
         c.retry_after = self._ds.retry_after
         c.event = later(self.env, self._response(), outcome)
         return c
@@ -42,7 +42,7 @@ class Wire:
         """Send a call: it reaches the server one request leg later (:meth:`_arrive`)."""
         env = self.env
         timeout = self._ds.timeout
-        c = Call(proc, -1, env.now + timeout if timeout is not None else None)
+        c = make_call(proc, -1, env.now + timeout if timeout is not None else None)
         c.state = SENT
         c.event = unfired()
         timer = later(env, self._request())

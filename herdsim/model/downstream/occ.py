@@ -32,7 +32,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED, Recorder
 from herdsim.model.streams import draws, generators
-from herdsim.model.workload import Job
+from herdsim.model.workload import Job, make_job
 
 _READ, _WRITE = 0, 1  # a read or a write reaching the row
 
@@ -65,7 +65,7 @@ def contend(scenario: Scenario, recorder: Recorder) -> Contention:
     draw, stateful, rng = strategy.sleep, strategy.stateful, rngs["strategy"]
     first, max_retries, until = cfg.first_attempt, retry.max_retries, scenario.duration
     clients = scenario.workers.count or 0
-    jobs = [Job(i, False, retry.base) for i in range(clients)]
+    jobs = [make_job(i, False, retry.base) for i in range(clients)]
     recorder.arrivals.extend([0.0] * clients)
     calls, conflicts, resumed = recorder.attempts.append, recorder.rejected.append, []
     done: set[int] = set()
