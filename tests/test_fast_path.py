@@ -6,7 +6,9 @@ workers and ``plain_caller`` (callbacks, no process) for open-loop callers; othe
 every worker or caller is a ``simpy.Process`` running ``worker`` + ``run_job`` or
 ``run_job``, the loop every feature goes through. Both take the same steps in the same
 order and schedule the same events, so forcing the general path on a plain scenario
-must change no number at all: the frames are compared exactly. The scenarios are the
+must change no number at all: the frames are compared exactly. (The plain loop's idle
+workers also take jobs last idle first, the general loop's longest idle first: the same
+frames show that which of them takes a job changes nothing.) The scenarios are the
 bundled plain ones, shortened where their story allows, plus small ones that exercise
 what the bundled ones do not (bursts on a backlog with a full main queue, no DLQ, a
 waiting room under client deadlines, a network delay; open-loop callers through a

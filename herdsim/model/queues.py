@@ -46,10 +46,13 @@ class JobQueue:
     next job, or None when there is none (then ``get()``), ``depth(now)`` counts them and
     ``jobs(until)`` lists them at the end of a run. A plain new job (``new_job`` gave its
     id) that waits in line stays an id in a :class:`Fresh` run; ``make(id)`` turns it
-    into its ``Job`` when it is handed out. Idle workers wait in line (FIFO); the
-    first one waits on a timer set for the next arrival and receives its first job as
-    the timer's value, one event in all. A job ``put`` while a worker waits on that timer
-    goes to that worker at once, and the timer passes to the next in line. A worker's
+    into its ``Job`` when it is handed out. Idle workers wait in line, the longest idle
+    first; with *newest_first* the last to go idle comes first (workers that are all
+    alike, the plain loop's: which one takes a job changes no number, and the one that
+    went idle last still has its memory in cache). The first one waits on a timer set
+    for the next arrival and receives its first job as the timer's value, one event in
+    all. A job ``put`` while a worker waits on that timer goes to that worker at once,
+    and the timer passes to the next in line. A worker's
     resume callback moves between these events without the event its process waits on
     (what an interrupt would detach it from) following: workers waiting for a job are
     never interrupted (only calls in flight are), and the next event a worker yields
@@ -57,7 +60,7 @@ class JobQueue:
     """
 
     def __init__(self, env: simpy.Environment, clock: Clock | None, new_job: NewJob,
-                 make: Callable[[int], Job] | None = None):
+                 make: Callable[[int], Job] | None = None, newest_first: bool = False):
         self.env = env
         # the next arrival's time (None: no arrivals, as in open loop, where the clock
         # feeds callers)
@@ -74,6 +77,9 @@ class JobQueue:
         # resumes (a worker appends its resume to whatever it waits on), oldest first.
         self._line = Timer()
         self._line.callbacks = self._waiting = deque[Callable[[Timer], None]]()
+        # the idle worker a job goes to: the longest idle, or with *newest_first* (for
+        # interchangeable workers) the last to go idle, whose memory is still in cache
+        self._next_idle = self._waiting.pop if newest_first else self._waiting.popleft
         self._alarm = Alarm(env, self._arrive)  # the arrival timer, set again for each
         self._timer: Timer | None = None  # the alarm while it is set for the next arrival
         self._waited = False  # whether a worker waits on ``_timer``
@@ -166,7 +172,7 @@ class JobQueue:
         timer.set(self.next_at)
         self._waited = False
         if self._waiting:
-            timer.callbacks.append(self._waiting.popleft())
+            timer.callbacks.append(self._next_idle())
             self._waited = True
 
     def _arrive(self, timer: Timer) -> None:
@@ -190,12 +196,12 @@ class JobQueue:
             event.callbacks.append(timer.callbacks.pop())  # its resume: the last callback
             self._waited = False
             if self._waiting:
-                timer.callbacks.append(self._waiting.popleft())
+                timer.callbacks.append(self._next_idle())
                 self._waited = True
             trigger_later(self.env, event, job)
         elif self._waiting:
             event = unfired()
-            event.callbacks.append(self._waiting.popleft())
+            event.callbacks.append(self._next_idle())
             trigger_later(self.env, event, job)
         else:
             self._items.append(job)

@@ -93,6 +93,7 @@ class Simulation:
         self.throttling_strategy = (scenario.retry.build(throttling=True)
                                     if scenario.retry.throttling_base is not None else None)
         self.strategy_rng = rngs["strategy"]
+        self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
         self.keyed = scenario.workload.keys is not None
@@ -106,7 +107,8 @@ class Simulation:
             self.queue: JobQueue = KeyedQueue(env, feeds, self.new_job, self._merge)
             self.delayed: DelayedQueue = KeyedDelayedQueue(env, self.queue, poll, self._merge)
         else:
-            self.queue = JobQueue(env, feeds, self.new_job, self.plain_job)
+            self.queue = JobQueue(env, feeds, self.new_job, self.plain_job,
+                                  newest_first=self.fast)
             self.delayed = DelayedQueue(env, self.queue, poll)
         self.in_hand: set[Job] = set()
         self.sleeping = 0
@@ -171,7 +173,7 @@ class Simulation:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the
         workers (the loop chosen once, from what is configured), in that order."""
         env, scenario = self.env, self.scenario
-        fast = plain(scenario)
+        fast = self.fast
         # an open-loop caller: started now (the backlog), or by its arrival, after it
         start = arrive = self._start_caller
         if self.open_loop and fast:
