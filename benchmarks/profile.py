@@ -10,9 +10,9 @@ module (``model.worker``: the worker loop; ``model.downstream``, ``model.service
 arrivals for open-loop callers, the gauges' sampler; ``model.kernel``: herdsim's own
 events), SimPy's modules, and C built-ins by name (``array.append`` is the recorder's
 appends, ``heappush``/``heappop`` the event heap). Each line gives microseconds per
-simulated call and the Python calls made per simulated call; the constructors of the
-objects each call allocates (its ``Call``, ``Job``, timers and processes) are listed with
-their counts per call.
+simulated call and the Python calls made per simulated call; the constructors and
+factory functions of the objects each call allocates (its ``Call``, ``Job``, timers and
+processes) are listed with their counts per call.
 
 cProfile's own overhead is charged per Python call, so the profiled run is slower than a
 timed one and the shares lean towards code making many small calls: read the table as
@@ -34,6 +34,11 @@ from pathlib import Path
 METHOD = re.compile(r"<method '(\w+)' of '([\w.]+)' objects>")
 BUILTIN = re.compile(r"<built-in method _?([\w.]+)>")
 AFTER = ("from_finished",)  # after the simulation: frames and the summary
+# The functions that make the objects a call allocates without a Python ``__init__``
+# (which would cost a second frame), and what each makes. ``at``, ``later`` and
+# ``urgent`` make their timer with ``unfired``.
+FACTORIES = {"make_job": "Job", "make_call": "Call", "unfired": "Timer",
+             "call_later": "Timer"}
 
 
 def where(filename: str, funcname: str) -> str:
@@ -79,7 +84,9 @@ def profile(workload: str) -> tuple[pstats.Stats, int]:
     import herdsim
 
     spec = mm100_scenario(workload)
-    herdsim.run(herdsim.load_scenario({**spec, "duration": 1}))  # imports, first-use caches
+    # imports, first-use caches (a second's run, without W2's outage: it ends later)
+    warm = {**spec, "duration": 1, "downstream": {**spec["downstream"], "outages": []}}
+    herdsim.run(herdsim.load_scenario(warm))
     sc = herdsim.load_scenario(spec)
     profiler = stdlib_cprofile().Profile(time.process_time)  # CPU time: the machine is shared
     profiler.enable()
@@ -119,9 +126,12 @@ def main() -> None:
         print(f"{label[:60]:60} {tt / calls * 1e6:>10.2f} {tt / total:>7.1%} "
               f"{nc / calls:>13.2f}")
 
-    print(f"\n{'allocated per call (constructors)':60} {'per call':>10}")
-    inits = [(f"{where(file, name)}.{owner(file, line)}", nc) for (file, line, name),
-             (_, nc, _, _, _) in entries.items() if name == "__init__" and nc >= calls / 100]
+    print(f"\n{'allocated per call (constructors and factories)':60} {'per call':>10}")
+    inits = [(f"{where(file, name)}.{owner(file, line)}" if name == "__init__" else
+              f"{where(file, name)}.{name} -> {FACTORIES[name]}", nc)
+             for (file, line, name), (_, nc, _, _, _) in entries.items()
+             if (name == "__init__" or name in FACTORIES and "herdsim" in Path(file).parts)
+             and nc >= calls / 100]
     for label, nc in sorted(inits, key=lambda x: -x[1]):
         print(f"{label:60} {nc / calls:>10.2f}")
 
