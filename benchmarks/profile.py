@@ -2,10 +2,12 @@
 
     python benchmarks/profile.py                 # W1 (peers.py's scenario), top 20
     python benchmarks/profile.py --workload W2 --top 30
+    python benchmarks/profile.py --workload story  # outage.yaml at 10,000 workers, 60 s
 
-The run is ``peers.py``'s: the workload as open-loop callers through ``herdsim.run``, end
-to end. Every function's own time (``tottime``) is summed by where it lives: a herdsim
-module (``model.worker``: the worker loop; ``model.downstream``, ``model.service``,
+The run is ``peers.py``'s: W1 or W2 as open-loop callers, or the story's queue workers,
+through ``herdsim.run``, end to end. Every function's own time (``tottime``) is summed
+by where it lives: a herdsim module (``model.worker``: the worker loop;
+``model.downstream``, ``model.service``,
 ``model.calls``: admission and the call's state; ``model.recorder``; ``model.simulation``:
 arrivals for open-loop callers, the gauges' sampler; ``model.kernel``: herdsim's own
 events), SimPy's modules, and C built-ins by name (``array.append`` is the recorder's
@@ -79,12 +81,12 @@ def stdlib_cprofile():
 
 def profile(workload: str) -> tuple[pstats.Stats, int]:
     """Profile one herdsim run of *workload*; the stats and the simulated calls."""
-    from peers import mm100_scenario
+    from peers import mm100_scenario, story_spec
 
     import herdsim
 
-    spec = mm100_scenario(workload)
-    # imports, first-use caches (a second's run, without W2's outage: it ends later)
+    spec = story_spec()["scenario"] if workload == "story" else mm100_scenario(workload)
+    # imports, first-use caches (a second's run, without the outages: they end later)
     warm = {**spec, "duration": 1, "downstream": {**spec["downstream"], "outages": []}}
     herdsim.run(herdsim.load_scenario(warm))
     sc = herdsim.load_scenario(spec)
@@ -97,7 +99,7 @@ def profile(workload: str) -> tuple[pstats.Stats, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="W1", choices=("W1", "W2"))
+    parser.add_argument("--workload", default="W1", choices=("W1", "W2", "story"))
     parser.add_argument("--top", type=int, default=20, help="rows per table")
     args = parser.parse_args()
     stats, calls = profile(args.workload)
