@@ -7,10 +7,10 @@
 The run is ``peers.py``'s: W1 or W2 as open-loop callers, or the story's queue workers,
 through ``herdsim.run``, end to end. Every function's own time (``tottime``) is summed
 by where it lives: a herdsim module (``model.worker``: the worker loop;
-``model.downstream``, ``model.service``,
-``model.calls``: admission and the call's state; ``model.recorder``; ``model.simulation``:
-arrivals for open-loop callers, the gauges' sampler; ``model.kernel``: herdsim's own
-events), SimPy's modules, and C built-ins by name (``array.append`` is the recorder's
+``model.downstream``, ``model.service``, ``model.calls``: admission and the call's state;
+``model.recorder``; ``model.simulation``: arrivals for open-loop callers, the gauges'
+sampler; ``model.queues``: the main queue and its idle workers; ``model.kernel``:
+herdsim's own events), SimPy's modules, and C built-ins by name (``array.append`` is the recorder's
 appends, ``heappush``/``heappop`` the event heap). Each line gives microseconds per
 simulated call and the Python calls made per simulated call; the constructors and
 factory functions of the objects each call allocates (its ``Call``, ``Job``, timers and
