@@ -365,7 +365,9 @@ def make_plain_worker(sim):
     """
     env, take, get = sim.env, sim.queue.take, sim.queue.get
     call, settle = sim.downstream.call, sim.downstream.finish
-    in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
+    in_hand, retry = sim.in_hand, sim.retry
+    # (plain rules out keys, whose finish is not the plain row)
+    finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
 
     def plain_worker(proc):
         send = proc.send  # this generator's own: the callback of whatever it waits for
@@ -388,8 +390,11 @@ def make_plain_worker(sim):
                     except Interrupt as failure:
                         outcome = failure.cause
                 now = env.now
-                if outcome == OK and not job.poison:
-                    finish(job, now, SUCCEEDED)
+                if outcome == OK and not job.poison:  # (finish, inlined)
+                    finish_id(job.id)
+                    finish_time(now)
+                    finish_attempts(job.attempts)
+                    finish_outcome(SUCCEEDED)
                     break
                 pause = retry(job, now, outcome, None)
                 if pause is None:
