@@ -24,12 +24,12 @@ class Autoscaler:
         self.changed_at = -math.inf
 
     def desired(self, current: int, depth: int, busy: float) -> int:
-        """The metric's wish, unbounded: KEDA's ceil(depth / target) or the HPA's
-        ceil(current × busy / target), *busy* the fraction of workers holding a job."""
+        """The metric's wish, up to ``max`` + 1 (more can never be run): KEDA's
+        ceil(depth / target) or the HPA's ceil(current × busy / target), *busy* the
+        fraction of workers holding a job. (A tiny target makes the ratio infinite.)"""
         cfg = self.cfg
-        if cfg.metric == "queue_depth":
-            return math.ceil(depth / cfg.target - EPSILON)
-        return math.ceil(current * busy / cfg.target - EPSILON)
+        ratio = (depth if cfg.metric == "queue_depth" else current * busy) / cfg.target
+        return math.ceil(min(ratio - EPSILON, cfg.max + 1.0))
 
     def decide(self, now: float, current: int, depth: int, busy: float) -> int:
         """The desired count bounded by the step limit, min, max and the cooldown."""

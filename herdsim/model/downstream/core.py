@@ -137,6 +137,7 @@ class Downstream:
         timeout = self.timeout
         if health.blackhole:  # (it needs a timeout: the scenario's check)
             c = make_call(proc, self.epoch, now + timeout)  # type: ignore[operator]
+            c.state = SERVING  # its answer (the timeout) is on its way
             c.event = later(env, timeout, TIMEOUT)  # type: ignore[arg-type]
             return c
         if self._gated:
@@ -292,18 +293,19 @@ class Downstream:
             self._arm_head()
 
     def expire(self, c: Call) -> None:
-        """The client deadline of a waiting (or processor-shared) call has come."""
+        """The client of a waiting, doomed or processor-shared call gives up now (its
+        deadline, or its caller cancelled it): it hears ``TIMEOUT`` once, and the call is
+        ``ABANDONED`` (the server works on where it had started), so a second end (the
+        deadline after a cancel) does nothing."""
         if c.epoch != self.epoch:
             return
-        if c.state == WAITING:
-            c.state = ABANDONED
+        state = c.state
+        if state == WAITING:
             self.n_waiting -= 1
-            trigger_later(self.env, c.event, TIMEOUT)
-        elif c.state == DOOMED:
-            trigger_later(self.env, c.event, TIMEOUT)
-        elif c.state == RUNNING:  # continuous model: the server works on
-            c.state = DOOMED
-            trigger_later(self.env, c.event, TIMEOUT)
+        elif state != DOOMED and state != RUNNING:  # answered, or already given up
+            return
+        c.state = ABANDONED
+        trigger_later(self.env, c.event, TIMEOUT)
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""

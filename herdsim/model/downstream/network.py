@@ -34,6 +34,7 @@ class Wire:
         if outcome.__class__ is not int:
             return outcome
         c = make_call(proc, self._ds.epoch, None)
+        c.state = SERVING  # the answer is on its way: nothing can end it sooner
         c.retry_after = self._ds.retry_after
         c.event = later(self.env, self._response(), outcome)
         return c

@@ -382,6 +382,12 @@ class Branch:
                     return
                 if timeout is None or left < timeout:
                     timeout = left
+        budget = edge.budget
+        if budget is not None and budget.gates_calls and not budget.allow_call(
+                now, not self.retries):  # a budget that counts first tries (as the workers')
+            edge.budget_refused.append(now)
+            self.serving.branch_done(False)
+            return
         breaker = edge.breaker
         if breaker is not None and not breaker.permit(now):
             self.answer(None, counted=False)
