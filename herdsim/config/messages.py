@@ -19,8 +19,9 @@ def problems(exc: ValidationError) -> list[tuple[str, str]]:
     for err in exc.errors():
         field = ".".join(str(part) for part in err["loc"])
         cause = err.get("ctx", {}).get("error")
-        if isinstance(cause, FieldError):
-            field, message = cause.field, str(cause)
+        if isinstance(cause, FieldError):  # its field is relative to the section raising it
+            field = ".".join([*(str(part) for part in err["loc"]), cause.field])
+            message = str(cause)
         else:
             message = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":

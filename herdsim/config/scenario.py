@@ -150,10 +150,7 @@ class Scenario(Section):
                                  "(or client, with workers.clients)")
 
     def _check_retries(self) -> None:
-        """A Retry-After has a source, and no job can retry forever at one instant."""
-        if self.downstream.retry_after == "limiter" and self.downstream.rate_limit is None:
-            raise FieldError("downstream.retry_after",
-                             "retry_after: limiter needs downstream.rate_limit")
+        """No job can retry forever at one instant."""
         if self._may_freeze():
             raise FieldError(
                 "workers.attempt_overhead",

@@ -169,9 +169,9 @@ class Workload(Section):
     @model_validator(mode="after")
     def _skewed_keys(self) -> Workload:
         if self.key_skew and self.keys is None:
-            raise FieldError("workload.key_skew", "key_skew shapes workload.keys: set keys")
+            raise FieldError("key_skew", "key_skew shapes workload.keys: set keys")
         if self.key_skew and self.keys is not None and self.keys > MAX_SKEWED_KEYS:
-            raise FieldError("workload.keys", f"{number_text(self.keys)} keys with a "
+            raise FieldError("keys", f"{number_text(self.keys)} keys with a "
                                               f"key_skew: at most {MAX_SKEWED_KEYS:,} (a "
                                               "table of their weights is kept)")
         return self
@@ -179,31 +179,31 @@ class Workload(Section):
     @model_validator(mode="after")
     def _one_source(self) -> Workload:
         if (self.arrivals == "trace") != (self.trace is not None):
-            field = "workload.trace" if self.trace is None else "workload.arrivals"
+            field = "trace" if self.trace is None else "arrivals"
             raise FieldError(field, "arrivals: trace and a workload.trace go together")
         if self.profile and self.trace is not None:
-            raise FieldError("workload.profile", "a profile and a trace both set the rate; "
+            raise FieldError("profile", "a profile and a trace both set the rate; "
                                                  "give one")
         steps = self.profile
         if steps:
             if steps[0].at != 0 or steps[0].ramp:
-                raise FieldError("workload.profile.0",
+                raise FieldError("profile.0",
                                  "the first step starts at 0s with no ramp (it is the base "
                                  "rate)")
             if steps[0].rate <= 0:
-                raise FieldError("workload.profile.0.rate",
+                raise FieldError("profile.0.rate",
                                  "the first step's rate (the base rate) must be > 0")
             for i in range(1, len(steps)):
                 if steps[i].at <= steps[i - 1].at:
-                    raise FieldError(f"workload.profile.{i}.at",
+                    raise FieldError(f"profile.{i}.at",
                                      "steps must come in time order, each after the last")
                 if steps[i - 1].at + steps[i - 1].ramp > steps[i].at:
-                    raise FieldError(f"workload.profile.{i - 1}.ramp",
+                    raise FieldError(f"profile.{i - 1}.ramp",
                                      "the ramp runs past the next step's at")
             if self.rate is None:
                 self.rate = steps[0].rate
         if self.rate is None and self.trace is None:
-            raise FieldError("workload.rate", "required field is missing (or give a "
+            raise FieldError("rate", "required field is missing (or give a "
                                               "profile or a trace)")
         return self
 
@@ -229,10 +229,10 @@ class Autoscale(Section):
     @model_validator(mode="after")
     def _ordered(self) -> Autoscale:
         if self.min > self.max:
-            raise FieldError("workers.autoscale.min", f"min ({self.min}) is above max "
+            raise FieldError("min", f"min ({self.min}) is above max "
                                                       f"({self.max})")
         if self.metric == "busy_fraction" and self.target > 1:
-            raise FieldError("workers.autoscale.target",
+            raise FieldError("target",
                              "busy_fraction: the target is a fraction in (0, 1]")
         return self
 
@@ -368,11 +368,11 @@ class Admission(Section):
         for name in type(self).model_fields:
             if name not in ("kind", "status") and name not in allowed \
                     and getattr(self, name) is not None:
-                raise FieldError(f"downstream.admission.{name}",
+                raise FieldError(name,
                                  f"does not apply to kind: {self.kind} (it reads "
                                  + ", ".join(allowed) + ")")
         if self.kind == "fixed" and self.limit is None:
-            raise FieldError("downstream.admission.limit", "kind: fixed needs a limit")
+            raise FieldError("limit", "kind: fixed needs a limit")
         return self
 
     def params(self) -> dict[str, Any]:
@@ -410,8 +410,10 @@ class Downstream(Section):
     @model_validator(mode="after")
     def _threshold_with_adaptive_lifo(self) -> Downstream:
         if (self.discipline == "adaptive_lifo") != (self.lifo_threshold is not None):
-            raise FieldError("downstream.lifo_threshold",
+            raise FieldError("lifo_threshold",
                              "is required by discipline: adaptive_lifo, and only by it")
+        if self.retry_after == "limiter" and self.rate_limit is None:
+            raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
         return self
 
     def defends(self) -> bool:
@@ -475,33 +477,33 @@ class Retry(Section):
             try:
                 presets.get(self.preset)
             except ValueError as exc:
-                raise FieldError("retry.preset", str(exc)) from None
+                raise FieldError("preset", str(exc)) from None
         if self.cap < self.base:
             raise FieldError(
-                "retry.cap",
+                "cap",
                 f"cap ({format_duration(self.cap)}) is below base ({format_duration(self.base)})",
             )
         if self.throttling_base is not None and self.cap < self.throttling_base:
             raise FieldError(
-                "retry.throttling_base",
+                "throttling_base",
                 f"throttling_base ({format_duration(self.throttling_base)}) is above cap "
                 f"({format_duration(self.cap)})")
         if self.retry_after_limit is not None and self.retry_after != "at_least":
-            raise FieldError("retry.retry_after_limit",
+            raise FieldError("retry_after_limit",
                              "retry_after_limit applies to retry_after: at_least")
         if not (info.context or {}).get("trust_code", True) \
                 and not strategies.is_own(self.strategy):
             if not strategies.is_import_path(self.strategy) \
                     and self.strategy not in strategies.installed():
-                raise FieldError("retry.strategy", strategies.unknown(self.strategy))
+                raise FieldError("strategy", strategies.unknown(self.strategy))
             self._untrusted = True  # code named by a file being read: a name, not resolved
             return self
         try:
             self.build()
         except strategies.ParamsError as exc:
-            raise FieldError("retry.params", str(exc)) from None
+            raise FieldError("params", str(exc)) from None
         except (ValueError, StrategyError) as exc:
-            raise FieldError("retry.strategy", str(exc)) from None
+            raise FieldError("strategy", str(exc)) from None
         return self
 
     def build(self, throttling: bool = False) -> strategies.Strategy:
@@ -576,12 +578,12 @@ class Budget(Section):
             missing = [f for f in _TOKEN_FIELDS if getattr(self, f) is None]
             if missing:
                 raise FieldError(
-                    f"budget.{missing[0]}",
+                    missing[0],
                     "a token_bucket needs preset: aws|aws-1.43|grpc or every one of "
                     + ", ".join(_TOKEN_FIELDS),
                 )
         if self.credit_on != "success" and self.kind != "token_bucket":
-            raise FieldError("budget.credit_on", "credit_on applies to kind: token_bucket")
+            raise FieldError("credit_on", "credit_on applies to kind: token_bucket")
         if self.window is None:
             self.window = 120.0 if self.kind == "adaptive" else 10.0
         if self.ratio is None:
