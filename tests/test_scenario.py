@@ -181,3 +181,21 @@ def test_the_resolved_scenario_round_trips(make_scenario):
         downstream={"outages": [{"start": "1s", "duration": "200ms", "mode": "slow"}]}))
     assert sc.queue == "tiny"
     assert herdsim.load_scenario(sc.to_dict()) == sc
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"services.db.retry_after": "limiter"}, "services.db.retry_after"),
+    ({"services.db.discipline": "adaptive_lifo"}, "services.db.lifo_threshold"),
+    ({"services.db.admission": "{kind: fixed}"}, "services.db.admission.limit"),
+    ({"downstream.calls.0.retry.strategy": "nope"}, "downstream.calls.0.retry.strategy"),
+    ({"services.api.calls.0.budget": "{kind: ratio, credit_on: first_try}"},
+     "services.api.calls.0.budget.credit_on"),
+    ({"downstream.retry_after": "limiter"}, "downstream.retry_after"),
+    ({"workload.key_skew": "1"}, "workload.key_skew"),
+])
+def test_a_sections_check_names_the_path_where_the_section_sits(scenarios_dir, change, path):
+    """A check written once in a section (a downstream's, a retry policy's, a budget's)
+    blames the field where that section sits: a service's, an edge's, or the top one."""
+    with pytest.raises(herdsim.ScenarioError) as caught:
+        herdsim.load_scenario(scenarios_dir / "layers.yaml", overrides=change)
+    assert [field for field, _ in caught.value.problems] == [path]
