@@ -165,16 +165,23 @@ def tier_section(c) -> str:
     for _, arm in c.summary.iterrows():
         names = dict.fromkeys(col.split(".")[1] for col in columns)
         for name in names:
-            row = {"arm": arm["arm"], "tier": name}
+            headline = " (headline)" if name == arm.get("headline_tier") else ""
+            row = {"arm": arm["arm"], "tier": name + headline}
             for key, kpi in TIER_BY_KEY.items():
                 value = arm.get(f"tiers.{name}.{key}")
-                row[kpi.label] = (NA if value is None or pd.isna(value)
-                                  else format_kpi(float(value)))
+                if value is None or pd.isna(value):
+                    row[kpi.label] = (kpi.missing if kpi.missing != NOT_RECOVERED
+                                      or c.scenario.all_outages else None) or NA
+                else:
+                    row[kpi.label] = value if kpi.kind == "text" else format_kpi(float(value))
             rows.append(row)
     meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
                        f"<dd>{html.escape(k.meaning)}</dd>" for k in TIER_BY_KEY.values())
     return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
-            "<code>tiers</code>), the mean over replications.</p>"
+            "<code>tiers</code>), the mean over replications; the state, the class of "
+            "most replications. An arm's headline (its state, recovery, crashes and peak "
+            "in the tables above) is its headline tier's: the worst state, then the most "
+            "collapses, then the highest peak over capacity.</p>"
             + pd.DataFrame(rows).to_html(border=0, index=False)
             + f'<dl class="glossary">{meanings}</dl>')
 
