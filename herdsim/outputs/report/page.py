@@ -36,6 +36,7 @@ from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import arm_stats, assumptions, states, ties, verdict
 from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
+from herdsim.plots.kinds import applies
 from herdsim.plots.metastability_map import plot_map
 
 CAPTIONS = {
@@ -43,6 +44,8 @@ CAPTIONS = {
     "landing": "When the retries land, per 10 ms, aligned at the outage's end",
     "sleeps": "Retry sleeps drawn, against the strategy's theoretical distribution",
     "kpis": "Key numbers per arm",
+    "graph": "The call graph: each tier coloured by its state, each edge by what a call "
+             "carries",
     "map": "Metastability map: the class of every cell of the sweep",
 }
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -253,7 +256,8 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         tier_section(c),
         interactive.section(c),
-        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
+        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds
+          if applies(kind, sc)),
         "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
         scenario_section(sc),
     ]
