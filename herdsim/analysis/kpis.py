@@ -72,8 +72,7 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("model", "downstream model", kind="text", meaning="queue or occ"),
     KPI("seed", "seed", kind="count", meaning="the seed of every random stream"),
     KPI("state", "state", kind="text",
-        meaning="recovered, degraded or metastable: the sweep's classifier on this run "
-                "(a call graph: its headline tier's)"),
+        meaning="recovered, degraded or metastable: the sweep's classifier on this run"),
     KPI("headline_tier", "headline tier", kind="text", optional=True,
         meaning="a call graph's tier in most trouble, whose state, capacity, peaks, "
                 "collapses and recovery the summary's headline keys are: the worst state "

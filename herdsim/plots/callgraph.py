@@ -207,8 +207,9 @@ def graph(c: Comparison) -> Figure:
         for ax, arm in zip(axes, c.arms, strict=False):
             _panel(ax, c, arm, size, 80 if cols == 1 else 48 if cols == 2 else 34)
             if n > 1:
-                ax.set_title(textwrap.fill(arm.label, 48 if cols <= 2 else 34),
-                             fontsize=size + 1, loc="center")
+                ax.set_title("\n".join(textwrap.fill(part, 60, break_long_words=False)
+                                       for part in arm.label.split(", ")),
+                             fontsize=size + 1, loc="center")  # a setting a line
         for ax in axes[n:]:
             ax.set_visible(False)
         handles = [Patch(facecolor=to_rgba(COLORS[s], TINT), edgecolor="0.3", label=s)
