@@ -101,7 +101,7 @@ def test_the_states_follow_each_arm_and_a_grid_holds_eight_arms(diamond):
         arms.append(copy.copy(arm))
         arms[-1].label = f"arm {k}"
     fake = copy.copy(base)
-    fake.arms, fake.summary = arms, type(summary)(rows)
+    fake.arms, fake.summary = arms, type(summary)(rows).reset_index(drop=True)
     figure = callgraph.graph(fake)
     panels = [ax for ax in figure.axes if ax.get_visible() and ax.texts]
     assert len(panels) == 8

@@ -118,7 +118,8 @@ def tier_numbers(c: Comparison, arm: Arm, names: list[str]) -> dict[str, dict]:
     """Each tier's ``state`` (None when not saved), ``collapses`` and
     ``peak_to_capacity`` for *arm* (its summary row: states by majority, numbers as
     means), and which is the ``headline``."""
-    rows = c.summary[c.summary["arm"] == arm.label]
+    summary = c.ranked()  # the comparison's summary (its order does not matter here)
+    rows = summary[summary["arm"] == arm.label]
     row = rows.iloc[0] if len(rows) else pd.Series(dtype=object)
 
     def get(key: str):
