@@ -163,3 +163,16 @@ def test_the_run_table_names_the_headline_tier_on_its_rows(tmp_path):
     for label in ("state (db)", "collapses (crashes) (db)", "recovery time (db)"):
         assert any(label in line for line in lines), label
     assert not any("succeeded fraction (db)" in line for line in lines)
+
+
+def test_the_reports_verdict_names_the_headline_tier(crashing):
+    from herdsim.outputs.report.verdict import verdict
+    from herdsim.results.comparison import Comparison
+
+    s = crashing.summary
+    (line,) = [x for x in verdict(Comparison.from_result(crashing))[1:] if x.startswith(
+        crashing.scenario.retry.strategy)]
+    assert f"{s['state']} (db, the worst of 3 tiers)" in line
+    n = s["collapses_after_outage"]
+    assert f"{n} crash{'es' * (n != 1)} of db after the outage" in line
+    assert "× db capacity" in line

@@ -220,8 +220,9 @@ def graph(c: Comparison) -> Figure:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles),
                    frameon=False, fontsize=12)
         explain = ("Boxes: tiers by depth, capacity = concurrency / mean service time, "
-                   "coloured by state; arrows: calls, labelled count, timeout, retries or "
-                   "hedging")
+                   f"peak = calls in the busiest {format_duration(c.scenario.peak_window)} "
+                   "over what capacity serves in it; arrows: calls, labelled count, timeout, "
+                   "retries or hedging")
         fig.suptitle(describe.heading(c, "the call graph, each tier by its state",
                                       explain=explain), fontsize=14, fontweight="normal")
     return fig

@@ -118,11 +118,13 @@ def _names(labels: list[str]) -> str:
 
 def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
     """``exponential: metastable; 26.3% of jobs succeeded; recovery: not recovered within
-    the run; 3 crashes after the outage; peak 28.8× capacity (busiest 10ms)``."""
+    the run; 3 crashes after the outage; peak 28.8× capacity (busiest 10ms)``; a call
+    graph's names its headline tier: ``metastable (db, the worst of 3 tiers)``, ``9
+    crashes of db after the outage``, ``peak 13.4× db capacity``."""
     context = c.context(row)
     tier = row.get("headline_tier")
     tier = None if pd.isna(tier) else str(tier)  # a call graph's worst tier, else None
-    at = f" at {tier}, the worst of {len(_tiers(c))} tiers" if tier else ""
+    at = f" ({tier}, the worst of {len(_tiers(c))} tiers)" if tier else ""
     parts = [f"{row['arm']}: {state_text(states_of)}{at}",
              f"{show('succeeded_fraction', row.get('succeeded_fraction'), context)} of jobs "
              "succeeded"]
@@ -193,7 +195,9 @@ def assumptions(c) -> list[str]:
         if capacity is None:
             out.append("Capacity: " + describe.UNBOUNDED_TEXT + ".")
         else:
-            out.append(f"Capacity: {capacity:,.0f} calls/s (the summary's capacity_rate, from "
+            whose = ("the top tier's, from" if sc.services
+                     else "the summary's capacity_rate, from")
+            out.append(f"Capacity: {capacity:,.0f} calls/s ({whose} "
                        "downstream.concurrency and its service time); peaks are measured "
                        f"over {format_duration(sc.peak_window)} (peak_window).")
         if sc.services:  # a call graph: the run-level capacity is the top tier's
