@@ -47,8 +47,8 @@ def summary_table(summary: dict, title: str) -> Table:
     if tier:
         notes.insert(0, f"({safe(tier)}): the headline tier's, the worst of the "
                         f"{len(summary['tiers'])} tiers (worst state, then most collapses, "
-                        "then highest peak/capacity); the rest: the workers' calls to "
-                        f"{safe(next(iter(summary['tiers'])))}")
+                        "then highest peak/capacity); the rest: the workers' view, their "
+                        f"jobs and their calls to {safe(next(iter(summary['tiers'])))}")
     table.caption = "; ".join([*notes, DEFINITIONS_HINT])
     return table
 
