@@ -73,6 +73,11 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("seed", "seed", kind="count", meaning="the seed of every random stream"),
     KPI("state", "state", kind="text",
         meaning="recovered, degraded or metastable: the sweep's classifier on this run"),
+    KPI("headline_tier", "headline tier", kind="text", optional=True,
+        meaning="a call graph's tier in most trouble, whose state, capacity, peaks, "
+                "collapses and recovery the summary's headline keys are: the worst state "
+                "(metastable, degraded, recovered), then the most collapses, then the "
+                "highest peak over capacity, then the tier nearest the workers"),
     KPI("succeeded_fraction", "succeeded fraction", "of submitted", "fraction", "higher",
         "jobs that succeeded over jobs submitted", missing="no job submitted"),
     KPI("goodput", "goodput", "× offered", better="higher",
@@ -221,6 +226,9 @@ REGISTRY: tuple[KPI, ...] = (
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}
 # A call graph's per-tier numbers: summary.json's ``tiers.<service>.<key>``.
 TIER_REGISTRY: tuple[KPI, ...] = (
+    KPI("state", "state", kind="text",
+        meaning="recovered, degraded or metastable: the classifier on the tier's own "
+                "numbers (the top tier: the run's state; docs/model.md, call graphs)"),
     KPI("calls", "calls", kind="count",
         meaning="calls that reached the tier: every attempt of every caller, hedge "
                 "copies included"),
@@ -239,6 +247,18 @@ TIER_REGISTRY: tuple[KPI, ...] = (
     KPI("amplification", "calls per success", "calls/succeeded job", better="lower",
         meaning="calls at the tier per job the workers finished with success",
         missing="no job succeeded"),
+    KPI("recovery_time", "recovery", "s", better="lower",
+        meaning="seconds from the last outage's end until the tier is healthy for good",
+        missing=NOT_RECOVERED),
+    KPI("collapses_after_outage", "collapses after the outage", kind="count",
+        better="lower", meaning="the tier's crashes after the last outage ended"),
+    KPI("peak_calls", "peak calls", kind="count", better="lower",
+        meaning="calls reaching the tier in its busiest peak_window"),
+    KPI("capacity_rate", "capacity", "calls/s",
+        meaning="calls per second the healthy tier serves"),
+    KPI("peak_to_baseline", "peak / pre-outage peak", "×", better="lower",
+        meaning="the tier's busiest peak_window from the first outage on over the busiest "
+                "before it", missing="no pre-outage period"),
 )
 TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}
 
@@ -256,7 +276,8 @@ RUN_TABLE = ("state", "succeeded_fraction", "goodput", "jobs_submitted", "jobs_s
              "lateness_producer_p99_ms", "lateness_max_ms", "testbed_valid",
              "testbed_unaccounted_jobs")
 COMPARE_TABLE = {  # key -> short column heading of the ranked table
-    "state": "state", "succeeded_fraction": "succeeded %", "goodput": "goodput ×offered",
+    "state": "state", "headline_tier": "tier", "succeeded_fraction": "succeeded %",
+    "goodput": "goodput ×offered",
     "recovery_time": "recovery s", "peak_to_baseline": "{window} peak/pre ×",
     "peak_to_capacity": "{window} peak/cap ×", "amplification": "calls/success",
     "jobs_dead_lettered": "DLQ", "jobs_pending": "pending",

@@ -286,13 +286,15 @@ def peak_to_baseline(attempt_times: np.ndarray, scenario: Scenario) -> float | N
     return peak_rate(times[cut:], window) / baseline
 
 
-def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
+def state(summary: dict, ts: pd.DataFrame, scenario: Scenario,
+          kpis: dict | None = None) -> str:
     """``recovered``, ``degraded`` or ``metastable``: the sweep's classifier
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
     judges is the same health rule from the end of the last load spike, or from t = 0
     (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
     A model with an end of its own (occ: ``completion_time``): recovered when it came,
-    else degraded."""
+    else degraded. *kpis* replaces :func:`~herdsim.analysis.metastability.frame_kpis`
+    (a call graph's tier: its own load and goodput)."""
     done_when = family.of(scenario).done_when
     if done_when is not None:
         return "recovered" if summary.get(done_when) is not None else "degraded"
@@ -304,7 +306,7 @@ def state(summary: dict, ts: pd.DataFrame, scenario: Scenario) -> str:
         recovery = settle_time(ts, scenario, first, end)
         if recovery is not None and not spikes:
             recovery = 0.0
-    row = {**metastability.frame_kpis(ts, scenario), "recovery_time": recovery,
+    row = {**(kpis or metastability.frame_kpis(ts, scenario)), "recovery_time": recovery,
            "collapses_after_outage": summary["collapses_after_outage"]}
     return str(metastability.classify(pd.DataFrame([row])).iloc[0])
 

@@ -3,6 +3,14 @@
 Columns are ``<service>_calls``, ``<service>_succeeded``, ``<service>_failed`` and
 ``<service>_wasted`` (events per bin); the summary's ``tiers`` maps each service to the
 keys of :data:`herdsim.analysis.kpis.TIER_REGISTRY`.
+
+A tier's ``state`` is the run's classifier on the tier's own numbers. The workers'
+downstream (the top tier) has the run's: what the workers see, their backlog included.
+A service tier is healthy while it is up (not crashed, no ``down`` outage) and its
+successful calls over the trailing window are back to 90% of their pre-outage level
+(:func:`herdsim.analysis.summary.settle_time`; a tier has no backlog of its own); its
+goodput is its successful calls over what the offered jobs need of it
+(:func:`demand`), its load the same demand over its capacity.
 """
 
 from __future__ import annotations
@@ -12,11 +20,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from herdsim.analysis import metastability
+from herdsim.analysis import summary as run_summary
 from herdsim.analysis.kpis import TIER_BY_KEY
 from herdsim.analysis.summary import peak_rate
+from herdsim.config import graph
+from herdsim.config.scenario import Scenario
 
 SERIES = {"calls": "attempts", "succeeded": "succeeded", "failed": "failed",
           "wasted": "wasted"}  # column suffix -> the TierRecord's array
+REQUIRED = ("calls", "succeeded_calls", "failed_calls", "wasted_calls", "collapses")
+TOP_KEYS = ("state", "recovery_time", "collapses_after_outage", "peak_to_baseline")
 
 
 def _counts(times, width: float, n_bins: int) -> np.ndarray:
@@ -34,13 +48,80 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
 
 
-def summarize(records: dict, succeeded_jobs: int, peak_window: float) -> dict[str, dict]:
-    """``tiers``: service -> its KPIs (:data:`~herdsim.analysis.kpis.TIER_REGISTRY`)."""
+def demand(configs: dict[str, graph.Caller]) -> dict[str, float]:
+    """Calls each tier serves per job when nothing fails: 1 at the top, and down every
+    edge the caller's demand times the edge's ``count``, summed over the paths (0 for a
+    tier no path reaches)."""
+    top = next(iter(configs))
+    order: list[str] = []
+
+    def visit(name: str) -> None:  # depth first: callers before their callees, reversed
+        if name in order:
+            return
+        for edge in configs[name].calls:
+            visit(edge.service)
+        order.append(name)
+
+    visit(top)
+    need = dict.fromkeys(configs, 0.0)
+    need[top] = 1.0
+    for name in reversed(order):
+        for edge in configs[name].calls:
+            need[edge.service] += need[name] * edge.count
+    return need
+
+
+def _up(times: np.ndarray, crashes, cfg: graph.Caller) -> np.ndarray:
+    """1 at each bin start the tier is up (not crashed, no ``down`` outage), else 0."""
+    down = np.zeros(len(times), dtype=bool)
+    restart = cfg.overload.collapse.restart_time if cfg.overload.collapse else 0.0
+    for start in crashes:
+        down |= (times >= start) & (times < start + restart)
+    for outage in cfg.outages:
+        if outage.mode == "down":
+            down |= (times >= outage.start) & (times < outage.end)
+    return (~down).astype(float)
+
+
+def _health(name: str, record, cfg: graph.Caller, need: float, ts: pd.DataFrame,
+            scenario: Scenario) -> dict[str, Any]:
+    """A service tier's ``state``, ``recovery_time`` and ``collapses_after_outage`` (the
+    module doc's rule)."""
+    times = ts["time"].to_numpy()
+    zero = np.zeros(len(times))
+    own = pd.DataFrame({"time": times, "success": ts[f"{name}_succeeded"].to_numpy(),
+                        "downstream_up": _up(times, record.crashes, cfg), "queue_depth": zero,
+                        "delayed": zero, "in_flight": zero, "waiting": zero})
+    last = scenario.last_outage_end
+    after = sum(1 for t in record.crashes if last is not None and t >= last)
+    kpis: dict[str, Any] = {"load": 0.0, "goodput_tail": None,
+                            "outage_seconds": float(sum(o.duration
+                                                        for o in scenario.all_outages))}
+    if need > 0:
+        kpis = metastability.frame_kpis(own.assign(success=own["success"] / need), scenario)
+        kpis["load"] = scenario.workload.rate * need / record.capacity
+    found = {"recovery_time": run_summary.recovery_time(own, scenario),
+             "collapses_after_outage": after}
+    return {"state": run_summary.state(found, own, scenario, kpis), **found}
+
+
+def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
+              ) -> dict[str, dict]:
+    """``tiers``: service -> its KPIs (:data:`~herdsim.analysis.kpis.TIER_REGISTRY`);
+    *summary* is the run's own, *ts* the time series with the tiers' columns."""
+    configs = graph.tiers(scenario.downstream, scenario.services)
+    need = demand(configs)
+    succeeded_jobs, window = summary["jobs_succeeded"], scenario.peak_window
     out = {}
-    for name, record in records.items():
+    for i, (name, record) in enumerate(records.items()):
         calls = len(record.attempts)
-        peak = peak_rate(np.asarray(record.attempts, dtype=float), peak_window)
+        attempts = np.asarray(record.attempts, dtype=float)
+        peak = peak_rate(attempts, window)
+        own = ({key: summary[key] for key in TOP_KEYS} if i == 0 else
+               {**_health(name, record, configs[name], need[name], ts, scenario),
+                "peak_to_baseline": run_summary.peak_to_baseline(attempts, scenario)})
         out[name] = {
+            "state": own.pop("state"),
             "calls": calls,
             "succeeded_calls": len(record.succeeded),
             "failed_calls": len(record.failed),
@@ -48,6 +129,9 @@ def summarize(records: dict, succeeded_jobs: int, peak_window: float) -> dict[st
             "collapses": len(record.crashes),
             "peak_to_capacity": peak / record.capacity if record.capacity else None,
             "amplification": calls / succeeded_jobs if succeeded_jobs else None,
+            "capacity_rate": record.capacity,
+            "peak_calls": int(round(peak * window)),
+            **own,
         }
     return out
 
@@ -74,9 +158,11 @@ def problem(tiers: Any, check) -> str | None:
             return f"tiers.{name} must be an object of KPIs"
         for key, kpi in TIER_BY_KEY.items():
             value = kpis.get(key)
-            if value is None and kpi.kind == "count":
+            if value is None and key in REQUIRED:  # (older runs have only these)
                 return f"tiers.{name}.{key} is missing"
             found = check(kpi.kind, value) if value is not None else None
+            if key == "state" and value is not None and value not in metastability.CLASSES:
+                found = f"one of {', '.join(metastability.CLASSES)}"
             if found:
                 return f"tiers.{name}.{key} must be {found}, got {str(value)[:40]!r}"
     return None

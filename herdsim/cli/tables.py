@@ -6,12 +6,13 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from herdsim.analysis.headline import HEADLINE
 from herdsim.analysis.kpis import (
     BOUNDS_NOTE,
     BY_KEY,
     COMPARE_TABLE,
     RUN_TABLE,
-    TIER_REGISTRY,
+    TIER_BY_KEY,
     number_text,
     show,
     undefined,
@@ -30,6 +31,7 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_column("KPI")
     table.add_column("value", justify="right")
     table.add_column("unit")
+    tier = summary.get("headline_tier")
     for key in shown_keys(summary):
         kpi = BY_KEY[key]
         shown = escape(show(key, summary[key], summary))
@@ -37,8 +39,16 @@ def summary_table(summary: dict, title: str) -> Table:
             shown = f"[{STATE_STYLE[summary[key]]}]{shown}[/]"
         elif undefined(summary[key]) and key == "recovery_time" and summary.get("outages"):
             shown = f"[red]{shown}[/]"
-        table.add_row(kpi.title(summary), shown, "" if undefined(summary[key]) else kpi.unit)
+        label = kpi.title(summary)
+        if tier and key in HEADLINE:
+            label = f"{label} [bold]({safe(tier)})[/]"
+        table.add_row(label, shown, "" if undefined(summary[key]) else kpi.unit)
     notes = [f"latency {BOUNDS_NOTE}"] if summary.get("latency_censored") else []
+    if tier:
+        notes.insert(0, f"({safe(tier)}): the headline tier's, the worst of the "
+                        f"{len(summary['tiers'])} tiers (worst state, then most collapses, "
+                        "then highest peak/capacity); the rest: the workers' view, their "
+                        f"jobs and their calls to {safe(next(iter(summary['tiers'])))}")
     table.caption = "; ".join([*notes, DEFINITIONS_HINT])
     return table
 
@@ -46,21 +56,46 @@ def summary_table(summary: dict, title: str) -> Table:
 DEFINITIONS_HINT = "each KPI's definition: --explain, or herdsim kpis"
 
 
+TIER_TABLE = ("state", "calls", "succeeded_calls", "failed_calls", "wasted_calls", "collapses",
+              "peak_to_capacity", "amplification", "recovery_time")  # the columns it fits
+
+
 def tier_table(summary: dict) -> Table | None:
-    """A call graph's tiers, top first: one row each, a column per tier KPI of the
-    registry (summary.json's ``tiers``); None for a single-tier run."""
+    """A call graph's tiers, top first: one row each, a column per tier KPI of
+    :data:`TIER_TABLE` (summary.json's ``tiers``); None for a single-tier run."""
     tiers = summary.get("tiers")
     if not tiers:
         return None
     table = Table(title="per tier (summary.json's tiers)", show_header=True,
                   header_style="bold")
     table.add_column("tier")
-    for kpi in TIER_REGISTRY:
-        table.add_column(f"{kpi.label} ({kpi.unit})" if kpi.unit else kpi.label,
-                         justify="right")
+    kpis = [TIER_BY_KEY[key] for key in TIER_TABLE]
+    for kpi in kpis:
+        short = kpi.unit if len(kpi.unit) <= 2 else ""  # ×, s: a long unit is the caption's
+        table.add_column(f"{kpi.label} {short}".strip(),
+                         justify="left" if kpi.kind == "text" else "right",
+                         no_wrap=kpi.key == "recovery_time")
     for name, row in tiers.items():
-        table.add_row(safe(name), *(kpi.missing or "n/a" if undefined(row.get(kpi.key))
-                                    else number_text(row[kpi.key]) for kpi in TIER_REGISTRY))
+        cells = []
+        for kpi in kpis:
+            value = row.get(kpi.key)
+            if undefined(value) and kpi.missing == NOT_RECOVERED:
+                cells.append("not recovered" if summary.get("outages") else "n/a")
+            elif undefined(value):
+                cells.append(escape(kpi.missing or "n/a"))
+            elif kpi.key == "state":
+                cells.append(f"[{STATE_STYLE.get(value, 'default')}]{escape(value)}[/]")
+            else:
+                cells.append(number_text(value))
+        mark = " *" if name == summary.get("headline_tier") else ""
+        table.add_row(safe(name) + mark, *cells)
+    notes = ["calls per success: calls at the tier per succeeded job"]
+    if summary.get("headline_tier"):
+        notes.insert(0, "* the headline tier")
+    if any(undefined(row.get("recovery_time")) for row in tiers.values()) \
+            and summary.get("outages"):
+        notes.append(f"not recovered = {NOT_RECOVERED}")
+    table.caption = "; ".join(notes)
     return table
 
 
@@ -131,6 +166,9 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
         notes.append(f"latency {BOUNDS_NOTE}")
     if frame.map(lambda v: v == NOT_RECOVERED).any().any():
         notes.append(f"not recovered = {NOT_RECOVERED}")
+    if "tier" in frame.columns:
+        notes.insert(0, "a call graph's state, recovery, peaks and crashes: its tier's, the "
+                        "worst (worst state, then most collapses, then highest peak/capacity)")
     if dropped:
         notes.append(f"not shown for width: {', '.join(dropped)} (see summary.csv)")
     notes.append(DEFINITIONS_HINT)

@@ -7,7 +7,8 @@ A comparison directory (``herdsim compare --out DIR``):
 - ``timeseries.csv``: tidy, ``arm``, ``replication``, then the run's time-series columns;
 - ``peak_rate.csv``: ``arm``, ``replication``, ``time``, ``peak_rate``: downstream calls
   per second in the busiest ``peak_window`` starting within each bin (what the timeline
-  plots; its maximum is the summary's ``peak_attempt_rate``);
+  plots; its maximum is the summary's ``peak_attempt_rate``, in a call graph the top
+  tier's ``tiers.<top>.peak_calls`` over ``peak_window``);
 - ``sleeps.csv``: ``arm``, ``replication``, then every retry sleep (time, job, attempt, sleep);
   beyond :data:`LARGE_TABLE` rows (a storm of millions of retries) ``sleeps.parquet``
   instead, the same columns: CSV would take most of the time spent saving;
@@ -15,13 +16,15 @@ A comparison directory (``herdsim compare --out DIR``):
   settings, and the number of replications (and ``unfinished``: the arms an interrupted
   comparison did not run; the arms saved are whole); ``overrides.json``, only when
   ``--set`` changed the scenario: ``path -> value`` as written;
-- ``timeline``, ``landing``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``);
-  ``report.html`` when asked for.
+- ``timeline``, ``landing``, ``sleeps``, ``kpis`` figures (``.png`` and ``.svg``, or ``.pdf``),
+  and for a call graph ``graph`` (its tiers and edges, one panel per arm); ``report.html``
+  when asked for.
 
 A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.csv``,
 ``jobs.parquet``, ``summary.json``, ``scenario.yaml`` (and ``overrides.json``),
 ``peak_rate.csv`` (without ``arm``/``replication``) and the ``timeline`` and ``landing``
-figures.
+figures (and ``graph`` for a call graph). In a call graph ``peak_rate.csv`` is the top
+tier's calls (the timeline's rows), the summary's peak its headline tier's.
 :func:`load_outputs` reads either kind into a :class:`~herdsim.results.comparison.Comparison`.
 """
 
@@ -42,6 +45,7 @@ from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir, staging_dir
 from herdsim.outputs.report import write_report
 from herdsim.plots.figures import FIGURES
+from herdsim.plots.kinds import applies
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Arm, Comparison, arm_scenario, peak_rate_frame, short_name
 from herdsim.results.result import Result
@@ -75,9 +79,10 @@ def write_scenario(scenario: Scenario, directory: Path) -> None:
 
 def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str],
                  kinds: Sequence[str] = FIGURES) -> list[Path]:
-    """Draw figures *kinds* of *comparison* into *directory*, once per format."""
+    """Draw figures *kinds* of *comparison* into *directory*, once per format (``graph``
+    only for a call graph: see :func:`~herdsim.plots.kinds.applies`)."""
     written = []
-    for kind in kinds:
+    for kind in (k for k in kinds if applies(k, comparison.scenario)):
         figure = comparison.plot(kind)
         for fmt in formats:
             path = directory / f"{kind}.{fmt}"
@@ -107,12 +112,15 @@ def redraw(directory: str | Path, formats: Sequence[str],
     each file is replaced whole (drawn aside, then renamed over the old one)."""
     directory = Path(directory)
     comparison = load_outputs(directory)
+    if not any(applies(kind, comparison.scenario) for kind in kinds):
+        raise UsageError(f"{directory}: no figure to draw ({', '.join(kinds)}: "
+                         "graph needs a call graph, a scenario with services)")
     with staging_dir(directory, "redraw") as aside:
         drawn = save_figures(comparison, aside, formats, kinds)
         return [path.replace(directory / path.name) for path in drawn]
 
 
-RUN_FIGURES = ("timeline", "landing")
+RUN_FIGURES = ("timeline", "landing", "graph")  # graph: a call graph's only
 
 
 def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",),

@@ -31,7 +31,7 @@ from herdsim.analysis.theory import binned, expected_counts, simulated_counts, s
 from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
-from herdsim.plots import coarse, describe
+from herdsim.plots import callgraph, coarse, describe
 from herdsim.plots.kinds import FIGURES
 from herdsim.plots.landing import landing
 from herdsim.plots.style import (
@@ -515,7 +515,8 @@ def _chars(panels: int, size: float) -> int:
     return max(10, min(24, int(WIDE[0] / panels * 0.8 * 72 / (0.6 * size))))
 
 
-PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis}
+PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis,
+         "graph": callgraph.graph}
 BY_TIME = ("timeline",)  # drawn from the time series (landing thins its own 10 ms steps)
 
 

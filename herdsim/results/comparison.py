@@ -11,6 +11,7 @@ confidence interval (empty with one replication). A KPI undefined in any replica
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -19,7 +20,14 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import tiers
-from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, missing_text, show, window_text
+from herdsim.analysis.kpis import (
+    BY_KEY,
+    COMPARE_TABLE,
+    TIER_BY_KEY,
+    missing_text,
+    show,
+    window_text,
+)
 from herdsim.analysis.metastability import RANK_RULE, majority, rank
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
@@ -62,12 +70,15 @@ def peak_rate_frame(result) -> pd.DataFrame:
 
 
 def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
-    """One row per arm: ``state`` (the class of most replications, ties to the worse),
-    ``latency_censored`` (in any replication), and the mean of every numeric KPI in
-    *runs*, with ``<kpi>_ci95`` only when arms have two replications or more. Counts stay
-    whole numbers (``Int64``) when every mean is one (always with one replication)."""
+    """One row per arm: ``state`` and a call graph's ``tiers.<tier>.state`` (the class of
+    most replications, ties to the worse), ``headline_tier`` (the tier most replications
+    headline), ``latency_censored`` (in any replication), and the mean of every numeric
+    KPI in *runs*, with ``<kpi>_ci95`` only when arms have two replications or more.
+    Counts stay whole numbers (``Int64``) when every mean is one (always with one
+    replication)."""
     skip = {"arm", "replication", "seed", *(key for arm in arms for key in arm.settings)}
     kpis = [c for c in runs.columns if c not in skip and _numeric(runs[c])]
+    states = [c for c in runs.columns if c.startswith("tiers.") and c.endswith(".state")]
     spread = runs.groupby("arm").size().max() > 1 if len(runs) else False
     rows = []
     for arm in arms:
@@ -77,19 +88,34 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
                                "replications": len(values)}
         if "state" in mine:
             row["state"] = majority(mine["state"])
+        if "headline_tier" in mine:
+            row["headline_tier"] = Counter(mine["headline_tier"]).most_common(1)[0][0]
         if "latency_censored" in mine:
             row["latency_censored"] = bool(mine["latency_censored"].astype(bool).any())
-        for kpi in kpis:
-            row[kpi] = values[kpi].mean(skipna=False)
-            if spread:
-                row[f"{kpi}_ci95"] = ci95(values[kpi].to_numpy())
+        for column in runs.columns:
+            if column in states:
+                row[column] = majority(mine[column])
+            elif column in kpis:
+                row[column] = values[column].mean(skipna=False)
+                if spread:
+                    row[f"{column}_ci95"] = ci95(values[column].to_numpy())
         rows.append(row)
     summary = pd.DataFrame(rows)
     for kpi in kpis:
         whole = summary[kpi].dropna()
-        if kpi in BY_KEY and BY_KEY[kpi].kind == "count" and (whole % 1 == 0).all():
+        if kind(kpi) == "count" and (whole % 1 == 0).all():
             summary[kpi] = summary[kpi].astype("Int64")
     return summary
+
+
+def kind(column: str) -> str | None:
+    """The registry's kind of a summary column: a run KPI's, or a tier KPI's for
+    ``tiers.<tier>.<key>``; None for any other column."""
+    if column.startswith("tiers."):
+        found = TIER_BY_KEY.get(column.rpartition(".")[2])
+    else:
+        found = BY_KEY.get(column)
+    return None if found is None else found.kind
 
 
 def _numeric(column: pd.Series) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import tiers
+from herdsim.analysis import headline, tiers
 from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
 from herdsim.config.durations import parse_duration
@@ -57,8 +57,8 @@ class Result:
                             run.breaker_trips, run.breaker_open_time, run.extra)
         if run.tiers:  # a call graph: each tier's columns and numbers
             ts = tiers.columns(ts, run.tiers, scenario.bin)
-            summary["tiers"] = tiers.summarize(run.tiers, summary["jobs_succeeded"],
-                                               scenario.peak_window)
+            summary["tiers"] = tiers.summarize(run.tiers, summary, ts, scenario)
+            summary = headline.apply(summary)
         return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes))
 
     def plot(self, kind: str = "timeline"):

@@ -36,6 +36,7 @@ from herdsim.outputs.report import interactive
 from herdsim.outputs.report.verdict import arm_stats, assumptions, states, ties, verdict
 from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
+from herdsim.plots.kinds import applies
 from herdsim.plots.metastability_map import plot_map
 
 CAPTIONS = {
@@ -43,6 +44,8 @@ CAPTIONS = {
     "landing": "When the retries land, per 10 ms, aligned at the outage's end",
     "sleeps": "Retry sleeps drawn, against the strategy's theoretical distribution",
     "kpis": "Key numbers per arm",
+    "graph": "The call graph: each tier coloured by its state, each edge by what a call "
+             "carries",
     "map": "Metastability map: the class of every cell of the sweep",
 }
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -165,16 +168,23 @@ def tier_section(c) -> str:
     for _, arm in c.summary.iterrows():
         names = dict.fromkeys(col.split(".")[1] for col in columns)
         for name in names:
-            row = {"arm": arm["arm"], "tier": name}
+            headline = " (headline)" if name == arm.get("headline_tier") else ""
+            row = {"arm": arm["arm"], "tier": name + headline}
             for key, kpi in TIER_BY_KEY.items():
                 value = arm.get(f"tiers.{name}.{key}")
-                row[kpi.label] = (NA if value is None or pd.isna(value)
-                                  else format_kpi(float(value)))
+                if value is None or pd.isna(value):
+                    row[kpi.label] = (kpi.missing if kpi.missing != NOT_RECOVERED
+                                      or c.scenario.all_outages else None) or NA
+                else:
+                    row[kpi.label] = value if kpi.kind == "text" else format_kpi(float(value))
             rows.append(row)
     meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
                        f"<dd>{html.escape(k.meaning)}</dd>" for k in TIER_BY_KEY.values())
     return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
-            "<code>tiers</code>), the mean over replications.</p>"
+            "<code>tiers</code>), the mean over replications; the state, the class of "
+            "most replications. An arm's headline (its state, recovery, crashes and peak "
+            "in the tables above) is its headline tier's: the worst state, then the most "
+            "collapses, then the highest peak over capacity.</p>"
             + pd.DataFrame(rows).to_html(border=0, index=False)
             + f'<dl class="glossary">{meanings}</dl>')
 
@@ -246,7 +256,8 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         tier_section(c),
         interactive.section(c),
-        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds),
+        *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds
+          if applies(kind, sc)),
         "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
         scenario_section(sc),
     ]

@@ -118,26 +118,39 @@ def _names(labels: list[str]) -> str:
 
 def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
     """``exponential: metastable; 26.3% of jobs succeeded; recovery: not recovered within
-    the run; 3 crashes after the outage; peak 28.8× capacity (busiest 10ms)``."""
+    the run; 3 crashes after the outage; peak 28.8× capacity (busiest 10ms)``; a call
+    graph's names its headline tier: ``metastable (db, the worst of 3 tiers)``, ``9
+    crashes of db after the outage``, ``peak 13.4× db capacity``."""
     context = c.context(row)
-    parts = [f"{row['arm']}: {state_text(states_of)}",
+    tier = row.get("headline_tier")
+    tier = None if pd.isna(tier) else str(tier)  # a call graph's worst tier, else None
+    at = f" ({tier}, the worst of {len(_tiers(c))} tiers)" if tier else ""
+    parts = [f"{row['arm']}: {state_text(states_of)}{at}",
              f"{show('succeeded_fraction', row.get('succeeded_fraction'), context)} of jobs "
              "succeeded"]
     if c.scenario.all_outages:
         recovery = c.shown("recovery_time", row)
-        parts.append(f"recovery {recovery} s" if recovery[:1].isdigit() else recovery)
+        parts.append((f"recovery {recovery} s" if recovery[:1].isdigit() else recovery)
+                     + (f" ({tier})" if tier else ""))
         crashes = row.get("collapses_after_outage")
-        if c.scenario.downstream.overload.collapse is not None and not pd.isna(crashes):
+        crashing = _tiers(c)[tier] if tier else c.scenario.downstream
+        if crashing.overload.collapse is not None and not pd.isna(crashes):
             parts.append(f"{show('collapses_after_outage', crashes, context)} crash"
-                         f"{'es' * (crashes != 1)} after the outage")
+                         f"{'es' * (crashes != 1)}{f' of {tier}' if tier else ''} after the "
+                         "outage")
     window = format_duration(c.scenario.peak_window)
     if not pd.isna(row.get("peak_to_capacity", np.nan)):
         parts.append(f"peak {show('peak_to_capacity', row['peak_to_capacity'], context)}× "
-                     f"capacity (busiest {window})")
+                     f"{f'{tier} capacity' if tier else 'capacity'} (busiest {window})")
     elif not pd.isna(row.get("peak_attempt_rate", np.nan)):
         parts.append(f"busiest {window}: {show('peak_calls', row.get('peak_calls'), context)}"
                      " calls")
     return "; ".join(parts)
+
+
+def _tiers(c) -> dict:
+    """The comparison's tiers by name, the workers' downstream first."""
+    return graph.tiers(c.scenario.downstream, c.scenario.services)
 
 
 def _crash_rules(sc) -> list[str]:
@@ -182,14 +195,19 @@ def assumptions(c) -> list[str]:
         if capacity is None:
             out.append("Capacity: " + describe.UNBOUNDED_TEXT + ".")
         else:
-            out.append(f"Capacity: {capacity:,.0f} calls/s (the summary's capacity_rate, from "
+            whose = ("the top tier's, from" if sc.services
+                     else "the summary's capacity_rate, from")
+            out.append(f"Capacity: {capacity:,.0f} calls/s ({whose} "
                        "downstream.concurrency and its service time); peaks are measured "
                        f"over {format_duration(sc.peak_window)} (peak_window).")
         if sc.services:  # a call graph: the run-level capacity is the top tier's
             each = ", ".join(f"{name} {tier.capacity_rate():,.0f}" for name, tier
                              in graph.tiers(d, sc.services).items())
             out.append(f"Call graph: the capacity above is the top tier's; each tier's own, "
-                       f"in calls/s without its calls: {each} (the per-tier table).")
+                       f"in calls/s without its calls: {each} (the per-tier table). An "
+                       "arm's state, recovery, crashes and peak are its headline tier's: "
+                       "the worst state, then the most collapses, then the highest peak "
+                       "over capacity.")
         callers = (f"{sc.workers.count:,} workers (workers.count)" if sc.workers.count
                    is not None else "open loop: one caller per job (workers.count: null)")
         timeout = (f"client timeout {format_duration(d.timeout)}"

@@ -1,0 +1,46 @@
+"""Which tier a call graph's headline describes: the tier in most trouble.
+
+A run of a call graph has one headline (``state``, ``capacity_rate``, the peaks,
+``collapses`` and ``recovery_time``, what every table, the ranking, ``--fail-if`` and the
+report read) and a ``tiers`` entry per tier. The headline is the worst tier's, named by
+``headline_tier``: the worst state first (metastable, then degraded, then recovered), then
+the most collapses, then the highest peak over capacity; on a full tie the tier nearest
+the workers (the first listed). The top tier's own numbers are the run's, so a graph
+whose top tier is the worst keeps its summary as it was.
+"""
+
+from __future__ import annotations
+
+from herdsim.analysis.metastability import CLASSES
+
+HEADLINE = ("state", "capacity_rate", "peak_calls", "peak_to_capacity", "peak_to_baseline",
+            "collapses", "collapses_after_outage", "recovery_time")  # the tier's keys
+
+
+def worst(tiers: dict[str, dict]) -> str:
+    """The name of the tier in most trouble (the module doc's order)."""
+    def trouble(item: tuple[int, tuple[str, dict]]) -> tuple:
+        index, (_, kpis) = item
+        peak = kpis.get("peak_to_capacity")
+        return (CLASSES.index(kpis["state"]), kpis["collapses"],
+                -1.0 if peak is None else peak, -index)
+
+    return max(enumerate(tiers.items()), key=trouble)[1][0]
+
+
+def apply(summary: dict) -> dict:
+    """*summary* with its headline keys taken from its worst tier and ``headline_tier``
+    naming it (placed before ``state``); unchanged for a run of fewer than two tiers."""
+    tiers = summary.get("tiers") or {}
+    if len(tiers) < 2:
+        return summary
+    name = worst(tiers)
+    out = {}
+    for key, value in summary.items():
+        if key == "state":
+            out["headline_tier"] = name
+        out[key] = value
+    if name != next(iter(tiers)):  # the top tier's numbers are the run's already
+        out.update({key: tiers[name][key] for key in HEADLINE})
+        out["peak_attempt_rate"] = tiers[name]["peak_calls"] / summary["peak_window"]
+    return out
