@@ -202,12 +202,14 @@ def output_dir(out: Path | None, name: str) -> Path:
 
 StrategiesOpt = Annotated[str | None, typer.Option(
     "--strategies", metavar="A,B,...", autocompletion=complete.strategies,
-    help="Comma-separated strategies to compare (default: every built-in).",
+    help="Comma-separated strategies to compare (default: every built-in; with --vary "
+         "alone, the scenario's own strategy).",
     show_default=False)]
 VaryOpt = Annotated[list[str] | None, typer.Option(
     "--vary", metavar="PATH=V1,V2",
     help="Try several values of a field: --vary breaker.enabled=false,true "
-                   "(repeatable; arms are every strategy x every combination).")]
+                   "(repeatable; arms are every strategy or preset x every combination; "
+                   "without --strategies or --presets, the scenario's own strategy alone).")]
 FORMAT = "png"  # the one default of every command that draws figures
 FormatOpt = Annotated[str, typer.Option(
     "--format", metavar="FORMATS", help="Figure formats, comma-separated: png, svg, pdf.")]

@@ -72,12 +72,14 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
                vary: dict[str, Sequence[Any]] | None = None,
                presets: Sequence[str] | None = None) -> list[Arm]:
     """Every arm: each strategy (or preset) x each combination of varied values, validated
-    up front.
+    up front. With neither strategies nor presets: every built-in strategy, or, when
+    *vary* is given, the scenario's own strategy alone (a vary varies what it names).
 
     Raises :class:`ScenarioError` naming the offending strategy, preset or setting.
     """
-    names = list(strategies) if strategies else list(strategy_registry.BUILT_IN)
     vary = dict(vary or {})
+    names = (list(strategies) if strategies else [scenario.retry.strategy] if vary
+             else list(strategy_registry.BUILT_IN))
     if "retry.strategy" in vary:
         raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
                               "compare with --strategies (strategies=[...] in Python)")],
@@ -184,7 +186,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
             force: bool = False, presets: Sequence[str] | None = None) -> Comparison:
     """Run every arm of *scenario* ``replications`` times and line them up.
 
-    *strategies* defaults to every built-in; *presets* (instead of strategies) names
+    *strategies* defaults to every built-in (to the scenario's own strategy when *vary* is
+    given and *presets* is not); *presets* (instead of strategies) names
     library policies (``herdsim presets``), each replacing the fields it controls; *vary*
     maps dotted scenario keys to the values to try, on top of either. Runs go to
     ``processes`` local processes (default: all cores); strategies defined in ``__main__``
