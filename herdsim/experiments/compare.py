@@ -21,7 +21,7 @@ from herdsim.config import arguments
 from herdsim.config.loading import load_scenario
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
-from herdsim.errors import ScenarioError
+from herdsim.errors import ScenarioError, TaskError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
 from herdsim.planning import estimate
@@ -138,6 +138,17 @@ def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     }
 
 
+class Failed(TaskError):
+    """An arm raised during :func:`compare` (a :class:`TaskError` naming it and the cause;
+    every other arm was stopped): ``comparison`` holds the arms that finished before, whole,
+    as :class:`Interrupted` does (None when none had)."""
+
+    def __init__(self, error: TaskError, comparison: Comparison | None):
+        super().__init__(error.run, error.cause, error.message, error.user, error.where,
+                         error.traceback)
+        self.comparison = comparison
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`compare` after at least one arm finished all its replications:
     ``comparison`` holds those arms whole (a complete comparison of them, its
@@ -197,7 +208,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     this machine cannot hold, run ``processes`` at a time, :class:`CapacityError` (unless
     *force*). With progress, the plan is printed first (:func:`plan_text`) and a line as
     each arm finishes. Ctrl-C after an arm finished raises :class:`Interrupted`, holding
-    the finished arms.
+    the finished arms; an arm that raises stops the others and raises :class:`Failed`,
+    naming the arm and the cause, holding the arms finished before.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     replications = arguments.whole("replications", replications)  # type: ignore[assignment]
@@ -228,9 +240,18 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
         return (f"  arm {arms[arm].label} done ({finished} of {len(arms)}): {s['state']}, "
                 f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded")
 
+    def name(index: int, _: object) -> str:
+        arm, replication = divmod(index, replications)
+        return f"arm {arms[arm].label!r}" + (f", replication {replication}"
+                                              if replications > 1 else "")
+
     try:
-        for index, output in imap_unordered(_simulate, tasks, processes, label, note=note):
+        for index, output in imap_unordered(_simulate, tasks, processes, label, note=note,
+                                            name=name):
             outputs[index] = output
+    except TaskError as error:
+        raise Failed(error, _finished(base, arms, replications, outputs)) \
+            from error.__cause__
     except KeyboardInterrupt:
         partial = _finished(base, arms, replications, outputs)
         if partial is None:
