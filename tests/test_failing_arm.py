@@ -129,6 +129,29 @@ def test_a_bug_in_an_arm_names_the_arm_the_cause_and_where(monkeypatch, processe
     assert error.where.startswith(f"{__file__}:") and error.where.endswith(" in run")
 
 
+def test_a_bug_in_a_sweep_task_names_the_task_and_keeps_the_finished(monkeypatch, tmp_path):
+    """``herdsim.sweep``: the task of the second cell raises; one error names it (id,
+    strategy, cell, replication), and the first cell's task stays written."""
+    from herdsim.experiments import sweep as sweep_module
+
+    real = sweep_module.run
+
+    def run(sc, **kwargs):
+        if sc.workers.count == 7:
+            raise KeyError("tier")
+        return real(sc, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "run", run)
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny()))
+    with pytest.raises(TaskError) as failed:
+        herdsim.sweep(tmp_path / "tiny.yaml", ["workers.count=5,7,9"], out=tmp_path / "out",
+                      processes=1)
+    assert str(failed.value).startswith(
+        "task c00001-a00-r0000 (exponential, workers.count=7, replication 0): KeyError: "
+        "'tier' (a bug, raised at ")
+    assert [p.name for p in (tmp_path / "out" / "tasks").iterdir()] == ["c00000-a00-r0000.json"]
+
+
 # -- the command line ----------------------------------------------------------------------
 
 
