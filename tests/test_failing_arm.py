@@ -11,6 +11,8 @@ worker for an hour (a sleep: no CPU) for another, or the engine's ``run`` patche
 Before the fix, pool workers inherited the CLI's SIGTERM handler, so stopping them raised
 an exception in the arm they ran, which the pool caught, and they went on to the next arm:
 the error line came, then the command hung on the held arm (parent and workers asleep).
+
+Budget: about a minute on a loaded 2-core machine, a third of it a Dask cluster's start.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -32,8 +35,10 @@ import herdsim
 from herdsim.errors import TaskError
 from herdsim.experiments import compare as compare_module
 from herdsim.experiments.compare import Failed
+from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs.compare_dir import load_outputs
 from herdsim.policies.strategies import Strategy
+from herdsim.system import signals
 
 FAIL, HOLD, FINE = 0.07, 0.04, 0.05  # retry.base of the arm that raises, holds, finishes
 HELD_FOR = 3600.0  # seconds the held arm would keep its worker
@@ -51,6 +56,16 @@ class Flaky(Strategy):
         if math.isclose(self.base, HOLD):
             time.sleep(HELD_FOR)
         return self.base
+
+
+class Stubborn(Flaky):
+    """:class:`Flaky`, but the held arm first ignores SIGTERM (as code of a user's may):
+    only a kill stops its worker."""
+
+    def sleep(self, attempt, prev, rng):
+        if math.isclose(self.base, HOLD):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return super().sleep(attempt, prev, rng)
 
 
 class NeedsTwo(Exception):
@@ -102,6 +117,33 @@ def test_a_user_error_in_an_arm_names_the_arm_and_keeps_the_finished(processes):
         assert kept is None or [a.label for a in kept.arms] == ["Flaky, retry.base=50ms"]
     assert _alive([p for p in psutil.Process().children(recursive=True)
                    if p not in before]) == []
+
+
+def test_a_worker_that_ignores_sigterm_is_killed(tmp_path):
+    """Stopping the pool kills a worker still alive after the grace (the held arm ignores
+    SIGTERM here): the error comes within the bound and no worker is left."""
+    sc = herdsim.load_scenario(scenario(), {"retry.strategy": f"{__name__}:Stubborn"})
+    before = psutil.Process().children(recursive=True)
+    began = time.monotonic()
+    with pytest.raises(Failed, match="arm 'Stubborn, retry.base=70ms': strategy "):
+        herdsim.compare(sc, vary={"retry.base": bases(HOLD, FAIL)}, processes=2,
+                        progress=False)
+    assert time.monotonic() - began < BOUND
+    assert _alive([p for p in psutil.Process().children(recursive=True)
+                   if p not in before]) == []
+
+
+def sigterm_is_default(_: object) -> bool:
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_pool_workers_die_on_sigterm_whatever_the_driver_handles():
+    """The CLI turns SIGTERM into an exception (as Ctrl-C); a forked pool worker must not
+    inherit that, or stopping it only raises in its arm and it takes the next one."""
+    with signals.as_interrupt():
+        assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+        answers = [ok for _, ok in imap_unordered(sigterm_is_default, range(4), processes=2)]
+    assert answers == [True] * 4
 
 
 @pytest.mark.parametrize("processes", [1, 2])
