@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -99,11 +100,14 @@ def test_a_user_error_in_an_arm_names_the_arm_and_keeps_the_finished(processes):
     sc = herdsim.load_scenario(scenario())
     order = (FINE, FAIL, HOLD) if processes == 1 else (HOLD, FAIL, FINE)
     before = psutil.Process().children(recursive=True)
+    threads = set(threading.enumerate())
     began = time.monotonic()
     with pytest.raises(Failed) as failed:
         herdsim.compare(sc, vary={"retry.base": bases(*order)}, processes=processes,
                         progress=False)
     assert time.monotonic() - began < BOUND
+    # the pool's threads are done: none left to race the interpreter's exit
+    assert set(threading.enumerate()) <= threads
     error = failed.value
     assert isinstance(error, herdsim.HerdsimError) and error.user and error.exit_code == 2
     assert str(error).startswith("arm 'Flaky, retry.base=70ms': strategy ")

@@ -165,9 +165,12 @@ def _init_worker() -> None:
 
 def _stop_now(pool: ProcessPoolExecutor) -> None:
     """Stop *pool* without waiting for the tasks running in it (Ctrl-C, a failed task, or a
-    caller that stopped reading): cancel what is queued, terminate the workers, and kill
-    any still alive after :data:`STOP_GRACE` seconds."""
+    caller that stopped reading): cancel what is queued, terminate the workers, kill any
+    still alive after :data:`STOP_GRACE` seconds, and let the pool's manager thread close
+    its pipes before this returns (left to the interpreter's exit, that clean-up races
+    the exit's own wake-up of the thread: an ``EBADF`` traceback, seen once)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in workers:
         with contextlib.suppress(OSError, ValueError):
@@ -179,6 +182,8 @@ def _stop_now(pool: ProcessPoolExecutor) -> None:
             if process.is_alive():
                 process.kill()
                 process.join(STOP_GRACE)
+    if manager is not None:
+        manager.join(STOP_GRACE)
 
 
 def _outcome(future: Any) -> Any:
