@@ -1,7 +1,8 @@
 """Every error a user's mistake raises, under one base, :class:`HerdsimError`.
 
 ``str()`` of any of them is the message the CLI prints (one line per problem, each naming
-the file, the field and the problem); the CLI turns them into exit code 2 in one place.
+the file, the field and the problem); the CLI turns them into exit code 2 in one place (1
+for a :class:`TaskError` whose cause is a bug: its ``exit_code``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,36 @@ class SweepError(HerdsimError):
 
 class ExecutorError(HerdsimError):
     """Runs cannot be sent where asked (a Dask scheduler that does not answer)."""
+
+
+class TaskError(HerdsimError):
+    """One run of a comparison, sweep or reproduction (an arm's replication, a sweep's task)
+    raised; every other run was stopped. ``str()`` is one line: the run, then the cause.
+
+    ``user`` is True when the cause is the user's input (a herdsim error, e.g. a strategy
+    that raised: ``exit_code`` 2), False for a bug (``exit_code`` 1, and the message says
+    where it was raised); ``cause`` names the exception's class and ``traceback`` holds
+    its traceback as text.
+    """
+
+    def __init__(self, run: str, cause: str, message: str, user: bool, where: str = "",
+                 traceback: str = ""):
+        self.run, self.cause, self.message, self.user = run, cause, message, user
+        self.where, self.traceback = where, traceback
+        super().__init__(str(self))
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code: 2 for the user's input, 1 for a bug."""
+        return 2 if self.user else 1
+
+    def __str__(self) -> str:
+        text = "; ".join(line.strip() for line in self.message.splitlines() if line.strip())
+        if self.user:
+            return f"{self.run}: {text or self.cause}"
+        said = f"{self.cause}: {text}" if text else self.cause
+        at = f", raised at {self.where}" if self.where else ""
+        return f"{self.run}: {said} (a bug{at})"
 
 
 class PrometheusError(HerdsimError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +18,7 @@ from herdsim.analysis.summary import peak_rate
 from herdsim.cli import app
 from herdsim.experiments.compare import build_arms
 from herdsim.plots.figures import call_counts
+from herdsim.policies import strategies as strategies_registry
 from herdsim.results.comparison import aggregate
 
 # Wall-clock KPIs differ between identical runs; everything else must not.
@@ -106,6 +109,38 @@ def test_interval_is_students_t_and_covers_the_mean(values):
 def test_bad_arms_are_rejected_before_running(small, strategies, vary, field):
     with pytest.raises(herdsim.ScenarioError, match=field.replace(".", r"\.")):
         build_arms(small, strategies, vary)
+
+
+def test_vary_alone_varies_the_scenario_strategy_and_nothing_else(make_scenario):
+    """Without strategies or presets a vary runs the scenario's own strategy x its values
+    (2 arms, not every built-in x 2), each arm the scenario with the value set; with
+    neither a vary, every built-in; strategies or presets given are unchanged."""
+    sc = herdsim.load_scenario(make_scenario(retry={"strategy": "equal_jitter"}))
+    arms = build_arms(sc, vary={"workers.count": [5, 7]})
+    assert [(a.label, a.strategy, a.settings) for a in arms] == [
+        ("equal_jitter, workers.count=5", "equal_jitter", {"workers.count": 5}),
+        ("equal_jitter, workers.count=7", "equal_jitter", {"workers.count": 7})]
+    assert [a.scenario.to_yaml() for a in arms] == [
+        herdsim.load_scenario(make_scenario(retry={"strategy": "equal_jitter"},
+                                            workers={"count": n})).to_yaml() for n in (5, 7)]
+    assert [a.strategy for a in build_arms(sc)] == list(strategies_registry.BUILT_IN)
+    assert len(build_arms(sc, ["fixed", "full_jitter"], {"workers.count": [5, 7]})) == 4
+    assert [a.label for a in build_arms(sc, vary={"workers.count": [5, 7]},
+                                        presets=["grpc-retry"])] == [
+        "grpc-retry, workers.count=5", "grpc-retry, workers.count=7"]
+
+
+def test_cli_compare_with_vary_alone_runs_its_values_only(tmp_path, make_scenario):
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(make_scenario(retry={"strategy": "full_jitter"})))
+    result = CliRunner().invoke(app, ["compare", str(path), "--vary", "workers.count=2,3",
+                                      "--processes", "1", "--out", str(tmp_path / "o"),
+                                      "--format", "png", "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(arm["arm"] for arm in json.loads(result.stdout)["arms"]) == [
+        "full_jitter, workers.count=2", "full_jitter, workers.count=3"]
 
 
 @given(st.lists(st.floats(0, 5, allow_nan=False), max_size=300),

@@ -28,18 +28,19 @@ if TYPE_CHECKING:
 
 
 class Boundary(TyperGroup):
-    """The one place where a user's mistake becomes one line on stderr and exit code 2,
-    and Ctrl-C exit code 130."""
+    """The one place where a user's mistake becomes one line on stderr and exit code 2 (a
+    run that failed of a bug, :class:`~herdsim.errors.TaskError`, exit code 1), and Ctrl-C
+    exit code 130."""
 
     def invoke(self, ctx: Any):  # typer types it with its own vendored click
         try:
             with signals.as_interrupt():  # TERM and HUP end a command as Ctrl-C does
                 return super().invoke(ctx)
         except HerdsimError as exc:
-            _error_lines(str(exc).splitlines() or [type(exc).__name__])
-            raise typer.Exit(2) from None
+            error_lines(str(exc).splitlines() or [type(exc).__name__])
+            raise typer.Exit(getattr(exc, "exit_code", 2)) from None
         except OSError as exc:  # the environment said no: the path and the cause
-            _error_lines([os_problem(exc)])
+            error_lines([os_problem(exc)])
             raise typer.Exit(2) from None
         except KeyboardInterrupt as exc:
             err_console.print("interrupted: nothing was written")
@@ -75,7 +76,8 @@ class Boundary(TyperGroup):
                 formatter.write_dl(rows)
 
 
-def _error_lines(lines: list[str]) -> None:
+def error_lines(lines: list[str]) -> None:
+    """Each line on stderr after a red ``error:``."""
     for line in lines:
         err_console.print(f"[bold red]error:[/] {safe(line)}", highlight=False, soft_wrap=True)
 
@@ -202,12 +204,14 @@ def output_dir(out: Path | None, name: str) -> Path:
 
 StrategiesOpt = Annotated[str | None, typer.Option(
     "--strategies", metavar="A,B,...", autocompletion=complete.strategies,
-    help="Comma-separated strategies to compare (default: every built-in).",
+    help="Comma-separated strategies to compare (default: every built-in; with --vary "
+         "alone, the scenario's own strategy).",
     show_default=False)]
 VaryOpt = Annotated[list[str] | None, typer.Option(
     "--vary", metavar="PATH=V1,V2",
     help="Try several values of a field: --vary breaker.enabled=false,true "
-                   "(repeatable; arms are every strategy x every combination).")]
+                   "(repeatable; arms are every strategy or preset x every combination; "
+                   "without --strategies or --presets, the scenario's own strategy alone).")]
 FORMAT = "png"  # the one default of every command that draws figures
 FormatOpt = Annotated[str, typer.Option(
     "--format", metavar="FORMATS", help="Figure formats, comma-separated: png, svg, pdf.")]

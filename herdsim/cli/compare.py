@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +27,7 @@ from herdsim.cli.app import (
     console,
     emit_json,
     err_console,
+    error_lines,
     gate,
     load,
     output_dir,
@@ -36,6 +38,9 @@ from herdsim.cli.app import (
 )
 from herdsim.cli.outputs import report_export
 from herdsim.errors import UsageError
+
+if TYPE_CHECKING:
+    from herdsim.results.comparison import Comparison
 
 
 @app.command()
@@ -62,10 +67,12 @@ def compare(
     """Run a scenario under several strategies or presets (and settings) with common random
     numbers.
 
-    Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
+    Exit code 0, 1 when an arm fails of a bug, 2 for bad input (an arm that fails of it
+    too), 3 when a --fail-if condition holds for any arm. An arm that fails or Ctrl-C
+    stops every arm; the arms finished before are saved."""
     from herdsim.cli import gate as gate_rules
     from herdsim.cli.tables import compare_keys, definitions, ranked_table
-    from herdsim.experiments.compare import Interrupted
+    from herdsim.experiments.compare import Failed, Interrupted
     from herdsim.experiments.compare import compare as compare_arms
     from herdsim.outputs import openmetrics
     from herdsim.outputs.compare_dir import save_comparison
@@ -83,15 +90,16 @@ def compare(
                                   progress=not (quiet or json_), force=force,
                                   presets=preset_names or None)
     except Interrupted as stop:  # save the arms that finished, whole, marked as such
-        partial = stop.comparison
-        save_comparison(partial, target, formats, report=report)
-        done = len(partial.arms)
-        err_console.print(f"interrupted: {done} finished arm{'s' * (done > 1)} saved in "
-                          f"[bold]{safe(target)}[/] as a complete comparison of those arms "
-                          f"({len(partial.unfinished)} not run: "
-                          f"{safe(', '.join(partial.unfinished))}; arms.json lists them)",
+        save_comparison(stop.comparison, target, formats, report=report)
+        err_console.print(f"interrupted: {safe(_saved(stop.comparison, target, 'not run'))}",
                           soft_wrap=True)
         raise typer.Exit(130) from None
+    except Failed as failed:  # the same, and the one line naming the arm and the cause
+        if failed.comparison is None:
+            raise
+        save_comparison(failed.comparison, target, formats, report=report)
+        error_lines([f"{failed}; {_saved(failed.comparison, target, 'not finished')}"])
+        raise typer.Exit(failed.exit_code) from None
     started = time.perf_counter()
     save_comparison(comparison, target, formats, report=report)
     saved = time.perf_counter() - started
@@ -114,3 +122,10 @@ def compare(
     gate(gate_rules.failing(conditions, summaries))
 
 
+def _saved(partial: Comparison, target: Path, left: str) -> str:
+    """What a stopped comparison kept: its finished arms, saved in *target*, and the arms
+    *left* (``not run``, ``not finished``)."""
+    done = len(partial.arms)
+    return (f"{done} finished arm{'s' * (done > 1)} saved in {target} as a complete "
+            f"comparison of those arms ({len(partial.unfinished)} {left}: "
+            f"{', '.join(map(repr, partial.unfinished))}; arms.json lists them)")

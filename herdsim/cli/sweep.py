@@ -20,13 +20,14 @@ from herdsim.cli.app import (
     console,
     emit_json,
     err_console,
+    error_lines,
     gate,
     parse_list,
     parse_sets,
     safe,
 )
 from herdsim.config import bundled
-from herdsim.errors import UsageError
+from herdsim.errors import TaskError, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,7 +70,9 @@ def sweep_command(
 ) -> None:
     """Run a scenario over a grid of settings x strategies x replications (resumable).
 
-    Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any run."""
+    Exit code 0, 1 when a task fails of a bug, 2 for bad input (a task that fails of it
+    too), 3 when a --fail-if condition holds for any run. A task that fails stops the
+    others; the tasks finished before stay saved."""
     from herdsim.cli import gate as gate_rules
     from herdsim.experiments import sweep
     from herdsim.outputs import sweep_dir
@@ -93,6 +96,11 @@ def sweep_command(
                       f"[bold]{safe(target)}[/]")
     try:
         sweep.run_sweep(plan, target, processes, scheduler, progress=talk)
+    except TaskError as failed:  # one line: the task, the cause, and what stays written
+        saved = len(sweep_dir.finished(target))
+        error_lines([f"{failed}; " + (f"{saved} of {plan.n_tasks} tasks are saved in "
+                                      f"{target}" if saved else "nothing was written")])
+        raise typer.Exit(failed.exit_code) from None
     except KeyboardInterrupt:
         saved = len(sweep_dir.finished(target))
         err_console.print(f"interrupted: {saved} of {plan.n_tasks} tasks are saved in "

@@ -21,7 +21,7 @@ from herdsim.config import arguments
 from herdsim.config.loading import load_scenario
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
-from herdsim.errors import ScenarioError
+from herdsim.errors import ScenarioError, TaskError
 from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
 from herdsim.planning import estimate
@@ -72,12 +72,14 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
                vary: dict[str, Sequence[Any]] | None = None,
                presets: Sequence[str] | None = None) -> list[Arm]:
     """Every arm: each strategy (or preset) x each combination of varied values, validated
-    up front.
+    up front. With neither strategies nor presets: every built-in strategy, or, when
+    *vary* is given, the scenario's own strategy alone (a vary varies what it names).
 
     Raises :class:`ScenarioError` naming the offending strategy, preset or setting.
     """
-    names = list(strategies) if strategies else list(strategy_registry.BUILT_IN)
     vary = dict(vary or {})
+    names = (list(strategies) if strategies else [scenario.retry.strategy] if vary
+             else list(strategy_registry.BUILT_IN))
     if "retry.strategy" in vary:
         raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
                               "compare with --strategies (strategies=[...] in Python)")],
@@ -136,6 +138,17 @@ def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
     }
 
 
+class Failed(TaskError):
+    """An arm raised during :func:`compare` (a :class:`TaskError` naming it and the cause;
+    every other arm was stopped): ``comparison`` holds the arms that finished before, whole,
+    as :class:`Interrupted` does (None when none had)."""
+
+    def __init__(self, error: TaskError, comparison: Comparison | None):
+        super().__init__(error.run, error.cause, error.message, error.user, error.where,
+                         error.traceback)
+        self.comparison = comparison
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`compare` after at least one arm finished all its replications:
     ``comparison`` holds those arms whole (a complete comparison of them, its
@@ -184,7 +197,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
             force: bool = False, presets: Sequence[str] | None = None) -> Comparison:
     """Run every arm of *scenario* ``replications`` times and line them up.
 
-    *strategies* defaults to every built-in; *presets* (instead of strategies) names
+    *strategies* defaults to every built-in (to the scenario's own strategy when *vary* is
+    given and *presets* is not); *presets* (instead of strategies) names
     library policies (``herdsim presets``), each replacing the fields it controls; *vary*
     maps dotted scenario keys to the values to try, on top of either. Runs go to
     ``processes`` local processes (default: all cores); strategies defined in ``__main__``
@@ -194,7 +208,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     this machine cannot hold, run ``processes`` at a time, :class:`CapacityError` (unless
     *force*). With progress, the plan is printed first (:func:`plan_text`) and a line as
     each arm finishes. Ctrl-C after an arm finished raises :class:`Interrupted`, holding
-    the finished arms.
+    the finished arms; an arm that raises stops the others and raises :class:`Failed`,
+    naming the arm and the cause, holding the arms finished before.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     replications = arguments.whole("replications", replications)  # type: ignore[assignment]
@@ -225,9 +240,18 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
         return (f"  arm {arms[arm].label} done ({finished} of {len(arms)}): {s['state']}, "
                 f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded")
 
+    def name(index: int, _: object) -> str:
+        arm, replication = divmod(index, replications)
+        return f"arm {arms[arm].label!r}" + (f", replication {replication}"
+                                              if replications > 1 else "")
+
     try:
-        for index, output in imap_unordered(_simulate, tasks, processes, label, note=note):
+        for index, output in imap_unordered(_simulate, tasks, processes, label, note=note,
+                                            name=name):
             outputs[index] = output
+    except TaskError as error:
+        raise Failed(error, _finished(base, arms, replications, outputs)) \
+            from error.__cause__
     except KeyboardInterrupt:
         partial = _finished(base, arms, replications, outputs)
         if partial is None:

@@ -133,6 +133,14 @@ class Task:
     sweep: str = ""  # the digest of the sweep it belongs to (its task file proves it)
 
 
+def task_name(index: int, task: Task) -> str:
+    """``task c00001-a00-r0000 (exponential, workload.rate=40, replication 0)``: a task as
+    an error names it (*index* is its place in the run, unused)."""
+    settings = ", ".join(f"{path}={value}" for path, value in task.keys.items())
+    return (f"task {task.id} ({task.scenario['retry']['strategy']}, "
+            f"{settings + ', ' if settings else ''}replication {task.replication})")
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Run one task: the run's summary KPIs and its metastability KPIs, then its keys and
     its sweep's digest (an axis such as ``seed`` keeps the cell's value)."""
@@ -310,7 +318,9 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
 
     Tasks go to ``processes`` local processes (default: every core; 1 = in this process)
     or to a Dask cluster (``scheduler``: ``"local"`` or ``tcp://host:8786``). Each result
-    is written as it arrives, so an interrupted sweep resumes where it stopped.
+    is written as it arrives, so an interrupted sweep resumes where it stopped. A task that
+    raises stops the others and raises :class:`~herdsim.errors.TaskError` naming it and
+    the cause; the tasks finished before stay written.
     """
     out = Path(out) if out is not None else sweep.default_out()
     fresh = not (out / sweep_dir.MANIFEST).exists()
@@ -319,7 +329,7 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
     todo = sweep.n_tasks - len(done)
     label = f"{sweep.name}: {todo} tasks" if progress else None
     results = imap_unordered(run_task, sweep.tasks(done), processes, label, scheduler,
-                             total=todo)
+                             total=todo, name=task_name)
     try:
         for _, row in results:
             sweep_dir.write_task(out, row)
