@@ -10,23 +10,19 @@ does make requests proves both detectors see them.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import command_path
 
 import herdsim
 from herdsim.outputs.report import render
 from herdsim.outputs.report.page import CSP
 
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
-if BROWSER is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("chromium is missing: .ci/run installs it")
-    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+BROWSER = command_path("chromium")
+pytestmark = [pytest.mark.slow, pytest.mark.requires("chromium")]
 CONTROL = ('<!doctype html><html><head><script src="http://example.com/x.js"></script>'
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body>'
            '<script>console.error("boom"); fetch("http://example.org/y").catch(()=>0);'

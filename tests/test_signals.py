@@ -143,15 +143,6 @@ def test_ctrl_c_in_compare_stops_the_running_arms_at_once(tmp_path, slow_scenari
         assert len(saved.arms) == 1 and len(saved.unfinished) == 1
 
 
-def require_prometheus() -> None:
-    if shutil.which("prometheus") and shutil.which("promtool"):
-        return
-    message = f"prometheus not installed: {prometheus_server.INSTALL_HINT}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def listening(port: int) -> list[int]:
     return [c.pid for c in psutil.net_connections(kind="tcp")
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
@@ -181,12 +172,12 @@ def serve(tmp: Path, run_dir: Path, port: int) -> psutil.Popen:
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
-    require_prometheus()
     import herdsim
 
     return herdsim.save(herdsim.run(herdsim.load_scenario(TINY)), tmp_path / "run")
 
 
+@pytest.mark.requires("prometheus", "promtool")
 def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_dir):
     port = prometheus_server.free_port()
     server = serve(tmp_path, run_dir, port)
@@ -203,6 +194,7 @@ def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_d
     assert again.wait(20) == 0 and listening(port) == []
 
 
+@pytest.mark.requires("prometheus", "promtool")
 def test_sigkill_leaves_no_prometheus_and_the_next_start_clears_its_tsdb(tmp_path, run_dir):
     port = prometheus_server.free_port()
     server = serve(tmp_path, run_dir, port)

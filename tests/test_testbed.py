@@ -1,5 +1,5 @@
 """The testbed with a real ``redis-server`` (Debian's ``redis-server``; ``.ci/run``
-installs it; without it these tests fail, they do not skip).
+installs it; without it these tests skip, and fail under CI: ``requires`` in conftest).
 
 * the delayed set's poller moves exactly the due jobs, in due order;
 * a short real run writes ``herdsim run``'s directory (read back by the same reader, every
@@ -48,6 +48,7 @@ def leftovers() -> list[Path]:
             if (p / "owner.pid").is_file() and (p / "owner.pid").read_text() == str(os.getpid())]
 
 
+@pytest.mark.requires("redis-server")
 def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     """ZADD in shuffled order; the poll at t = 2.5 moves the jobs due at or before it,
     earliest first, to the tail of the main queue; later ones stay parked."""
@@ -75,6 +76,7 @@ def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     assert parked == [1, 8]
 
 
+@pytest.mark.requires("redis-server")
 def test_two_testbeds_at_once_take_different_ports(tmp_path):
     fleets = [Fleet(tmp_path / "a"), Fleet(tmp_path / "b")]
     try:
@@ -94,8 +96,11 @@ POOL_BUDGET = {"budget.kind": "token_bucket", "budget.preset": "aws", "budget.ca
                "budget.scope": "pool"}
 
 
-@pytest.mark.parametrize(("mode", "prometheus", "budget"),
-                         [("sleep", False, POOL_BUDGET), ("requeue", True, {})])
+@pytest.mark.slow
+@pytest.mark.requires("redis-server")
+@pytest.mark.parametrize(("mode", "prometheus", "budget"), [
+    ("sleep", False, POOL_BUDGET),
+    pytest.param("requeue", True, {}, marks=pytest.mark.requires("prometheus"))])
 def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode,
                                                                       prometheus, budget):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
@@ -240,6 +245,8 @@ def _gone(pids: list[psutil.Process], grace: float = 10.0) -> list[int]:
     return [p.pid for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.slow
+@pytest.mark.requires("redis-server", "prometheus")
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "a worker process crashes"])
 def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_path, how):
     proc = _start(tmp_path)
@@ -288,6 +295,7 @@ def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.requires("redis-server")
 def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path):
     """--prometheus on a PATH with redis-server but no prometheus: one line naming the
     Debian package, exit 2, nothing written, nothing started."""
