@@ -30,7 +30,9 @@ import psutil
 import pytest
 import redis.asyncio as aioredis
 
+from herdsim import run as herdsim_run
 from herdsim.analysis import promql
+from herdsim.config.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
@@ -325,3 +327,23 @@ def test_what_the_testbed_does_not_emulate_is_refused_naming_the_field(field, va
                                          "downstream.model" else {})})
     with pytest.raises(TestbedError, match=f"^testbed: {field}: the testbed does not emulate"):
         testbed_run.check_supported(sc)
+
+
+def test_the_sim_vs_real_table_leaves_no_placeholder_unfilled(tmp_path):
+    """The sim-vs-real table (printed by ``herdsim testbed``, written as sim_vs_real.csv)
+    names the peak window as a duration: no ``{window}`` or any other ``{...}`` is left.
+    Two simulated runs of the testbed scenario stand in for the simulation and the real
+    run (the table only reads their summaries)."""
+    import re
+
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+                       SHORT)
+    sim = herdsim_run(sc)
+    table = agreement.table(sim, sim)
+    table.to_csv(tmp_path / "sim_vs_real.csv", index=False)
+    written = (tmp_path / "sim_vs_real.csv").read_text()
+    assert not re.search(r"\{[^}]*\}", written), written
+    window = format_duration(sc.peak_window)
+    kpis = table[table["kpi"].isin(agreement.TABLE_KPIS)]
+    peaks = [label for label in kpis["label"] if "peak" in label]
+    assert peaks and all(f"in {window}" in label for label in peaks), peaks
