@@ -769,6 +769,7 @@ def test_compare_presets_arms_are_the_presets_scenarios():
         build_arms(base, strategies=["fixed"], presets=["sidekiq"])
 
 
+@pytest.mark.slow
 def test_compare_presets_cli(tmp_path):
     path = tmp_path / "s.yaml"
     import yaml

@@ -1,8 +1,8 @@
 """The ``requires`` marker (tests/conftest.py): a test that needs a Debian package skips
 without it, naming the package and its ``apt-get install`` line, and fails instead under
-CI (an error in the test's setup), so CI can never skip one silently. Each case runs
-pytest on a two-test file with a PATH that holds only an empty folder or a stand-in
-``redis-server``."""
+CI (an error in the test's setup), so CI can never skip one silently. :func:`require` is
+called with PATH and CI set here; the marker itself runs in a pytest of its own on a
+two-test file, with a PATH of one empty folder."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require
 
 TESTS = Path(__file__).resolve().parent
 MARKED = """
@@ -27,47 +28,64 @@ def test_two():
 """
 
 
-def outcome(tmp_path: Path, path: str, ci: str | None) -> subprocess.CompletedProcess:
-    """pytest on MARKED, with tests/conftest.py as a plugin, *path* as PATH and CI=*ci*."""
-    (tmp_path / "test_marked.py").write_text(MARKED)
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    env.update(PATH=path, PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]))
-    if ci is not None:
-        env["CI"] = ci
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-rsf", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:nbmake",
-                           "-o", "addopts=", str(tmp_path / "test_marked.py")],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
-
-
-def test_without_the_packages_the_tests_skip_naming_the_apt_get_line(tmp_path):
-    (tmp_path / "empty").mkdir()
-    done = outcome(tmp_path, str(tmp_path / "empty"), None)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 skipped" in done.stdout
-    assert "redis-server not found on PATH: needs the Debian package redis-server " \
-        "(apt-get install redis-server)" in done.stdout
-    assert "promtool and chromium not found on PATH: needs the Debian packages " \
-        "chromium, prometheus (apt-get install chromium prometheus)" in done.stdout
-
-
-@pytest.mark.parametrize("ci", ["true", "1"])
-def test_under_ci_a_missing_package_fails_the_test(tmp_path, ci):
-    (tmp_path / "empty").mkdir()
-    done = outcome(tmp_path, str(tmp_path / "empty"), ci)
-    assert done.returncode == 1, done.stdout + done.stderr  # failed in setup: an error
-    assert "2 errors" in done.stdout and "skipped" not in done.stdout
-    assert "under CI a missing package fails the test" in done.stdout
-
-
-@pytest.mark.parametrize("ci", [None, "true", "false"])
-def test_a_command_on_path_runs_the_test(tmp_path, ci):
-    """A stand-in ``redis-server`` on PATH: that test runs (and passes) whatever CI says;
-    the other still lacks its packages."""
+@pytest.fixture
+def bare(tmp_path, monkeypatch):
+    """PATH: one folder holding a stand-in ``redis-server`` and nothing else; no CI."""
     (tmp_path / "bin").mkdir()
     stand_in = tmp_path / "bin" / "redis-server"
     stand_in.write_text("#!/bin/sh\n")
     stand_in.chmod(0o755)
-    done = outcome(tmp_path, str(tmp_path / "bin"), ci)
-    assert "1 passed" in done.stdout, done.stdout + done.stderr
-    assert ("1 error" if ci == "true" else "1 skipped") in done.stdout
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("CI", raising=False)
+    return monkeypatch
+
+
+def test_a_missing_package_skips_naming_the_apt_get_line(bare):
+    with pytest.raises(pytest.skip.Exception, match=r"^promtool and chromium not found on "
+                       r"PATH: needs the Debian packages chromium, prometheus \(apt-get "
+                       r"install chromium prometheus\)$"):
+        require("redis-server", "promtool", "chromium")
+
+
+@pytest.mark.parametrize("ci", ["true", "1", "yes"])
+def test_under_ci_a_missing_package_fails(bare, ci):
+    bare.setenv("CI", ci)
+    with pytest.raises(pytest.fail.Exception, match=r"^prometheus not found on PATH: needs "
+                       r"the Debian package prometheus \(apt-get install prometheus\); "
+                       r"under CI a missing package fails the test$"):
+        require("prometheus")
+
+
+@pytest.mark.parametrize("ci", [None, "true", "false", "0", ""])
+def test_a_command_on_path_lets_the_test_run(bare, ci):
+    if ci is not None:
+        bare.setenv("CI", ci)
+    assert require("redis-server") is None
+
+
+@pytest.mark.parametrize("ci", ["false", "0", ""])
+def test_ci_false_or_empty_is_not_ci(bare, ci):
+    bare.setenv("CI", ci)
+    with pytest.raises(pytest.skip.Exception):
+        require("chromium")
+
+
+@pytest.mark.parametrize(("ci", "summary"), [(None, "2 skipped"), ("true", "2 errors")])
+def test_the_marker_is_checked_before_each_test(tmp_path, ci, summary):
+    """pytest on MARKED with tests/conftest.py as a plugin, an empty PATH and CI=*ci*:
+    both tests skip with the apt-get line, or under CI both error in their setup."""
+    (tmp_path / "test_marked.py").write_text(MARKED)
+    (tmp_path / "empty").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(PATH=str(tmp_path / "empty"),
+               PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]))
+    if ci is not None:
+        env["CI"] = ci
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-rsE", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:nbmake",
+                           "-o", "addopts=", str(tmp_path / "test_marked.py")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == (1 if ci else 0), done.stdout + done.stderr
+    assert summary in done.stdout and "passed" not in done.stdout, done.stdout
+    assert "(apt-get install redis-server)" in done.stdout
+    assert "(apt-get install chromium prometheus)" in done.stdout

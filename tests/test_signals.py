@@ -25,6 +25,8 @@ import yaml
 from herdsim.outputs import compare_dir as herdsim_outputs
 from herdsim.outputs import prometheus_server
 
+pytestmark = pytest.mark.slow  # real herdsim processes, signals and Prometheus
+
 # An arm takes about 3.5 s on this machine (300 s simulated), so a signal sent 0.5 s
 # after the pool starts lands while both arms run (at 60 s an arm took about 1 s, and a
 # quiet machine could finish one first and spend the Ctrl-C drawing it).

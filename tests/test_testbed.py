@@ -283,6 +283,7 @@ def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_pa
         assert proc.returncode == 130, err
 
 
+@pytest.mark.slow
 def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_path):
     """A PATH without redis-server: one line naming the Debian package, exit 2, nothing
     written, nothing started."""
@@ -298,6 +299,7 @@ def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_pat
 
 
 @pytest.mark.requires("redis-server")
+@pytest.mark.slow
 def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path):
     """--prometheus on a PATH with redis-server but no prometheus: one line naming the
     Debian package, exit 2, nothing written, nothing started."""
