@@ -121,6 +121,7 @@ def test_any_scenario_file_runs_cleanly_or_is_refused_in_one_line(
 @given(sets=st.lists(st.tuples(st.sampled_from(PATHS + ["no.such", "a..b", ""]),
                                st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=6))),
                      min_size=1, max_size=3))
+@pytest.mark.slow
 def test_any_set_string_runs_cleanly_or_is_refused_in_one_line(tmp_path_factory, sets):
     tmp = tmp_path_factory.mktemp("set")
     (tmp / "s.yaml").write_text(yaml.safe_dump(TINY))
