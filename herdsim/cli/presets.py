@@ -70,24 +70,18 @@ def _line(text: str, markup: bool = False) -> None:
 
 def _table() -> Table:
     """One row a preset: name, library, the release read, hold or requeue, the formula."""
-    table = Table(title="Library presets", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, caption_justify="left", expand=True,
-                  caption="release read = the package version or commit each preset was "
-                          "read at; --explain adds the source lines")
-    table.add_column("preset", no_wrap=True, style="bold")
+    listing = Table(title="Library presets", title_justify="left", header_style="bold",
+                    box=box.SIMPLE_HEAD, caption_justify="left", expand=True,
+                    caption="release read = the package version or commit each preset was "
+                            "read at; --explain adds the source lines")
+    listing.add_column("preset", no_wrap=True, style="bold")
     for heading, ratio in (("library", 3), ("release read", 2), ("on failure", 2),
                            ("sleep before retry k (k = 1 is the first)", 4)):
-        table.add_column(heading, ratio=ratio, overflow="fold")  # never "…"
-    for preset in table_rows():
-        table.add_row(*(Text(cell) for cell in preset))
-    return table
-
-
-def table_rows() -> list[tuple[str, str, str, str, str]]:
-    """The listing's cells, a preset a row, in :data:`~herdsim.policies.presets.PRESETS`'
-    order."""
-    return [(p.name, p.library, p.release, _mode(p), p.formula)
-            for p in table.PRESETS.values()]
+        listing.add_column(heading, ratio=ratio, overflow="fold")  # never "…"
+    for p in table.PRESETS.values():
+        listing.add_row(*(Text(cell) for cell in (p.name, p.library, p.release, _mode(p),
+                                                  p.formula)))
+    return listing
 
 
 def _explain(preset: table.Preset) -> None:
