@@ -1,9 +1,11 @@
-"""Shared fixtures: a factory of tiny scenario dicts and the bundled scenarios' folder."""
+"""Shared fixtures: a factory of tiny scenario dicts, the bundled scenarios' folder, and
+the ``requires`` marker for tests that need a Debian package."""
 
 from __future__ import annotations
 
 import copy
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,54 @@ from simpy import Interrupt
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+# command -> (the names it goes by on PATH, the Debian package that installs it)
+COMMANDS = {
+    "redis-server": (("redis-server",), "redis-server"),
+    "prometheus": (("prometheus",), "prometheus"),
+    "promtool": (("promtool",), "prometheus"),
+    "chromium": (("chromium", "chromium-browser"), "chromium"),
+}
+
+
+def command_path(command: str) -> str | None:
+    """Where *command* (a key of ``COMMANDS``) is on PATH, or None."""
+    names, _ = COMMANDS[command]
+    return next((found for found in map(shutil.which, names) if found), None)
+
+
+def under_ci() -> bool:
+    """``CI=true`` (or any value but empty, ``0`` or ``false``) in the environment."""
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false"}
+
+
+def require(*commands: str) -> None:
+    """Skip the calling test unless every command is on PATH, naming the Debian packages
+    and the ``apt-get install`` line; under CI, fail instead, so CI never skips one."""
+    missing = [command for command in commands if command_path(command) is None]
+    if not missing:
+        return
+    packages = sorted({COMMANDS[command][1] for command in missing})
+    message = (f"{' and '.join(missing)} not found on PATH: needs the Debian package"
+               f"{'s' if len(packages) > 1 else ''} {', '.join(packages)} "
+               f"(apt-get install {' '.join(packages)})")
+    if under_ci():
+        pytest.fail(f"{message}; under CI a missing package fails the test", pytrace=False)
+    pytest.skip(message)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The notebooks (nbmake's items, next to tests/) run end to end: mark them ``slow``."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.requires("redis-server", ...)``: checked before any fixture runs."""
+    for mark in item.iter_markers("requires"):
+        require(*mark.args)
 
 TINY = {
     "name": "tiny",

@@ -113,6 +113,7 @@ def test_bad_autoscale_settings_name_the_field(overrides, field):
     assert f"{field}:" in str(err.value)
 
 
+@pytest.mark.slow
 def test_bundled_scale_out_turns_a_blip_metastable(scenarios_dir):
     """The bundled scenario's story, cut to 40 s: with the autoscaler the 3 s slowdown
     never ends (the herd it built keeps the downstream down); with a fixed pool, or a

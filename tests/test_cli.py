@@ -129,6 +129,7 @@ def test_strategies_lists_every_builtin(tmp_path):
         assert name in proc.stdout
 
 
+@pytest.mark.slow
 def test_run_writes_every_output_and_its_scenario_reproduces_it(tmp_path, scenarios_dir):
     """A 30 s cut of the bundled story, then a rerun from the scenario.yaml it wrote."""
     first = herdsim("run", str(scenarios_dir / "outage.yaml"), "--set", "duration=30s",
@@ -153,6 +154,7 @@ def test_run_writes_every_output_and_its_scenario_reproduces_it(tmp_path, scenar
 
 @pytest.mark.parametrize("command", [[shutil.which("herdsim") or "herdsim"],
                                      [sys.executable, "-m", "herdsim"]])
+@pytest.mark.slow
 def test_the_real_entry_points_run_and_refuse_bad_input(tmp_path, command):
     """The console script and ``python -m herdsim`` reach the same app: a bad scenario gets
     exit 2 and one line from a real process, and ``--help`` lists the commands."""

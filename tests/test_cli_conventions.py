@@ -99,6 +99,7 @@ def test_a_bad_fail_if_is_one_line_exit_2_and_nothing_written(scenario, tmp_path
         parse([condition])
 
 
+@pytest.mark.slow
 def test_compare_json_ranks_the_arms_and_gates_any_arm(scenario, tmp_path):
     out = tmp_path / "c"
     result = invoke("compare", str(scenario), "--strategies", "fixed,full_jitter", "--out",

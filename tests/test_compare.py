@@ -154,6 +154,7 @@ def test_plotted_peak_series_peaks_where_the_summary_does(times, window, width):
     assert series.max(initial=0.0) == pytest.approx(peak_rate(times, window))
 
 
+@pytest.mark.slow
 def test_exponential_spikes_at_least_twice_full_jitter_on_outage(scenarios_dir):
     """The brief's claim on the bundled scenario: exponential's peak over capacity, in the
     summary and in the series the timeline plots, is at least twice full jitter's.
@@ -172,6 +173,7 @@ def test_exponential_spikes_at_least_twice_full_jitter_on_outage(scenarios_dir):
     assert plotted["exponential"] >= 2 * plotted["full_jitter"]
 
 
+@pytest.mark.slow
 def test_cli_compare_writes_the_layout(tmp_path, small):
     """summary.csv one row per arm; tidy frames with an ``arm`` column; figures; report."""
     path = tmp_path / "s.yaml"

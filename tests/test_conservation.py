@@ -215,6 +215,7 @@ def finishes_within(seconds: int):
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=scenarios())
+@pytest.mark.slow
 def test_every_job_ends_in_exactly_one_place(data):
     sc = herdsim.load_scenario(data)
     sim = Simulation(sc)

@@ -7,6 +7,7 @@ Statistical checks use fixed seeds; each tolerance is justified where it is used
 from __future__ import annotations
 
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -302,3 +303,45 @@ def test_a_bad_defence_names_its_field(downstream, field):
     with pytest.raises(herdsim.ScenarioError) as caught:
         herdsim.load_scenario(scenario(**downstream))
     assert field in str(caught.value)
+
+
+def _printed(table) -> str:
+    from rich.console import Console
+
+    console = Console(width=300, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(table)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("arms", [[{}, None], [None, {}]])
+def test_the_tables_show_what_codel_shed_and_a_comparison_reads_back(tmp_path, arms):
+    """The overload of 1.5x capacity for 10 s with and without CoDel, in both arm orders:
+    the run table and the comparison's ranked table (read back from its directory) show
+    each arm's sheds as its time series counts them (n/a for the arm without CoDel)."""
+    from herdsim.cli.tables import ranked_table, summary_table
+    from herdsim.outputs.compare_dir import load_outputs
+
+    data = {"name": "overload", "seed": 1, "duration": 10, "bin": 1,
+            "workload": {"arrivals": "poisson", "rate": 1.5 * CAPACITY},
+            "workers": {"count": None},
+            "downstream": {"concurrency": 10, "timeout": 1, "serve_abandoned": True,
+                           "service": {"distribution": "exponential", "mean": 0.1}},
+            "retry": {"max_retries": 0}}
+    sc = herdsim.load_scenario(data)
+    cmp = herdsim.compare(sc, strategies=["exponential"], vary={"downstream.codel": arms},
+                          processes=1, progress=False)
+    back = load_outputs(herdsim.save(cmp, tmp_path / "cmp", formats=[]))
+    ts = back.timeseries
+    sheds = {arm: int(ts.loc[ts["arm"] == arm, "shed_codel"].sum()) for arm in ts["arm"]}
+    assert sorted(sheds.values())[0] == 0 < sorted(sheds.values())[1]
+    printed = _printed(ranked_table(back)).splitlines()
+    header = next(i for i, line in enumerate(printed) if "CoDel" in line)
+    column = printed[header].index("CoDel") + len("CoDel")  # right-aligned under it
+    for arm, shed in sheds.items():  # n/a: the arm has no CoDel to shed
+        row = next(line for line in printed if line.split("  ")[1:2] == [arm])
+        assert row[:column].rstrip().endswith(f"{shed:,}" if shed else "n/a"), (arm, row)
+    codel = next(arm for arm in back.arms if arm.scenario.downstream.codel is not None)
+    run = herdsim.run(codel.scenario)
+    rows = [line for line in _printed(summary_table(run.summary, "codel")).splitlines()
+            if "shed by CoDel" in line]
+    assert len(rows) == 1 and f"{int(run.timeseries['shed_codel'].sum()):,}" in rows[0]

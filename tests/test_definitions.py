@@ -44,6 +44,7 @@ def test_kpis_names_its_keys_and_suggests_for_a_misspelt_one():
     assert wrong.exit_code == 2 and "did you mean goodput?" in wrong.stderr
 
 
+@pytest.mark.slow
 def test_explain_defines_every_number_the_run_table_shows(scenario, tmp_path):
     result = invoke("run", str(scenario), "--out", str(tmp_path / "o"), "--explain")
     assert result.exit_code == 0, result.output
@@ -67,6 +68,7 @@ def test_a_failed_fail_if_prints_the_value_and_the_definition(scenario, tmp_path
     assert "peak calls in 20ms" in lines[1]
 
 
+@pytest.mark.slow
 def test_no_surface_scales_a_peak_to_a_second(scenario, tmp_path):
     """The run table states the peak as calls in its 20 ms window and shows no calls/s
     peak; no table, column or report heading of the registry names the scaled one; the

@@ -43,6 +43,7 @@ def summary_without_wall_clock(path) -> dict:
     return {k: v for k, v in summary.items() if k not in WALL_CLOCK_KEYS}
 
 
+@pytest.mark.slow
 def test_one_seed_gives_identical_files(busy, tmp_path):
     first, second = saved(busy, tmp_path / "a"), saved(busy, tmp_path / "b")
     for name in ("timeseries.csv", "sleeps.csv", "scenario.yaml"):
@@ -54,6 +55,7 @@ def test_one_seed_gives_identical_files(busy, tmp_path):
     assert summary["retries_total"] > 0 and summary["jobs_submitted"] > 1000
 
 
+@pytest.mark.slow
 def test_another_seed_gives_other_numbers(busy, tmp_path):
     first = saved(busy, tmp_path / "a")
     other = saved(busy, tmp_path / "b", {"seed": "2"})

@@ -128,6 +128,7 @@ def engine(sc: herdsim.Scenario, seed: int) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("spec", [BASE, BURSTS], ids=["poisson", "bursts"])
+@pytest.mark.slow
 def test_engine_matches_the_reference_model(spec):
     sc = herdsim.load_scenario(spec)
     ours = [engine(sc, seed) for seed in range(1, REPLICATIONS + 1)]

@@ -30,6 +30,7 @@ SLACK = 2.0
     ("outage", {"retry.strategy": "full_jitter", "duration": "30s"}),  # ~1 call per job
     ("metastable", {}),  # 60 s of a storm that never ends: 3 calls per job, 3,000 workers
 ], ids=["outage-full_jitter", "metastable"])
+@pytest.mark.slow
 def test_measured_cpu_time_lies_in_the_estimated_range(name, overrides):
     """The speed is measured right before the run (not the process's cached figure), so
     that both see the same machine: CPU time itself grows when the other core is busy

@@ -74,7 +74,8 @@ def frames(scenario: herdsim.Scenario) -> dict[str, pd.DataFrame]:
     return {"timeseries": res.timeseries, "sleeps": res.sleeps, "jobs": res.jobs}
 
 
-CASES = [pytest.param(SCENARIOS / name, overrides, id=name)
+CASES = [pytest.param(SCENARIOS / name, overrides, id=name,
+                      marks=[pytest.mark.slow] * (name == "outage.yaml"))  # 3,000 workers
          for name, overrides in BUNDLED.items()]
 CASES += [pytest.param(spec, {}, id=name) for name, spec in SMALL.items()]
 

@@ -152,6 +152,7 @@ def test_set_overrides_travel_with_the_output_directory(tmp_path):
     assert describe.overrides(load_outputs(plain).scenario) == []
 
 
+@pytest.mark.slow
 def test_plot_kinds_and_formats(tmp_path, make_scenario):
     out = herdsim.save(herdsim.run(herdsim.load_scenario(make_scenario(duration="1s"))),
                        tmp_path / "run")
@@ -220,6 +221,7 @@ SLACK = 2.0  # px: two texts touching at a corner (a 0 tick under a 0 tick) stil
 
 @pytest.mark.parametrize("arms", ["four", "ten"])
 @pytest.mark.parametrize("kind", ["timeline", "landing", "sleeps", "kpis"])
+@pytest.mark.slow
 def test_figures_of_many_arms_draw_no_text_over_another(request, arms, kind):
     """No two texts of a 4- or 10-arm figure overlap by more than SLACK pixels both ways
     (row titles and y labels, y tick labels of short panels, the down/open panel's arm
@@ -246,6 +248,7 @@ def test_ten_arms_get_ten_colours_told_apart(ten):
 @given(st.lists(st.sampled_from([*PRESETS, *STRATEGY_COLORS, "pkg.mod:Mine", "a:B", "c:D"]),
                 min_size=2, max_size=10, unique=True))
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 def test_any_ten_policies_keep_their_colours_apart(names):
     """Up to ten policies in one figure, any mix of presets, built-in strategies and
     strategies of one's own: every two colours at least MIN_DELTA_E apart in CIELAB

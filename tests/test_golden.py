@@ -29,6 +29,7 @@ BUNDLED = ROOT / "herdsim" / "scenarios"
 SHORTENED = {"outage.yaml": "30s", "stacks.yaml": "30s", "metastable.yaml": "30s",
              "open_loop.yaml": "30s", "autoscale.yaml": "30s", "layers.yaml": "20s"}
 PINNED = ("numpy", "simpy")  # the libraries whose releases may change the numbers
+SLOW = {"stacks.yaml", "outage.yaml"}  # seconds each: the slow tier checks them
 
 
 def scenario_files() -> list[Path]:
@@ -70,7 +71,9 @@ def test_the_digests_are_recorded_with_the_constraints_versions():
     assert sorted(golden["digests"]) == [f.name for f in scenario_files()]
 
 
-@pytest.mark.parametrize("path", scenario_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [
+    pytest.param(path, marks=pytest.mark.slow) if path.name in SLOW else path
+    for path in scenario_files()], ids=lambda p: p.name)
 def test_a_bundled_scenario_gives_its_recorded_frames(path):
     """Same scenario, same seed, same library versions: byte-identical frames."""
     golden = json.loads(GOLDEN.read_text())

@@ -120,6 +120,7 @@ def test_every_call_at_every_tier_ends_in_exactly_one_outcome(changes):
             assert kpis["succeeded_calls"] == res.summary["jobs_succeeded"]
 
 
+@pytest.mark.slow
 def test_a_one_tier_graph_is_the_single_tier_run_byte_for_byte():
     """The workers' downstream alone, written as a graph (``services: {}``, a name, so
     the graph's runtime serves it and counts its calls), gives the single-tier run's
@@ -355,6 +356,7 @@ def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
     assert "service=" not in (tmp_path / "plain" / "metrics.om").read_text()
 
 
+@pytest.mark.slow
 def test_a_graph_comparison_is_saved_read_back_and_reported_per_tier(tmp_path):
     """compare -> save -> load_outputs: the tiers' numbers survive as
     ``tiers.<tier>.<key>`` columns, the report's per-tier table has a row per arm and
@@ -380,6 +382,7 @@ def test_a_graph_comparison_is_saved_read_back_and_reported_per_tier(tmp_path):
                                         strategies=["exponential"], processes=1)) == ""
 
 
+@pytest.mark.slow
 def test_the_run_command_tables_every_tier_with_the_summarys_numbers(tmp_path):
     """``herdsim run`` on a graph prints a row per tier, top first, whose calls are the
     summary's ``tiers`` counts."""

@@ -121,6 +121,7 @@ def test_any_scenario_file_runs_cleanly_or_is_refused_in_one_line(
 @given(sets=st.lists(st.tuples(st.sampled_from(PATHS + ["no.such", "a..b", ""]),
                                st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=6))),
                      min_size=1, max_size=3))
+@pytest.mark.slow
 def test_any_set_string_runs_cleanly_or_is_refused_in_one_line(tmp_path_factory, sets):
     tmp = tmp_path_factory.mktemp("set")
     (tmp / "s.yaml").write_text(yaml.safe_dump(TINY))
@@ -223,6 +224,7 @@ def test_built_in_strategies_are_not_wrapped_and_custom_ones_are():
     assert type(load_scenario(OUTAGE).retry.build()).__name__ == "Checked"
 
 
+@pytest.mark.slow
 def test_reading_an_output_directory_never_imports_its_strategy(tmp_path):
     out = herdsim.save(herdsim.run(load_scenario(TINY)), tmp_path / "run")
     text = (out / "scenario.yaml").read_text().replace("strategy: exponential",
@@ -238,6 +240,7 @@ def test_reading_an_output_directory_never_imports_its_strategy(tmp_path):
     assert "evil_module_xyz" not in __import__("sys").modules
 
 
+@pytest.mark.slow
 def test_damaged_output_files_are_named_in_one_line(tmp_path):
     out = herdsim.save(herdsim.run(load_scenario(TINY)), tmp_path / "run")
     lines = (out / "timeseries.csv").read_text().splitlines()
@@ -691,6 +694,7 @@ def test_a_strategy_with_only_sleep_compares_and_draws():
 
 
 # determinism of the files: same seed, same bytes, every format
+@pytest.mark.slow
 def test_one_seed_gives_the_same_bytes_in_every_format(tmp_path):
     from herdsim.outputs.compare_dir import save_figures
 
@@ -746,6 +750,7 @@ def test_capacity_advice_names_the_field_that_costs_most():
         herdsim.run(many)
 
 
+@pytest.mark.slow
 def test_a_directory_where_a_file_belongs_is_not_called_missing(tmp_path_factory):
     out = damaged_copy(tmp_path_factory)
     (out / "sleeps.csv").unlink()

@@ -32,6 +32,7 @@ def stop_at_task(monkeypatch):
     return arm
 
 
+@pytest.mark.slow
 def test_finished_arms_survive_ctrl_c_whole(stop_at_task, tmp_path):
     """Three arms x two replications, interrupted at the fourth run: the first arm (two
     runs) is whole, the second has one run of two and is left out with the third."""
@@ -58,6 +59,7 @@ def test_ctrl_c_before_any_arm_finished_writes_nothing(stop_at_task, tmp_path):
     assert result.exit_code == 130 and not out.exists()
 
 
+@pytest.mark.slow
 def test_the_cli_saves_the_finished_arms_and_says_so(stop_at_task, tmp_path):
     stop_at_task(1)
     out = tmp_path / "out"
@@ -77,6 +79,7 @@ def _scenario(tmp_path) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_large_sleeps_table_is_parquet_and_reads_back_the_same(monkeypatch, tmp_path):
     """Beyond LARGE_TABLE rows the sleeps go to sleeps.parquet (no sleeps.csv); every
     reader (the directory loader, the OpenMetrics export) takes it as the CSV."""

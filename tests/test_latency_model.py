@@ -114,6 +114,7 @@ def test_serve_abandoned_holds_the_slot_for_a_whole_service():
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=scenarios(), latency=st.sampled_from([0.0, 0.001, 0.005, 0.02]))
+@pytest.mark.slow
 def test_continuous_conserves_jobs_and_slots(data, latency):
     """test_conservation's scenarios under the continuous model: after every event the
     busy count equals the heap's size, never negative nor above the concurrency, and

@@ -20,6 +20,7 @@ def outage_run():
     return sim, sim.run()
 
 
+@pytest.mark.slow
 def test_a_backlog_waits_as_ids_and_its_jobs_are_made_when_asked_for():
     """The finished record leaves out the jobs still queued as they arrived (they made no
     attempt); the simulation still lists every pending job, and the frame agrees."""

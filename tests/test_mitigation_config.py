@@ -212,6 +212,7 @@ def test_the_mitigation_scenarios_set_what_their_comments_say(scenarios_dir):
     assert metastable.budget is None and not metastable.breaker.enabled
 
 
+@pytest.mark.slow
 def test_metastable_stays_down_without_a_budget_and_recovers_with_one(scenarios_dir):
     """The scenario's claim, at 40 s: after the 2 s slowdown (over at t = 12 s) the run
     never becomes healthy again (goodput stays ~0, recovery_time null); with the AWS

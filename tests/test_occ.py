@@ -114,6 +114,7 @@ def test_the_run_stops_at_its_duration():
     assert result.jobs["finish"].max() <= 1.0 and result.sleeps["time"].max() <= 1.0
 
 
+@pytest.mark.slow
 def test_a_hop_is_a_folded_normal():
     """One client: completion = the sum of 4 independent hops |Normal(mu, sd)|. With
     mu = 1 ms, sd = 2 ms the folding matters (a plain normal would have mean 4 ms); the

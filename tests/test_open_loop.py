@@ -85,6 +85,7 @@ def measured_call_rate(strategy: str, count: int | None) -> float:
 
 
 @pytest.mark.parametrize("strategy", ["fixed", "exponential", "full_jitter"])
+@pytest.mark.slow
 def test_call_rate_follows_renewal_theory_closed_and_open(strategy):
     """Closed loop: W * E[C] / E[T]; open loop: rate * E[C], whatever the backoff. Each
     within 4 standard deviations of its theory (computed above; 0.1-0.6% closed, 0.6%

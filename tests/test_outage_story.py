@@ -11,6 +11,8 @@ import pytest
 
 import herdsim
 
+pytestmark = pytest.mark.slow  # the 3,000-worker story, run whole
+
 STRATEGIES = ("exponential", "fixed", "full_jitter")
 
 

@@ -69,6 +69,7 @@ def check_image(path) -> None:
 
 
 @pytest.mark.parametrize("kind", FIGURES)
+@pytest.mark.slow
 def test_every_figure_is_a_valid_image(comparison, tmp_path, kind):
     figure = draw(comparison, kind)
     for fmt in ("png", "svg", "pdf"):
@@ -148,6 +149,7 @@ def test_monte_carlo_overlay_fits_a_strategy_without_cdf(make_scenario):
     assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
 
 
+@pytest.mark.slow
 def test_plot_redraws_a_comparison_from_its_files(saved):
     """Every figure, from the saved CSVs alone; nothing left aside."""
     for path in saved.glob("*.png"):
@@ -167,6 +169,7 @@ def test_saved_comparison_reads_back_the_same(comparison, saved):
     assert len(back.sleeps) == len(comparison.sleeps)
 
 
+@pytest.mark.slow
 def test_run_writes_a_timeline_and_plot_redraws_it(tmp_path, outage):
     """``run`` adds timeline.png and the short-window peaks it plots; their maximum is
     the summary's peak rate."""

@@ -17,6 +17,7 @@ import functools
 import importlib.metadata
 import inspect
 import math
+import os
 import random
 import re
 from pathlib import Path
@@ -768,6 +769,7 @@ def test_compare_presets_arms_are_the_presets_scenarios():
         build_arms(base, strategies=["fixed"], presets=["sidekiq"])
 
 
+@pytest.mark.slow
 def test_compare_presets_cli(tmp_path):
     path = tmp_path / "s.yaml"
     import yaml
@@ -795,12 +797,29 @@ def test_sweep_over_presets_builds_each_presets_cell(tmp_path):
         plan(path, [], strategies=["fixed"], presets=["celery"])
 
 
-def test_presets_command_lists_every_preset_with_its_source():
+def test_presets_command_lists_every_preset_with_its_release_and_explains_its_source():
+    """The listing is a table, a preset a row, the release read in its own column; the
+    source lines come with --explain, not as notes between the rows."""
+    from rich.console import Console
+
+    from herdsim.cli.presets import _table
+
     result = CliRunner().invoke(app, ["presets"])
     assert result.exit_code == 0
+    starts = [line.split()[0] for line in result.output.splitlines() if line.strip()]
+    assert all(preset.name in starts for preset in presets.PRESETS.values())
+    assert "read from:" not in result.output and "release read:" not in result.output, \
+        result.output
+    wide = Console(width=1000, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    wide.print(_table())
+    rows = {line.split()[0]: line for line in wide.export_text().splitlines()[4:]
+            if line.strip()}
     for preset in presets.PRESETS.values():
-        assert preset.name in result.output and preset.sources[0] in result.output
-        assert f"release read: {preset.release}\n" in result.output
+        assert f" {preset.release} " in rows[preset.name], rows[preset.name]
+    explained = CliRunner().invoke(app, ["presets", "--explain"])
+    assert explained.exit_code == 0
+    for preset in presets.PRESETS.values():
+        assert all(f"read from: {source}\n" in explained.output for source in preset.sources)
     one = CliRunner().invoke(app, ["presets", "aws-standard"])
     assert "budget:" in one.output and "token_bucket" in one.output
     assert f"release read: {presets.get('aws-standard').release}" in one.output

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import shutil
 import subprocess
 import urllib.parse
 from collections import Counter
@@ -41,13 +39,7 @@ STEP = 0.1  # s, query_range step: the run's bin
 RETRY_BY_ARM = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue, arm)'
 
 
-def require_prometheus() -> None:
-    missing = [name for name in ("promtool", "prometheus") if shutil.which(name) is None]
-    if missing:
-        message = f"{' and '.join(missing)} not installed: {prometheus.INSTALL_HINT}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+pytestmark = [pytest.mark.slow, pytest.mark.requires("promtool", "prometheus")]
 
 
 def prometheus_major() -> int:
@@ -64,7 +56,6 @@ def outage(scenarios_dir):
 @pytest.fixture(scope="module")
 def results(scenarios_dir) -> dict:
     """arm -> its Result (index order of ARMS)."""
-    require_prometheus()
     scenarios = [load_scenario(scenarios_dir / "outage.yaml",
                                {"duration": "60s", "retry.strategy": arm}) for arm in ARMS]
     return dict(imap_unordered(run, scenarios, processes=2))

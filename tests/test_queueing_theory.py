@@ -23,6 +23,8 @@ from scipy import stats
 
 import herdsim
 
+pytestmark = pytest.mark.slow  # long runs against queueing theory
+
 SEEDS = (1, 2, 3, 4, 5)
 WARM_UP = 100.0  # s
 TOLERANCE = 0.03  # relative to the theory value, see the module docstring

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.analysis.kpis import REGISTRY
+from herdsim.analysis.metastability import RANK_RULE
 from herdsim.cli import app
 from herdsim.config import bundled
 from herdsim.outputs.report import interactive, render
@@ -126,12 +127,16 @@ def test_two_replications_show_intervals_and_the_verdict(report):
 
 
 def test_one_replication_shows_no_intervals_and_says_so(single, single_page):
-    """With one run per arm there is no ± anywhere, the order is not called a ranking, and
-    the reader is told how to get intervals."""
+    """With one run per arm there is no ± anywhere, the reader is told how to get intervals,
+    and the key numbers' note says one thing about the order: the arms are ranked by the
+    rule, and with single values a small difference may be noise (not both "not a
+    ranking" and "ranked")."""
     text = single_page
     parser = parse(text)
     assert not any("±" in cell for cell in parser.cells)
-    assert "--replications" in text and "not a ranking" in text
+    note = re.search(r"<h2>Key numbers</h2>\s*<p class='note'>(.*?)</p>", text, re.S).group(1)
+    assert "--replications" in note and "noise" in note
+    assert f"Arms are {html.escape(RANK_RULE)}." in note and "not a ranking" not in note
 
 
 def test_ties_are_intervals_that_overlap_the_best():

@@ -10,23 +10,19 @@ does make requests proves both detectors see them.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import command_path
 
 import herdsim
 from herdsim.outputs.report import render
 from herdsim.outputs.report.page import CSP
 
-BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
-if BROWSER is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("chromium is missing: .ci/run installs it")
-    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+BROWSER = command_path("chromium")
+pytestmark = [pytest.mark.slow, pytest.mark.requires("chromium")]
 CONTROL = ('<!doctype html><html><head><script src="http://example.com/x.js"></script>'
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body>'
            '<script>console.error("boom"); fetch("http://example.org/y").catch(()=>0);'
@@ -103,3 +99,43 @@ def test_report_without_its_policy_still_requests_nothing(page, tmp_path):
                                   f"--screenshot={screenshot}")
     assert requests == [] and console == []
     assert screenshot.stat().st_size > 10_000
+
+
+FITS = """<script>
+window.addEventListener("load", () => {
+  const out = [];  // every table cell that ends beyond the window or its table's box
+  for (const table of document.querySelectorAll("table")) {
+    if (table.scrollWidth > table.clientWidth + 1) out.push("scrolls");
+    for (const cell of table.querySelectorAll("th, td")) {
+      if (cell.getBoundingClientRect().right > window.innerWidth) out.push(cell.textContent);
+    }
+  }
+  document.body.dataset.tables = document.querySelectorAll("table").length;
+  document.body.dataset.hidden = out.length ? out.join("|") : "none";
+});
+</script>"""
+
+
+@pytest.mark.parametrize(("width", "media"), [(1400, "screen"), (720, "print")])
+def test_every_key_number_of_eight_arms_is_in_sight_on_screen_and_in_print(
+        make_scenario, tmp_path, width, media):
+    """Eight arms with long labels: every cell of the key-numbers tables (latency last;
+    the page has no other table here) ends inside the window and its table's box, at
+    1,400 px, and at A4's printable width (720 px at 96 dpi) with the print style sheet
+    applied to the screen."""
+    sc = herdsim.load_scenario(make_scenario(
+        name="eight", duration="3s", downstream={"outages": [{"start": "1s",
+                                                              "duration": "500ms"}]}))
+    c = herdsim.compare(sc, ["fixed", "exponential", "full_jitter", "equal_jitter"],
+                        vary={"retry.base": ["50ms", "100ms"]}, processes=1, progress=False)
+    assert len(c.arms) == 8
+    text = render(c, kinds=())
+    if media == "print":
+        text = text.replace("@media print {", "@media all {")
+    page = tmp_path / "eight.html"
+    page.write_text(text.replace("</body>", FITS + "</body>"), encoding="utf-8")
+    dom, console, _ = browse(page, tmp_path, "--dump-dom", f"--window-size={width},2000")
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    assert console == []
+    assert int(re.search(r'data-tables="(\d+)"', body).group(1)) >= 1  # the key numbers
+    assert 'data-hidden="none"' in body, re.search(r'data-hidden="([^"]*)"', body).group(1)

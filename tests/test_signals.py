@@ -25,6 +25,8 @@ import yaml
 from herdsim.outputs import compare_dir as herdsim_outputs
 from herdsim.outputs import prometheus_server
 
+pytestmark = pytest.mark.slow  # real herdsim processes, signals and Prometheus
+
 # An arm takes about 3.5 s on this machine (300 s simulated), so a signal sent 0.5 s
 # after the pool starts lands while both arms run (at 60 s an arm took about 1 s, and a
 # quiet machine could finish one first and spend the Ctrl-C drawing it).
@@ -143,15 +145,6 @@ def test_ctrl_c_in_compare_stops_the_running_arms_at_once(tmp_path, slow_scenari
         assert len(saved.arms) == 1 and len(saved.unfinished) == 1
 
 
-def require_prometheus() -> None:
-    if shutil.which("prometheus") and shutil.which("promtool"):
-        return
-    message = f"prometheus not installed: {prometheus_server.INSTALL_HINT}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def listening(port: int) -> list[int]:
     return [c.pid for c in psutil.net_connections(kind="tcp")
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
@@ -181,12 +174,12 @@ def serve(tmp: Path, run_dir: Path, port: int) -> psutil.Popen:
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
-    require_prometheus()
     import herdsim
 
     return herdsim.save(herdsim.run(herdsim.load_scenario(TINY)), tmp_path / "run")
 
 
+@pytest.mark.requires("prometheus", "promtool")
 def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_dir):
     port = prometheus_server.free_port()
     server = serve(tmp_path, run_dir, port)
@@ -203,6 +196,7 @@ def test_hup_stops_prometheus_and_the_port_can_be_reused_at_once(tmp_path, run_d
     assert again.wait(20) == 0 and listening(port) == []
 
 
+@pytest.mark.requires("prometheus", "promtool")
 def test_sigkill_leaves_no_prometheus_and_the_next_start_clears_its_tsdb(tmp_path, run_dir):
     port = prometheus_server.free_port()
     server = serve(tmp_path, run_dir, port)

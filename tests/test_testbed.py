@@ -1,5 +1,5 @@
 """The testbed with a real ``redis-server`` (Debian's ``redis-server``; ``.ci/run``
-installs it; without it these tests fail, they do not skip).
+installs it; without it these tests skip, and fail under CI: ``requires`` in conftest).
 
 * the delayed set's poller moves exactly the due jobs, in due order;
 * a short real run writes ``herdsim run``'s directory (read back by the same reader, every
@@ -30,7 +30,9 @@ import psutil
 import pytest
 import redis.asyncio as aioredis
 
+from herdsim import run as herdsim_run
 from herdsim.analysis import promql
+from herdsim.config.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
@@ -48,6 +50,7 @@ def leftovers() -> list[Path]:
             if (p / "owner.pid").is_file() and (p / "owner.pid").read_text() == str(os.getpid())]
 
 
+@pytest.mark.requires("redis-server")
 def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     """ZADD in shuffled order; the poll at t = 2.5 moves the jobs due at or before it,
     earliest first, to the tail of the main queue; later ones stay parked."""
@@ -75,6 +78,7 @@ def test_the_poller_moves_the_due_jobs_in_due_order(tmp_path):
     assert parked == [1, 8]
 
 
+@pytest.mark.requires("redis-server")
 def test_two_testbeds_at_once_take_different_ports(tmp_path):
     fleets = [Fleet(tmp_path / "a"), Fleet(tmp_path / "b")]
     try:
@@ -94,8 +98,11 @@ POOL_BUDGET = {"budget.kind": "token_bucket", "budget.preset": "aws", "budget.ca
                "budget.scope": "pool"}
 
 
-@pytest.mark.parametrize(("mode", "prometheus", "budget"),
-                         [("sleep", False, POOL_BUDGET), ("requeue", True, {})])
+@pytest.mark.slow
+@pytest.mark.requires("redis-server")
+@pytest.mark.parametrize(("mode", "prometheus", "budget"), [
+    ("sleep", False, POOL_BUDGET),
+    pytest.param("requeue", True, {}, marks=pytest.mark.requires("prometheus"))])
 def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mode,
                                                                       prometheus, budget):
     """Sleep mode holds the job in the worker; requeue parks it with ZADD and the poller
@@ -240,6 +247,8 @@ def _gone(pids: list[psutil.Process], grace: float = 10.0) -> list[int]:
     return [p.pid for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.slow
+@pytest.mark.requires("redis-server", "prometheus")
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "a worker process crashes"])
 def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_path, how):
     proc = _start(tmp_path)
@@ -274,6 +283,7 @@ def test_a_signal_or_a_crash_stops_every_process_and_removes_the_temp_dir(tmp_pa
         assert proc.returncode == 130, err
 
 
+@pytest.mark.slow
 def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_path):
     """A PATH without redis-server: one line naming the Debian package, exit 2, nothing
     written, nothing started."""
@@ -288,6 +298,8 @@ def test_without_redis_server_the_testbed_says_which_package_in_one_line(tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.requires("redis-server")
+@pytest.mark.slow
 def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path):
     """--prometheus on a PATH with redis-server but no prometheus: one line naming the
     Debian package, exit 2, nothing written, nothing started."""
@@ -317,3 +329,23 @@ def test_what_the_testbed_does_not_emulate_is_refused_naming_the_field(field, va
                                          "downstream.model" else {})})
     with pytest.raises(TestbedError, match=f"^testbed: {field}: the testbed does not emulate"):
         testbed_run.check_supported(sc)
+
+
+def test_the_sim_vs_real_table_leaves_no_placeholder_unfilled(tmp_path):
+    """The sim-vs-real table (printed by ``herdsim testbed``, written as sim_vs_real.csv)
+    names the peak window as a duration: no ``{window}`` or any other ``{...}`` is left.
+    Two simulated runs of the testbed scenario stand in for the simulation and the real
+    run (the table only reads their summaries)."""
+    import re
+
+    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+                       SHORT)
+    sim = herdsim_run(sc)
+    table = agreement.table(sim, sim)
+    table.to_csv(tmp_path / "sim_vs_real.csv", index=False)
+    written = (tmp_path / "sim_vs_real.csv").read_text()
+    assert not re.search(r"\{[^}]*\}", written), written
+    window = format_duration(sc.peak_window)
+    kpis = table[table["kpi"].isin(agreement.TABLE_KPIS)]
+    peaks = [label for label in kpis["label"] if "peak" in label]
+    assert peaks and all(f"in {window}" in label for label in peaks), peaks

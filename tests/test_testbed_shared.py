@@ -25,6 +25,7 @@ from herdsim.testbed.processes import Fleet
 from herdsim.testbed.shared import PROBE_POLL, SharedBreaker, SharedBudget, peek
 
 EVENTS = 800
+pytestmark = pytest.mark.requires("redis-server")
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_mypy_finds_no_error_in_the_package():
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,
                           text=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # a wheel build and a virtualenv from the package index
 EVERY_MODULE = """
 import importlib, pkgutil, herdsim
 names = [m.name for m in pkgutil.walk_packages(herdsim.__path__, "herdsim.")

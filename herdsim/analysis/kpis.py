@@ -283,6 +283,12 @@ COMPARE_TABLE = {  # key -> short column heading of the ranked table
     "jobs_dead_lettered": "DLQ", "jobs_pending": "pending",
     "collapses_after_outage": "crashes after", "latency_p99": "p99 s",
 }
+DEFENCE_COLUMNS = {  # key -> heading: in the ranked table after calls/success when an arm's
+    # defence acted (nonzero in some arm)
+    "calls_avoided": "breaker refused", "budget_refused_total": "budget refused",
+    "shed_admission_total": "shed admission", "shed_shedding_total": "shed random",
+    "shed_codel_total": "shed CoDel",
+}
 REPORT_TABLE = (  # the report's per-arm table, after the arm and its state
     "succeeded_fraction", "goodput", "recovery_time", "peak_to_capacity", "peak_to_baseline",
     "peak_calls", "amplification", "calls_per_calling_job", "jobs_dead_lettered",

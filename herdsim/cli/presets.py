@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 import yaml
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
 from herdsim.cli import complete
 from herdsim.cli.app import app, console
@@ -65,14 +68,42 @@ def _line(text: str, markup: bool = False) -> None:
     console.print(text, highlight=False, markup=markup, soft_wrap=True)
 
 
+def _table() -> Table:
+    """One row a preset: name, library, the release read, hold or requeue, the formula."""
+    listing = Table(title="Library presets", title_justify="left", header_style="bold",
+                    box=box.SIMPLE_HEAD, caption_justify="left", expand=True,
+                    caption="release read = the package version or commit each preset was "
+                            "read at; --explain adds the source lines")
+    listing.add_column("preset", no_wrap=True, style="bold")
+    for heading, ratio in (("library", 3), ("release read", 2), ("on failure", 2),
+                           ("sleep before retry k (k = 1 is the first)", 4)):
+        listing.add_column(heading, ratio=ratio, overflow="fold")  # never "…"
+    for p in table.PRESETS.values():
+        listing.add_row(*(Text(cell) for cell in (p.name, p.library, p.release, _mode(p),
+                                                  p.formula)))
+    return listing
+
+
+def _explain(preset: table.Preset) -> None:
+    """What ``--explain`` adds for *preset*: its limits, the fields it sets, its sources."""
+    _line(f"[bold]{preset.name}[/]", markup=True)
+    _line(f"  limits: {preset.limits}")
+    _line(f"  sets: {_defaults(preset)}")
+    for source in preset.sources:
+        _line(f"  read from: {source}")
+
+
 @app.command("presets")
 def list_presets(
     name: Annotated[str | None, typer.Argument(
         metavar="NAME", autocompletion=complete.presets,
         help="Show the scenario fields one preset sets.", show_default=False)] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Under the table, each preset's limits, the fields it sets and "
+                          "the source lines it was read from.")] = False,
 ) -> None:
-    """List the library presets: formula, defaults, hold or requeue, and the release and
-    source read."""
+    """List the library presets: library, release read, hold or requeue, and formula
+    (--explain: limits, fields and sources)."""
     if name is not None:
         try:
             preset = table.get(name)
@@ -93,15 +124,13 @@ def list_presets(
         console.print(yaml.safe_dump(preset.fields, sort_keys=False), highlight=False, markup=False,
                       soft_wrap=True)
         return
-    for preset in table.PRESETS.values():
-        _line(f"[bold]{preset.name}[/]  {preset.library}; {_mode(preset)}", markup=True)
-        _line(f"  release read: {preset.release}")
-        _line(f"  sleep before retry k (k = 1 is the first): {preset.formula}")
-        _line(f"  limits: {preset.limits}")
-        _line(f"  sets: {_defaults(preset)}")
-        for source in preset.sources:
-            _line(f"  read from: {source}")
+    console.print(_table())
+    if explain:
+        for preset in table.PRESETS.values():
+            _explain(preset)
     console.print("Use one: retry.preset: NAME in a scenario (its own fields win), "
                   "--set retry.preset=NAME, compare --presets a,b, sweep --presets a,b. "
-                  "herdsim presets NAME shows the fields it sets; docs/policies.md has "
-                  "the table with what each library does that herdsim does not model.")
+                  "herdsim presets NAME shows one whole"
+                  + ("" if explain else ", --explain each one's limits, fields and sources")
+                  + "; docs/policies.md has the table with what each library does that "
+                  "herdsim does not model.", highlight=False)

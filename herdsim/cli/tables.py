@@ -10,7 +10,6 @@ from herdsim.analysis.headline import HEADLINE
 from herdsim.analysis.kpis import (
     BOUNDS_NOTE,
     BY_KEY,
-    COMPARE_TABLE,
     RUN_TABLE,
     TIER_BY_KEY,
     number_text,
@@ -107,8 +106,7 @@ def shown_keys(summary: dict) -> list[str]:
 
 def compare_keys(comparison: Comparison) -> list[str]:
     """The registry keys of the ranked table's columns (state, succeeded share, ...)."""
-    ranked = comparison.ranked()
-    return [key for key in COMPARE_TABLE if key in ranked]
+    return list(comparison.columns())
 
 
 def definitions(keys: list[str], summary: dict | None = None) -> Table:

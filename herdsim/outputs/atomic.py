@@ -201,6 +201,16 @@ def claim(staging: Path, target: Path) -> bool:
     return True
 
 
+NEW_FILE = 0o666  # the mode open() asks for a new file, before the umask
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def write_file(path: Path, content: Any, writer=None, root: Path | None = None) -> None:
     """Write *content* (text, or through ``writer(content, path)``) to a staging file in
     the same folder, then rename it into place: readers never see half a file, and a link
@@ -213,6 +223,7 @@ def write_file(path: Path, content: Any, writer=None, root: Path | None = None) 
                                         dir=folder)
         temporary = Path(name)
         try:
+            os.fchmod(handle, NEW_FILE & ~_umask())  # mkstemp's 0600 ignores the umask
             if writer is None:
                 with os.fdopen(handle, "w", encoding="utf-8") as stream:
                     stream.write(content)

@@ -26,6 +26,7 @@ from herdsim.config import files
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, ScenarioError
+from herdsim.model.downstream import defences
 from herdsim.model.recorder import GAUGES
 from herdsim.outputs.atomic import verify
 
@@ -57,6 +58,7 @@ def _overrides_problem(data: object) -> str | None:
 
 
 COUNT, NONNEGATIVE, REAL = "a whole number >= 0", "a finite number >= 0", "a finite number"
+MAYBE = "a finite number >= 0 or empty"  # a defence's gauge, empty in an arm without it
 
 
 def csv(directory: Path, name: str, numeric: Sequence[str] = (), text: Sequence[str] = (),
@@ -113,8 +115,8 @@ def _check_column(path: Path, frame: pd.DataFrame, column: str, kind: str) -> No
                  else "empty cells")
         raise OutputDirError(f"{path}: column {column} holds non-numbers ({where})")
     values = frame[column].to_numpy(dtype=float)
-    wrong = ~np.isfinite(values)
-    if kind in (COUNT, NONNEGATIVE):
+    wrong = np.isinf(values) if kind == MAYBE else ~np.isfinite(values)
+    if kind in (COUNT, NONNEGATIVE, MAYBE):
         wrong |= values < 0
     if kind == COUNT:
         wrong |= values != np.round(values)
@@ -172,7 +174,8 @@ def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
     checked: counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and
     time stepping by the scenario's bin from 0 in every run (by ``arm`` and
     ``replication`` when the file has them)."""
-    kinds = {"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
+    kinds = ({"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
+             | {gauge: MAYBE for gauge in defences.GAUGES})
     frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
                 kinds=kinds, every=COUNT)
     rows(frame, scenario, directory / "timeseries.csv",

@@ -170,7 +170,7 @@ _PRESETS = (
         "gRPC restarts its backoff at initialBackoff; herdsim keeps counting"),
     Preset(
         "envoy", "Envoy router retry policy",
-        "envoy main (stored copies; no release could be fetched)",
+        "envoy main branch (no release tag read)",
         "randint[0, min(25 * 2^(k-1), 250)) ms",
         "num_retries 1 (route default); base 25 ms (upstream.base_retry_backoff_ms), max "
         "10 x base",

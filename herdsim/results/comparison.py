@@ -23,6 +23,7 @@ from herdsim.analysis import tiers
 from herdsim.analysis.kpis import (
     BY_KEY,
     COMPARE_TABLE,
+    DEFENCE_COLUMNS,
     TIER_BY_KEY,
     missing_text,
     show,
@@ -33,6 +34,7 @@ from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
+from herdsim.model.downstream.defences import SHED
 from herdsim.plots import figures
 
 
@@ -152,10 +154,15 @@ class Comparison:
         keys = list(itertools.product(arms, range(replications)))
 
         def tidy(name: str) -> pd.DataFrame:
+            """The arms' frames stacked: every arm's columns (a defence only some arms
+            have: its counters 0 where it is absent, its gauges empty)."""
             frames = [out[name].assign(arm=arm.label, replication=r)
                       for (arm, r), out in zip(keys, outputs, strict=True)]
             frame = pd.concat(frames, ignore_index=True)
-            return frame[["arm", "replication", *frames[0].columns[:-2]]]
+            for counter in (c for c in SHED if c in frame and frame[c].isna().any()):
+                frame[counter] = frame[counter].fillna(0).astype(np.int64)
+            columns = dict.fromkeys(c for f in frames for c in f.columns[:-2])
+            return frame[["arm", "replication", *columns]]
 
         runs = pd.DataFrame([{"arm": arm.label, "replication": r, **arm.settings,
                               **tiers.flat(out["summary"])}
@@ -189,14 +196,27 @@ class Comparison:
         """The summary, best arm first (see :func:`rank`)."""
         return rank(self.summary)
 
+    def columns(self) -> dict[str, str]:
+        """KPI key -> heading of the ranked table's columns: the registry's comparison
+        KPIs the summary holds, and after calls/success each defence counter
+        (:data:`DEFENCE_COLUMNS`: sheds, refused retries) that is nonzero in some arm."""
+        summary = self.summary
+        acted = {key: heading for key, heading in DEFENCE_COLUMNS.items()
+                 if key in summary and (summary[key].fillna(0) != 0).any()}
+        columns: dict[str, str] = {}
+        for key, heading in COMPARE_TABLE.items():
+            if key in summary:
+                columns[key] = heading
+            if key == "amplification":
+                columns.update(acted)
+        return columns
+
     def table(self) -> pd.DataFrame:
-        """The ranked summary as display strings: arm, then the registry's comparison
-        KPIs (mean, ± 95% CI with two replications or more; ``≥`` on lower bounds)."""
+        """The ranked summary as display strings: arm, then :meth:`columns` (mean, ±
+        95% CI with two replications or more; ``≥`` on lower bounds)."""
         ranked = self.ranked()
         columns = {"arm": ranked["arm"].tolist()}
-        for key, heading in COMPARE_TABLE.items():
-            if key not in ranked:
-                continue
+        for key, heading in self.columns().items():
             ci = ranked.get(f"{key}_ci95", pd.Series(np.nan, index=ranked.index))
             columns[self.heading(heading)] = [self.shown(key, row, c) for (_, row), c
                                               in zip(ranked.iterrows(), ci, strict=True)]
@@ -278,7 +298,7 @@ class Comparison:
     def _repr_html_(self) -> str:
         table = self.table()
         units = {self.heading(heading): BY_KEY[key].unit
-                 for key, heading in COMPARE_TABLE.items()
+                 for key, heading in self.columns().items()
                  if self.heading(heading) in table and BY_KEY[key].unit
                  and key != "succeeded_fraction"}
         table.columns = [f"{c} ({units[c]})" if c in units and units[c] not in c else c

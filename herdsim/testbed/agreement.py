@@ -73,7 +73,7 @@ def checks(sim: Result, real: Result) -> pd.DataFrame:
 def table(sim: Result, real: Result) -> pd.DataFrame:
     """Each KPI simulated and real: ``kpi``, ``label``, ``unit``, ``simulated``, ``real``,
     then the checks as rows of their own (with ``agrees``)."""
-    rows = [{"kpi": key, "label": BY_KEY[key].label, "unit": BY_KEY[key].unit,
+    rows = [{"kpi": key, "label": BY_KEY[key].title(sim.summary), "unit": BY_KEY[key].unit,
              "simulated": sim.summary.get(key), "real": real.summary.get(key), "agrees": None}
             for key in TABLE_KPIS]
     for row in checks(sim, real).to_dict("records"):

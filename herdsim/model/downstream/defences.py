@@ -43,6 +43,7 @@ from herdsim.model.kernel import trigger_later
 from herdsim.policies import limiters
 
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
+GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
 
 
 class DefendedDownstream(Downstream):

@@ -58,6 +58,10 @@ table { border-collapse: collapse; font-size: 0.95em; margin: 0.5em 0 1em;
 th, td { padding: 0.3em 0.7em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.text { text-align: left; }
+table.kpis { display: table; }  /* a few columns each: wraps, never scrolls out of sight */
+table.kpis caption { text-align: left; font-weight: 600; padding: 0.2em 0; }
+table.kpis th { vertical-align: bottom; }
+table.kpis td.text { overflow-wrap: break-word; }
 img, canvas { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f6f6f6; padding: 1em; overflow-x: auto; }
 .verdict { background: #f3f7fb; border-left: 4px solid #0072B2; padding: 0.6em 1em; }
@@ -110,34 +114,54 @@ def _page(title: str, body: list[str]) -> str:
         f"<h1>{html.escape(title)}</h1>", *body, "</body></html>"])
 
 
+GROUPS = {  # the key-numbers table in narrow tables, so none scrolls out of sight or print
+    "outcome": ("succeeded_fraction", "goodput", "recovery_time", "jobs_dead_lettered",
+                "jobs_pending"),
+    "load on the downstream": ("peak_to_capacity", "peak_to_baseline", "peak_calls",
+                               "amplification", "calls_per_calling_job",
+                               "collapses_after_outage"),
+    "latency": ("latency_p99", "latency_succeeded_p99"),
+}
+
+
 def _kpi_table(c) -> tuple[str, list[str]]:
-    """The per-arm table: arms in the comparison's ranking, the registry's report columns
-    (:data:`~herdsim.analysis.kpis.REPORT_TABLE`), each value as every surface shows it."""
+    """The per-arm key numbers: the registry's report columns
+    (:data:`~herdsim.analysis.kpis.REPORT_TABLE`) split into one narrow table per
+    :data:`GROUPS` entry, arms in the comparison's ranking in each, every value as every
+    surface shows it; with the keys shown."""
     ranked = c.ranked()
     st = states(c)
     keys = [k for k in REPORT_TABLE if k in ranked and k != "state"
             and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
     best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
     window = {"peak_window": c.scenario.peak_window}
-    head = ["arm", "state"] + [heading(k, window) for k in keys]
-    meanings = ["", BY_KEY["state"].meaning] + [BY_KEY[k].about(window) for k in keys]
-    rows = []
-    for _, row in ranked.iterrows():
-        label = row["arm"]
-        cells = [f'<td class="text">{html.escape(label)}'
-                 + (" (tied best on succeeded)" if label in best and len(best) > 1 else "")
-                 + "</td>",
-                 f'<td class="text">{html.escape(state_text(st[label]))}</td>']
-        for key in keys:
-            ci = row.get(f"{key}_ci95", np.nan)
-            cells.append(f"<td>{html.escape(c.shown(key, row, np.nan if ci is None else ci))}"
-                         "</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = ("<table><thead><tr>" + "".join(  # the registry's definition on hover
-        f'<th title="{html.escape(m)}">{html.escape(h)}</th>' for h, m in zip(head, meanings,
-                                                                             strict=True))
-             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-    return table, ["state"] + keys
+    grouped = {name: [k for k in keys if k in members] for name, members in GROUPS.items()}
+    grouped["outcome"] += [k for k in keys if not any(k in m for m in GROUPS.values())]
+    tables = []
+    for group, members in ((g, m) for g, m in grouped.items() if m):
+        first = group == "outcome"
+        head = ["arm"] + ["state"] * first + [heading(k, window) for k in members]
+        meanings = [""] + [BY_KEY["state"].meaning] * first + [BY_KEY[k].about(window)
+                                                                for k in members]
+        rows = []
+        for _, row in ranked.iterrows():
+            label = row["arm"]
+            tied = first and label in best and len(best) > 1
+            cells = [f'<td class="text">{html.escape(label)}'
+                     + (" (tied best on succeeded)" if tied else "") + "</td>"]
+            if first:
+                cells.append(f'<td class="text">{html.escape(state_text(st[label]))}</td>')
+            for key in members:
+                ci = row.get(f"{key}_ci95", np.nan)
+                shown = c.shown(key, row, np.nan if ci is None else ci)
+                cells.append(f"<td>{html.escape(shown)}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        tables.append(  # the registry's definition on hover
+            f'<table class="kpis"><caption>{html.escape(group.capitalize())}</caption><thead>'
+            "<tr>" + "".join(f'<th title="{html.escape(m)}">{html.escape(h)}</th>'
+                             for h, m in zip(head, meanings, strict=True))
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    return "".join(tables), ["state"] + keys
 
 
 def _verdict(c) -> str:
@@ -240,11 +264,11 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
     table, keys = _kpi_table(c)
     if reps > 1:
         how = (f"Mean ± 95% Student-t interval over {reps} replications per arm; arms whose "
-               f"intervals overlap are ties. Arms {html.escape(RANK_RULE)}.")
+               f"intervals overlap are ties. Arms are {html.escape(RANK_RULE)}.")
     else:
-        how = ("One replication per arm: single values, no intervals, and the order is not a "
-               "ranking. Rerun with <code>--replications 5</code> for intervals and ties. "
-               f"Arms {html.escape(RANK_RULE)}.")
+        how = ("One replication per arm: single values and no intervals, so an order decided "
+               "by a small difference may be noise; rerun with <code>--replications 5</code> "
+               f"for intervals and ties. Arms are {html.escape(RANK_RULE)}.")
     how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
     body = [
         f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
