@@ -198,7 +198,7 @@ def test_monte_carlo_theory_redraws_whole_chains_of_a_share_of_jobs():
     the sleeps of a random share of jobs: every sleep of a kept job (a chain depends on its
     previous sleep), none of the others, and about MONTE_CARLO_SLEEPS in all (binomial:
     within 5% at 100,000 expected, 15 standard deviations), the same share every time."""
-    from herdsim.plots.figures import MONTE_CARLO_SLEEPS, _some_jobs
+    from herdsim.plots.sleeps import MONTE_CARLO_SLEEPS, _some_jobs
 
     rng = np.random.default_rng(3)
     jobs = rng.integers(0, 60_000, 4 * MONTE_CARLO_SLEEPS)
