@@ -52,9 +52,10 @@ def _succeeded_pct(ranked: pd.DataFrame) -> pd.DataFrame:
 
 
 def kpis(c: Comparison) -> Figure:
-    """The key numbers per arm (best first when replicated), with 95% CIs when replicated;
-    only the panels with something to show, the share of jobs succeeded always."""
-    ranked = _succeeded_pct(c.ranked())
+    """The key numbers per arm, in the order of the other figures, with 95% CIs when
+    replicated; only the panels with something to show, the share of jobs succeeded
+    always."""
+    ranked = _succeeded_pct(c.summary)  # the arms in the timeline's order, top to bottom
     styles = arm_styles(c.arms)
     n = len(ranked)
     window = format_duration(c.scenario.peak_window)
@@ -109,10 +110,11 @@ def kpis(c: Comparison) -> Figure:
             ax.set_xlabel(textwrap.fill(unit.format(window=window), _chars(len(panels), 12)),
                           fontsize=12)
             ax.grid(axis="y", visible=False)
-        axes[0].set_yticks(y, ranked["arm"])
+        names = describe.short_labels(c.arms)
+        axes[0].set_yticks(y, [names[label] for label in ranked["arm"]])
         axes[0].set_ylim(n - 0.5, -0.5)
         if c.replications > 1:
-            what = (f"key numbers per arm, best first; bars: mean of {c.replications} "
+            what = (f"key numbers per arm; bars: mean of {c.replications} "
                     "replications ± 95% CI")
         elif n > 1:
             what = "key numbers per arm (one run each: not a ranking)"

@@ -18,17 +18,37 @@ from herdsim.plots.style import STYLE, WIDE, Arm, Comparison, Figure, arm_styles
 THEORY_CDF = "theory (strategy cdf)"
 
 
-def _sleep_edges(sleeps: pd.Series, bins: int = 50) -> np.ndarray:
-    """Bins of a round width, from 0 past the 99.5th percentile of *sleeps*."""
+def atoms(sleeps: np.ndarray) -> np.ndarray:
+    """The sleeps that carry a point mass: values drawn more than once (a fixed or
+    exponential strategy's base·2^k and its cap, an immediate retry's 0); a continuous
+    draw repeats no value."""
+    values, counts = np.unique(sleeps, return_counts=True)
+    return values[counts > 1]
+
+
+def sleep_edges(sleeps: pd.Series, bins: int = 50) -> np.ndarray:
+    """Bins of a round width past the 99.5th percentile of *sleeps*, from 0, or, when
+    some sleeps are atoms (:func:`atoms`), shifted so that every atom lies as far from an
+    edge as the atoms allow (bins are right-closed like the theory's cdf differences, so
+    an atom on an edge would be drawn in the bin below its value): the first bin then
+    starts below 0."""
     top = 1.05 * max(float(sleeps.quantile(0.995)) if len(sleeps) else 1.0, 1e-3)
     decade = 10 ** np.floor(np.log10(top / bins))
     width = next(decade * m for m in (1, 2, 2.5, 5, 10) if decade * m * bins >= top)
-    return np.arange(0.0, np.ceil(top / width) * width + width / 2, width)
+    shift = 0.0
+    points = atoms(sleeps.to_numpy(dtype=float))
+    if points.size:  # the middle of the widest gap between the atoms' places in a bin
+        places = np.unique(np.mod(points / width, 1.0))
+        gaps = np.diff(np.r_[places, places[0] + 1.0])
+        widest = int(np.argmax(gaps))
+        shift = float(np.mod(places[widest] + gaps[widest] / 2, 1.0)) * width
+    first = -1 if shift > 0 else 0
+    return shift + width * np.arange(first, np.ceil((top - shift) / width) + 1)
 
 
 def sleeps(c: Comparison) -> Figure:
     """Histogram of retry sleeps per arm with the strategy's theoretical distribution."""
-    arms, styles = c.arms, arm_styles(c.arms)
+    arms, styles, names = c.arms, arm_styles(c.arms), describe.short_labels(c.arms)
     cols = min(len(arms), 4)
     nrows = -(-len(arms) // cols)
     with mpl.rc_context(STYLE):
@@ -39,10 +59,10 @@ def sleeps(c: Comparison) -> Figure:
             ax.set_visible(False)
         for ax, arm in zip(axes, arms, strict=False):
             data = c.sleeps[c.sleeps["arm"] == arm.label]
-            edges = _sleep_edges(data["sleep"])
+            edges = sleep_edges(data["sleep"])
             ordered = sleep_prev(data, arm.scenario.retry.base)
             if len(ordered) and not ordered["sleep"].gt(0).any():  # nothing to histogram
-                ax.set_title(f"{arm.label}\n{len(ordered):,} sleeps", fontsize=14,
+                ax.set_title(f"{names[arm.label]}\n{len(ordered):,} sleeps", fontsize=14,
                              color=styles[arm.label]["color"])
                 ax.text(0.5, 0.5, "every sleep is 0 s:\nretries at once", ha="center",
                         va="center", transform=ax.transAxes, fontsize=13)
@@ -62,7 +82,7 @@ def sleeps(c: Comparison) -> Figure:
                                                  if hidden else "")
             if theory is not None and how != THEORY_CDF:
                 note += f"\n{how}"
-            ax.set_title(_wrapped(f"{arm.label}\n{note}", cols), fontsize=14,
+            ax.set_title(_wrapped(f"{names[arm.label]}\n{note}", cols), fontsize=14,
                          color=styles[arm.label]["color"])
             ax.yaxis.set_major_formatter(EngFormatter(sep=""))
             ax.xaxis.set_major_locator(MaxNLocator(4))  # short labels never overlap

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLocator
 
 from herdsim.analysis.kpis import number_text, percent
 from herdsim.config import graph
@@ -16,14 +16,25 @@ from herdsim.plots.style import (
     CAPACITY_STYLE,
     SLIDE_ARMS,
     STYLE,
+    WIDE,
     Arm,
     Comparison,
     Figure,
     arm_styles,
+    fitted,
+    legend_columns,
     one,
     shade_outages,
+    text_width,
     wide_size,
 )
+
+# Rows whose peaks differ by more than this share a logarithmic scale: on a linear one the
+# lowest peak would fill under 2% of its row (a pixel or two), nothing a reader can see.
+LOG_RATIO = 50.0
+FLOOR = 0.5  # calls: where a logarithmic row starts (an empty window sits on it)
+ROW_WIDTH = WIDE[0] * 72 * 0.84  # points a calls row's titles may fill (ticks aside)
+UNIT, HEAD = 0.55, 2.5  # inches: a calls row's share of the height; heading and legend
 
 
 def _intervals(time: np.ndarray, mask: np.ndarray, width: float) -> list[tuple[float, float]]:
@@ -98,27 +109,37 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("retries", "backlog", "admission", "state") if show[k]]
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
-    heights = [1.0] * n + [{"state": 0.3 * n + 0.5}.get(k, 1.9) for k in extra]
+    downs = tier_downs(c, replication)  # and a down row per lower tier that went down
+    extra += [f"down:{name}" for name in downs]
+    heights = [1.0] * n + [0.45 * n + 0.5 if k == "state" or k.startswith("down:") else 1.9
+                           for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=wide_size(n, 1.5), layout="constrained")
+        width, height = wide_size(n, 1.5)
+        # many panels (a call graph's) make it taller, never its rows thinner than ~1/2 inch
+        fig = Figure(figsize=(width, max(height, UNIT * sum(heights) + HEAD)),
+                     layout="constrained")
         grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
         top = fig.add_subplot(grid[0])
         rows = [top] + [fig.add_subplot(grid[i], sharex=top) for i in range(1, n)]
         panels = {k: fig.add_subplot(grid[n + i], sharex=top) for i, k in enumerate(extra)}
-        what = ""
+        counts = {arm.label: call_counts(c, arm, replication) for arm in arms}
+        scale = _shared_scale(arms, counts)
+        names = describe.short_labels(arms)
         for ax, arm in zip(rows, arms, strict=True):
-            _calls_row(ax, c, arm, styles[arm.label], replication)
-            what = call_counts(c, arm, replication)[3]
+            _calls_row(ax, arm, counts[arm.label], scale, styles[arm.label], names[arm.label],
+                       n)
+        what = counts[arms[-1].label][3]
         capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
                     "; dashed: what capacity serves in that window")
         grey = "; grey: outage" if base.outage_windows else ""
-        explain = f"Rows: downstream {what}, each on its own scale{cap_text}{grey}"
+        shared = "one shared logarithmic scale" if scale[1] else "one shared scale"
+        explain = f"Rows: downstream {what}, on {shared}{cap_text}{grey}"
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
-        _draw_arms(panels, c, styles, replication)
+        _draw_arms(panels, c, styles, names, replication)
         ax = panels["success"]
         offered = ""
         if family.of(base).queueing:
@@ -128,11 +149,14 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
                      f"{offered}", fontsize=13)
         ax.set_ylabel("jobs/s")
         # the arms' legend in a band of its own under the panels (no blank band beside one)
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", frameon=False,
-                   handlelength=2.4, fontsize=12, ncols=min(n, 4))
+        handles, texts = ax.get_legend_handles_labels()
+        fig.legend(handles, texts, loc="outside lower center", frameon=False,
+                   handlelength=2.4, fontsize=12, ncols=legend_columns(texts, 12))
         _label_panels(panels, base)
         if "state" in panels:
-            _state_panel(panels["state"], c, styles, replication, show["breaker"])
+            _state_panel(panels["state"], c, styles, names, replication, show["breaker"])
+        for name, spans in downs.items():
+            _down_panel(panels[f"down:{name}"], c, name, spans, styles, names)
         bottom = list(panels.values())[-1]
         bottom.tick_params(labelbottom=True)
         bottom.set_xlabel("time (s)")
@@ -147,7 +171,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     return fig
 
 
-def _draw_arms(panels: dict, c: Comparison, styles: dict, replication: int) -> None:
+def _draw_arms(panels: dict, c: Comparison, styles: dict, names: dict[str, str],
+               replication: int) -> None:
     """Each arm's line in every panel below the rows: successes, retries, a tier's calls,
     the backlog, the admission limit against the calls admitted."""
     for arm in c.arms:
@@ -155,7 +180,7 @@ def _draw_arms(panels: dict, c: Comparison, styles: dict, replication: int) -> N
         line = {**styles[arm.label], "lw": 2.0}
         width = arm.scenario.bin
         panels["success"].plot(ts["time"] + width / 2, ts["success"] / width,
-                               label=arm.label + _succeeded(c, arm.label, replication),
+                               label=names[arm.label] + _succeeded(c, arm.label, replication),
                                **line)
         if "retries" in panels:
             panels["retries"].plot(ts["time"] + width / 2, ts["retry"] / width, **line)
@@ -227,31 +252,64 @@ def _tier_row(ax, name: str, ts, width: float, line: dict) -> None:
     ax.set_ylabel("calls/s")
 
 
-def _calls_row(ax, c: Comparison, arm: Arm, style: dict, replication: int) -> None:
-    """One arm's calls per window: its own y scale up to its peak (and the capacity line,
-    what the healthy downstream serves in the same window, unless it is over three times
-    the peak: the title's ratio says it then, and the calls keep the row's height)."""
-    time, calls, window, _ = call_counts(c, arm, replication)
+def _served(arm: Arm, window: float) -> float | None:
+    """What the healthy downstream of *arm* serves in *window* seconds (None: unbounded)."""
     capacity = describe.capacity(arm.scenario)
-    served = None if capacity is None else capacity * window
-    ax.fill_between(time, calls, step="post", color=style["color"], alpha=0.35, lw=0)
-    ax.step(time, calls, where="post", color=style["color"], lw=1.2)
-    peak = calls.max(initial=0.0)
-    span = format_duration(window)
-    peak_text = f"peak {number_text(peak)} calls in {span}"
-    far = served is not None and 0 < 3 * peak < served  # the line would flatten the row
+    return None if capacity is None else capacity * window
+
+
+def _shared_scale(arms: list[Arm], counts: dict) -> tuple[float, bool]:
+    """``(top, log)``: the y limit every calls row shares (the highest peak, and each
+    capacity line not more than three times above it), and whether the peaks differ by
+    more than :data:`LOG_RATIO` (then the scale is logarithmic, so a few calls still show
+    beside thousands)."""
+    peaks = [float(counts[arm.label][1].max(initial=0.0)) for arm in arms]
+    highest = max([*peaks, 1.0])
+    lines = [served for arm in arms
+             if (served := _served(arm, counts[arm.label][2])) is not None
+             and served <= 3 * highest]
+    positive = [peak for peak in peaks if peak > 0]
+    log = bool(positive) and max(positive) / min(positive) > LOG_RATIO
+    return max([highest, *lines]), log
+
+
+def _calls_row(ax, arm: Arm, counted: tuple, scale: tuple[float, bool], style: dict,
+               name: str, n: int) -> None:
+    """One arm's calls per window on the scale all rows share, its peak on the right and
+    as a tick, and the capacity line (what the healthy downstream serves in the same
+    window) unless it is over three times the highest peak: the title's ratio says it."""
+    time, calls, window, _ = counted
+    top, log = scale
+    served = _served(arm, window)
+    shown = np.where(calls > 0, calls, FLOOR) if log else calls
+    if not log:  # filled down to a log scale's floor, a small steady load would look heavy
+        ax.fill_between(time, shown, step="post", color=style["color"], alpha=0.35, lw=0)
+    ax.step(time, shown, where="post", color=style["color"], lw=1.2)
+    peak = float(calls.max(initial=0.0))
+    peak_text = f"peak {number_text(peak)} calls in {format_duration(window)}"
     if served is not None:
-        if not far:
+        if served <= top:
             ax.axhline(served, **CAPACITY_STYLE)
         peak_text += f" = {number_text(peak / served)}× capacity"
-    ax.set_title(arm.label, loc="left", color=style["color"], weight="bold", fontsize=14,
-                 pad=3)
+    room = ROW_WIDTH - text_width(peak_text, 13) - 30  # the arm's name never runs into it
+    ax.set_title(fitted(name, room, 14, bold=True), loc="left", color=style["color"],
+                 weight="bold", fontsize=14, pad=3)
     ax.set_title(peak_text, loc="right", fontsize=13, pad=3,
                  weight="bold" if served and peak >= 2 * served else "normal")
-    ax.set_ylim(0, 1.12 * max(peak, 0.0 if far else served or 0.0, 1.0))
-    ax.set_yticks([0.0, peak] if peak > 0 else [0.0])  # a short row holds two labels
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(FLOOR, top * 2.0)
+        ticks = [peak] if peak >= 1 else []
+        if peak >= 10 and np.log(peak) >= 0.6 * np.log(4 * top):  # room for a second label
+            ticks.insert(0, 1.0)
+        ax.yaxis.set_minor_locator(NullLocator())
+    else:
+        ax.set_ylim(0, 1.12 * top)
+        # two labels close together in a short row would overlap: the peak's says more
+        ticks = [0.0] if peak <= 0 else [0.0, peak] if peak >= 0.5 * top else [peak]
+    ax.set_yticks(ticks)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: short_count(value)))
-    if len(c.arms) <= SLIDE_ARMS:  # with more rows the heading's "Rows: calls" says it once
+    if n <= SLIDE_ARMS:  # with more rows the heading's "Rows: calls" says it once
         ax.set_ylabel("calls", fontsize=12)
 
 
@@ -262,7 +320,8 @@ def short_count(value: float) -> str:
     return f"{value / 1e3:.3g}k" if value < 1e6 else f"{value / 1e6:.3g}M"
 
 
-def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: bool) -> None:
+def _state_panel(ax, c: Comparison, styles: dict, names: dict[str, str], replication: int,
+                 breaker: bool) -> None:
     for i, arm in enumerate(c.arms):
         ts = one(c.timeseries, arm.label, replication)
         time, width = ts["time"].to_numpy(), arm.scenario.bin
@@ -273,8 +332,50 @@ def _state_panel(ax, c: Comparison, styles: dict, replication: int, breaker: boo
             opened = _intervals(time, ts["breaker_open"].to_numpy() > 0, width)
             ax.broken_barh(opened, (i - 0.4, 0.8), facecolors="none", edgecolors=color,
                            hatch="//", lw=0.8)
-    ax.set_yticks(range(len(c.arms)), [arm.label for arm in c.arms], fontsize=11)
+    _arm_rows(ax, c, names)
+    top = f"{c.scenario.downstream.name or 'downstream'} (the workers' downstream)" \
+        if c.scenario.services else "Downstream"
+    ax.set_title(f"{top} down (filled bars)"
+                 + ("; circuit breaker open (hatched)" if breaker else ""), fontsize=13)
+
+
+def _arm_rows(ax, c: Comparison, names: dict[str, str]) -> None:
+    """A panel of one bar row per arm, named on the left, first arm on top."""
+    ax.set_yticks(range(len(c.arms)), [names[arm.label] for arm in c.arms], fontsize=11)
     ax.set_ylim(len(c.arms) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
-    ax.set_title("Downstream down (filled bars)"
-                 + ("; circuit breaker open (hatched)" if breaker else ""), fontsize=13)
+
+
+def tier_downs(c: Comparison, replication: int = 0) -> dict[str, dict[str, list]]:
+    """``tier -> arm label -> [(start, length), ...]``: when each lower tier of a call graph
+    was down, its ``down`` outages and each crash until its restart (the workers'
+    downstream has its own gauge, ``downstream_up``); tiers never down are left out, and
+    so are crashes a directory saved before ``crashes.csv`` existed does not list."""
+    found: dict[str, dict[str, list]] = {}
+    for name in tier_names(c)[1:]:
+        spans = {}
+        for arm in c.arms:
+            tier = graph.tiers(arm.scenario.downstream, arm.scenario.services)[name]
+            mine = [(o.start, o.duration) for o in tier.outages if o.mode == "down"]
+            collapse = tier.overload.collapse
+            if c.crashes is not None and collapse is not None:
+                crashed = one(c.crashes, arm.label, replication)
+                mine += [(float(t), collapse.restart_time)
+                         for t in crashed.loc[crashed["tier"] == name, "time"]]
+            spans[arm.label] = mine
+        if any(spans.values()):
+            found[name] = spans
+    return found
+
+
+def _down_panel(ax, c: Comparison, name: str, spans: dict[str, list], styles: dict,
+                names: dict[str, str]) -> None:
+    """One lower tier's down periods, a bar row per arm, its crashes counted per arm."""
+    for i, arm in enumerate(c.arms):
+        ax.broken_barh(spans[arm.label], (i - 0.4, 0.8),
+                       facecolors=styles[arm.label]["color"])
+    _arm_rows(ax, c, names)
+    collapse = graph.tiers(c.scenario.downstream, c.scenario.services)[name].overload.collapse
+    crash = ("" if collapse is None else
+             f"; a crash keeps it down {format_duration(collapse.restart_time)}")
+    ax.set_title(f"{name} down (filled bars: a down outage{crash})", fontsize=13)
