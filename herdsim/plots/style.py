@@ -70,6 +70,8 @@ class Comparison(Protocol):
     timeseries: pd.DataFrame
     sleeps: pd.DataFrame
     peaks: pd.DataFrame | None
+    crashes: pd.DataFrame | None  # a call graph's: arm, replication, tier, time
+    summary: pd.DataFrame  # one row per arm, in the arms' order
 
     @property
     def varied(self) -> str: ...

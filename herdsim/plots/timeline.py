@@ -134,8 +134,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         cap_text = ("" if capacity is None else
                     "; dashed: what capacity serves in that window")
         grey = "; grey: outage" if base.outage_windows else ""
-        shared = "one shared logarithmic scale" if scale[1] else "one shared scale"
-        explain = f"Rows: downstream {what}, on {shared}{cap_text}{grey}"
+        shared = ("" if n == 1 else ", on one shared logarithmic scale" if scale[1]
+                  else ", on one shared scale")
+        explain = f"{'Rows' if n > 1 else 'Top row'}: downstream {what}{shared}{cap_text}{grey}"
         for ax in [*rows, *panels.values()]:
             shade_outages(ax, base.outage_windows)
             ax.tick_params(labelbottom=False)
