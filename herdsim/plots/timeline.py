@@ -34,7 +34,7 @@ from herdsim.plots.style import (
 LOG_RATIO = 50.0
 FLOOR = 0.5  # calls: where a logarithmic row starts (an empty window sits on it)
 ROW_WIDTH = WIDE[0] * 72 * 0.84  # points a calls row's titles may fill (ticks aside)
-UNIT, HEAD = 0.55, 2.5  # inches: a calls row's share of the height; heading and legend
+UNIT, HEAD = 0.5, 2.5  # inches: a calls row's share of the height; heading and legend
 
 
 def _intervals(time: np.ndarray, mask: np.ndarray, width: float) -> list[tuple[float, float]]:
