@@ -132,7 +132,8 @@ def test_set_overrides_reach_the_title_of_a_bundled_scenario():
     sc = herdsim.load_scenario(bundled.path("poison"), {"dlq.enabled": "false"})
     assert describe.overrides(sc) == ["dlq.enabled=false"]
     assert describe.overrides(herdsim.load_scenario(bundled.path("poison"))) == []
-    fake = SimpleNamespace(scenario=sc, arms=[SimpleNamespace(label="exponential")],
+    fake = SimpleNamespace(scenario=sc, arms=[SimpleNamespace(label="exponential", settings={},
+                                                              scenario=sc)],
                            replications=1, varied="one arm")
     assert "dlq.enabled=false" in describe.heading(fake, "x")
 
@@ -246,20 +247,25 @@ def test_ten_arms_get_ten_colours_told_apart(ten):
 
 
 @given(st.lists(st.sampled_from([*PRESETS, *STRATEGY_COLORS, "pkg.mod:Mine", "a:B", "c:D"]),
-                min_size=2, max_size=10, unique=True))
+                min_size=2, max_size=12, unique=True),
+       st.lists(st.booleans(), min_size=12, max_size=12))
 @settings(max_examples=300, deadline=None)
 @pytest.mark.slow
-def test_any_ten_policies_keep_their_colours_apart(names):
-    """Up to ten policies in one figure, any mix of presets, built-in strategies and
-    strategies of one's own: every two colours at least MIN_DELTA_E apart in CIELAB
-    (25: the built-ins' own closest pair, blue and sky blue, is 26.4; about 2 is just
-    noticeable), and a built-in strategy keeps its own colour."""
-    colours = arm_colors(names)
+def test_any_twelve_arms_keep_their_colours_apart(names, repeated):
+    """Up to twelve arms in one figure, any mix of presets, built-in strategies, strategies
+    of one's own and arms repeating a policy (None: a second arm of a policy, varying a
+    setting): every two colours at least MIN_DELTA_E apart in CIELAB (25: the built-ins'
+    own closest pair, blue and sky blue, is 26.4; about 2 is just noticeable), and a
+    built-in strategy's first arm keeps its own colour."""
+    arms = [None if again and i else name
+            for i, (name, again) in enumerate(zip(names, repeated, strict=False))]
+    colours = arm_colors(arms)
+    assert sorted(colours) == list(range(len(arms)))
     assert min(delta_e(a, b) for a, b in itertools.combinations(colours.values(), 2)) \
         >= MIN_DELTA_E
-    for name in names:
+    for i, name in enumerate(arms):
         if name in STRATEGY_COLORS:
-            assert colours[name] == STRATEGY_COLORS[name]
+            assert colours[i] == STRATEGY_COLORS[name]
 
 
 def test_delta_e_matches_published_lab_values():

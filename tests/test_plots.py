@@ -83,13 +83,17 @@ def test_unknown_figure_is_refused(comparison):
         draw(comparison, "pie")
 
 
-def test_each_arm_gets_its_own_look_and_strategies_keep_their_colour(comparison):
-    """Arms are told apart by (colour, line style); a strategy's colour is its own."""
+def test_each_arm_gets_its_own_colour_and_strategies_keep_theirs(comparison):
+    """Every arm has a colour of its own (two arms of one strategy differ by colour, and
+    by line style too); a strategy's first arm has the strategy's colour."""
     styles = arm_styles(comparison.arms)
-    looks = {(s["color"], s["linestyle"]) for s in styles.values()}
-    assert len(looks) == len(comparison.arms)
+    assert len({s["color"] for s in styles.values()}) == len(comparison.arms)
+    assert len({(s["color"], s["linestyle"]) for s in styles.values()}) == len(comparison.arms)
+    firsts = {}
     for arm in comparison.arms:
-        assert styles[arm.label]["color"] == strategy_color(arm.strategy)
+        firsts.setdefault(arm.strategy, arm)
+    for strategy, arm in firsts.items():
+        assert styles[arm.label]["color"] == strategy_color(strategy)
     assert len({strategy_color(name) for name in herdsim.policies.strategies.BUILT_IN}) == 7
     assert strategy_color("pkg.mod:Mine") not in STRATEGY_COLORS.values()
 
@@ -205,7 +209,7 @@ def test_monte_carlo_theory_redraws_whole_chains_of_a_share_of_jobs():
     the sleeps of a random share of jobs: every sleep of a kept job (a chain depends on its
     previous sleep), none of the others, and about MONTE_CARLO_SLEEPS in all (binomial:
     within 5% at 100,000 expected, 15 standard deviations), the same share every time."""
-    from herdsim.plots.figures import MONTE_CARLO_SLEEPS, _some_jobs
+    from herdsim.plots.sleeps import MONTE_CARLO_SLEEPS, _some_jobs
 
     rng = np.random.default_rng(3)
     jobs = rng.integers(0, 60_000, 4 * MONTE_CARLO_SLEEPS)

@@ -128,12 +128,18 @@ def ideal_drain(load: float, outage_seconds: float) -> float:
     return math.inf if load >= 1 else outage_seconds * load / (1 - load)
 
 
+def slow_limits(runs: pd.DataFrame) -> np.ndarray:
+    """The longest recovery each run (row) of a sweep table may take and still be
+    recovered: ``max(SLOW_FLOOR, SLOW_FACTOR * ideal_drain)`` (inf at a load of 1 or more)."""
+    drain = np.array([ideal_drain(rho, d) for rho, d in
+                      zip(runs["load"], runs["outage_seconds"], strict=True)], dtype=float)
+    return np.maximum(SLOW_FLOOR, SLOW_FACTOR * drain)
+
+
 def classify(runs: pd.DataFrame) -> pd.Series:
     """The class of every run (row) of a sweep table, by the rule of the module doc."""
     recovery = pd.to_numeric(runs["recovery_time"], errors="coerce").to_numpy(dtype=float)
-    drain = np.array([ideal_drain(rho, d) for rho, d in
-                      zip(runs["load"], runs["outage_seconds"], strict=True)])
-    slow_limit = np.maximum(SLOW_FLOOR, SLOW_FACTOR * drain)
+    slow_limit = slow_limits(runs)
     goodput = pd.to_numeric(runs["goodput_tail"], errors="coerce").to_numpy(dtype=float)
     stuck = (runs["collapses_after_outage"].to_numpy() > 0) | ~(goodput >= GOODPUT_FLOOR)
     never = np.isnan(recovery)

@@ -11,6 +11,7 @@ successful calls over the trailing window are back to 90% of their pre-outage le
 (:func:`herdsim.analysis.summary.settle_time`; a tier has no backlog of its own); its
 goodput is its successful calls over what the offered jobs need of it
 (:func:`demand`), its load the same demand over its capacity.
+:func:`crashes` lists when each tier crashed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,21 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     extra = {f"{name}_{suffix}": _counts(getattr(record, attr), width, n_bins)
              for name, record in records.items() for suffix, attr in SERIES.items()}
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
+
+
+CRASH_COLUMNS = ("tier", "time")
+
+
+def no_crashes() -> pd.DataFrame:
+    """An empty :func:`crashes` frame (a run without a call graph)."""
+    return pd.DataFrame({"tier": pd.Series(dtype=object), "time": pd.Series(dtype=float)})
+
+
+def crashes(records: dict) -> pd.DataFrame:
+    """``tier``, ``time``: every crash of every tier of a call graph, tier by tier (what
+    a timeline draws as each tier's down periods; the summary counts them)."""
+    rows = [(name, t) for name, record in records.items() for t in record.crashes]
+    return pd.DataFrame(rows, columns=list(CRASH_COLUMNS)) if rows else no_crashes()
 
 
 def demand(configs: dict[str, graph.Caller]) -> dict[str, float]:

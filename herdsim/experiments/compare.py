@@ -135,6 +135,7 @@ def _simulate(task: tuple[Scenario, int]) -> dict[str, Any]:
         "timeseries": result.timeseries,
         "sleeps": result.sleeps,
         "peaks": peak_rate_frame(result),
+        "crashes": result.tier_crashes,
     }
 
 

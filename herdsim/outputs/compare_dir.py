@@ -12,6 +12,8 @@ A comparison directory (``herdsim compare --out DIR``):
 - ``sleeps.csv``: ``arm``, ``replication``, then every retry sleep (time, job, attempt, sleep);
   beyond :data:`LARGE_TABLE` rows (a storm of millions of retries) ``sleeps.parquet``
   instead, the same columns: CSV would take most of the time spent saving;
+- ``crashes.csv`` (a call graph only): ``arm``, ``replication``, ``tier``, ``time`` of
+  every crash of every tier (what the timeline draws as each tier's down periods);
 - ``scenario.yaml``: the base scenario; ``arms.json``: each arm's label, strategy and
   settings, and the number of replications (and ``unfinished``: the arms an interrupted
   comparison did not run; the arms saved are whole); ``overrides.json``, only when
@@ -22,9 +24,10 @@ A comparison directory (``herdsim compare --out DIR``):
 
 A run directory (``herdsim run --out DIR``) holds ``timeseries.csv``, ``sleeps.csv``,
 ``jobs.parquet``, ``summary.json``, ``scenario.yaml`` (and ``overrides.json``),
-``peak_rate.csv`` (without ``arm``/``replication``) and the ``timeline`` and ``landing``
-figures (and ``graph`` for a call graph). In a call graph ``peak_rate.csv`` is the top
-tier's calls (the timeline's rows), the summary's peak its headline tier's.
+``peak_rate.csv`` and, for a call graph, ``crashes.csv`` (both without
+``arm``/``replication``) and the ``timeline`` and ``landing`` figures (and ``graph`` for a
+call graph). In a call graph ``peak_rate.csv`` is the top tier's calls (the timeline's
+rows), the summary's peak its headline tier's.
 :func:`load_outputs` reads either kind into a :class:`~herdsim.results.comparison.Comparison`.
 """
 
@@ -137,6 +140,8 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",),
         (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
         write_scenario(result.scenario, staging)
         peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
+        if result.scenario.services:  # a call graph: when each tier crashed
+            result.tier_crashes.to_csv(staging / CRASHES, index=False)
         failures: list[str] = []
         with _drawing(failures):
             save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
@@ -157,6 +162,8 @@ def save_comparison(comparison: Comparison, out: str | Path,
         if comparison.peaks is not None:
             comparison.peaks.to_csv(staging / "peak_rate.csv", index=False)
         write_table(comparison.sleeps, staging, "sleeps.csv")
+        if comparison.crashes is not None and comparison.scenario.services:
+            comparison.crashes.to_csv(staging / CRASHES, index=False)
         write_scenario(comparison.scenario, staging)
         arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
                 for a in comparison.arms]
@@ -194,6 +201,8 @@ TIMESERIES_COLUMNS = ("time", "arrivals", "attempts", "success", "retry", "faile
 SLEEP_COLUMNS = ("time", "attempt", "sleep")
 SLEEP_KINDS = {"time": reading.NONNEGATIVE, "attempt": reading.COUNT,
                "sleep": reading.NONNEGATIVE, "replication": reading.COUNT}
+CRASHES = "crashes.csv"
+CRASH_KINDS = {"time": reading.NONNEGATIVE, "replication": reading.COUNT}
 PEAK_KINDS = {"time": reading.NONNEGATIVE, "peak_rate": reading.NONNEGATIVE,
               "replication": reading.COUNT}
 
@@ -214,6 +223,8 @@ def _load_comparison(directory: Path) -> Comparison:
     peaks_path = directory / "peak_rate.csv"
     peaks = (reading.csv(directory, "peak_rate.csv", ("time", "peak_rate", "replication"),
                          ("arm",), kinds=PEAK_KINDS) if peaks_path.is_file() else None)
+    crashes = (reading.csv(directory, CRASHES, ("time", "replication"), ("arm", "tier"),
+                           kinds=CRASH_KINDS) if (directory / CRASHES).is_file() else None)
     runs = reading.csv(directory, "runs.csv", ("replication",), ("arm",), empty_ok=False)
     sleeps = reading.csv(directory, "sleeps.csv", (*SLEEP_COLUMNS, "replication"), ("arm",),
                           kinds=SLEEP_KINDS)
@@ -228,7 +239,7 @@ def _load_comparison(directory: Path) -> Comparison:
         raise OutputDirError(f"{directory / COMPARE_MARKER}: 'unfinished' must be a list of "
                              "arm labels")
     return Comparison(base, arms, meta["replications"], runs, timeseries, sleeps, peaks,
-                      unfinished)
+                      unfinished, crashes)
 
 
 def _load_run(directory: Path) -> Comparison:
@@ -247,10 +258,12 @@ def _load_run(directory: Path) -> Comparison:
     peaks = (tag(reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"),
                                  kinds=PEAK_KINDS))
              if peaks_path.is_file() else None)
+    crashes = (tag(reading.csv(directory, CRASHES, ("time",), ("tier",), kinds=CRASH_KINDS))
+               if (directory / CRASHES).is_file() else None)
     runs = pd.DataFrame([{"arm": arm.label, "replication": 0, **tiers.flat(summary)}])
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
                       tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
-                                      kinds=SLEEP_KINDS)), peaks)
+                                      kinds=SLEEP_KINDS)), peaks, crashes=crashes)
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,

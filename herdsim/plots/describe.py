@@ -11,9 +11,12 @@ from pydantic import BaseModel
 
 from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
 from herdsim.config.durations import format_duration
+from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.model.downstream import family
+from herdsim.plots.style import policy
+from herdsim.policies import presets
 
 
 def _with_units(model: type[BaseModel], data: dict) -> dict:
@@ -145,16 +148,79 @@ def varied_sections(arms: list[Any]) -> frozenset[str]:
                      if len({value(arm, s) for arm in arms}) > 1)
 
 
+PRESET = "retry.preset"
+SEPARATOR = " · "  # between the values of an arm's short label
+LONGEST = 48  # characters of an arm's name in a figure (legends, rows, ticks), "…" beyond
+
+
+def varied_keys(arms: list[Any]) -> list[str]:
+    """The ``--vary`` paths whose value differs between *arms*, in their order."""
+    keys = [key for key in arms[0].settings if key != PRESET] if arms else []
+    return [key for key in keys if len({_value(arm.settings.get(key)) for arm in arms}) > 1]
+
+
+def _one_policy(arm: Any) -> str:
+    """A lone arm's name: its preset when the scenario sets one (with the strategy when
+    ``--set`` changed the preset's), else its label."""
+    name = arm.settings.get(PRESET) or arm.scenario.retry.preset
+    if not name or name not in presets.PRESETS:
+        return str(arm.label)
+    strategy = arm.scenario.retry.strategy
+    own = presets.get(name).fields.get("retry.strategy")
+    return name if own in (None, strategy) else f"{name}, {strategy}"
+
+
+def short_labels(arms: list[Any]) -> dict[str, str]:
+    """``label -> what a figure prints for the arm``: with ``--vary``, the arm's values
+    (after its policy when policies differ) joined by ``" · "``, the paths named once in
+    the heading (:func:`arms_text`); else its preset or strategy; at most
+    :data:`LONGEST` characters."""
+    keys = varied_keys(arms)
+    if len(arms) == 1 or not keys:
+        names = {arm.label: _one_policy(arm) if len(arms) == 1 else str(arm.label)
+                 for arm in arms}
+    else:
+        several = len({policy(arm) for arm in arms}) > 1
+        names = {arm.label: SEPARATOR.join(([policy(arm)] if several else [])
+                                           + [_value(arm.settings.get(key)) for key in keys])
+                 for arm in arms}
+    return {label: name if len(name) <= LONGEST else name[:LONGEST - 1].rstrip() + "…"
+            for label, name in names.items()}
+
+
+def _value(value: Any) -> str:
+    """A varied value as ``--vary`` takes it: ``3``, ``null``, ``{kind: ratio}``."""
+    return _scalar(value) if isinstance(value, (dict, list)) else value_text(value)
+
+
+def arms_text(arms: list[Any]) -> str:
+    """What the arms are and how their labels read: ``strategy exponential``, ``4 arms
+    varying the retry strategy``, ``8 arms of strategy exponential labelled
+    a.b · c.d · deadline``."""
+    if len(arms) == 1:
+        kind = "preset" if arms[0].settings.get(PRESET) or arms[0].scenario.retry.preset \
+            else "strategy"
+        return f"{kind} {_one_policy(arms[0])}"
+    kind = "preset" if PRESET in arms[0].settings else "strategy"
+    keys = varied_keys(arms)
+    if not keys:
+        return f"{len(arms)} arms varying the retry {kind}"
+    if len({policy(arm) for arm in arms}) > 1:
+        return f"{len(arms)} arms labelled retry {kind}{SEPARATOR}{SEPARATOR.join(keys)}"
+    return (f"{len(arms)} arms of {kind} {policy(arms[0])} labelled "
+            f"{SEPARATOR.join(keys)}")
+
+
 def heading(c: Any, what: str, replication: int | None = None, explain: str = "") -> str:
     """A figure's title: the scenario and *what* the figure shows, the arms, what the
-    scenario contains, what was overridden, and *explain* (how to read it)."""
+    scenario contains, what was overridden, and *explain* (how to read it), in lines that
+    fit the figure's width."""
     sc = c.scenario
     n = len(c.arms)
     reps = (f" (replication {replication}; {c.replications} per arm)"
             if replication is not None and c.replications > 1 else "")
-    arms = f"{n} arms varying {c.varied}" if n > 1 else f"strategy {c.arms[0].label}"
-    arms += getattr(c, "interrupted", "")
-    lines = [f"Scenario “{sc.name}”: {what} — {arms}{reps}",
+    arms = arms_text(c.arms) + getattr(c, "interrupted", "")
+    lines = [*_wrap(f"Scenario “{sc.name}”: {what} — {arms}{reps}".split(" "), " "),
              *_wrap(facts(sc, strategy=n == 1,
                           varied=varied_sections(c.arms) if n > 1 else frozenset()
                           ).split("; "), "; ")]
@@ -162,7 +228,7 @@ def heading(c: Any, what: str, replication: int | None = None, explain: str = ""
     if changed:
         lines += _wrap(["changed by --set:", *changed], " ")
     if explain:
-        lines.append(explain)
+        lines += _wrap(explain.split(" "), " ")
     return "\n".join(lines)
 
 

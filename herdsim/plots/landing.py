@@ -19,15 +19,19 @@ from herdsim.plots import coarse, describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
     STYLE,
+    WIDE,
     Comparison,
     Figure,
     arm_styles,
+    fitted,
     shade_outages,
+    text_width,
     wide_size,
 )
 
 RESOLUTION = 0.01  # s: the brief's impulse is a few milliseconds wide
 ZOOM = 1.0  # s shown around each arm's headline 10 ms; also the first landing's reach
+ROW_WIDTH = WIDE[0] * 72 * 0.9 * 3.2 / 4.2  # points a row's titles may fill (zoom aside)
 
 
 def headline(edges: np.ndarray, counts: np.ndarray, after: bool) -> tuple[int, float, str]:
@@ -117,6 +121,7 @@ def window(c: Comparison, shift: float, replication: int = 0,
 def landing(c: Comparison, replication: int = 0) -> Figure:
     """Retries landing per 10 ms, one row per arm, aligned at the end of the last outage."""
     arms, styles, sc = c.arms, arm_styles(c.arms), c.scenario
+    names = describe.short_labels(arms)
     shift, xlabel = origin(c)
     times_of = landing_times(c, replication)
     lo, hi = window(c, shift, replication, times_of)
@@ -156,7 +161,9 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
             if cap is not None and peak:
                 note += (f" = {number_text(peak / (cap * RESOLUTION))}× capacity "
                          f"({number_text(cap * RESOLUTION)} per 10 ms)")
-            ax.set_title(arm.label, color=color, weight="bold", loc="left", fontsize=15)
+            room = ROW_WIDTH - text_width(note, 13) - 20  # the name never runs into the note
+            ax.set_title(fitted(names[arm.label], room, 15, bold=True), color=color,
+                         weight="bold", loc="left", fontsize=15)
             ax.set_title(note, loc="right", fontsize=13)
             ax.set_ylabel("per 10 ms" if coarse.factor(len(k)) == 1 else
                           "busiest 10 ms\nper step")

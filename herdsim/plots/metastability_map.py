@@ -1,7 +1,9 @@
-"""The metastability map: one panel per strategy, a cell per grid point, coloured by class."""
+"""The metastability map: one panel per strategy, a cell per grid point, coloured by class,
+labelled with its recovery time and the limit the rule held it to; the rule under the title."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -9,7 +11,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from herdsim.analysis.metastability import CLASSES, cells
+from herdsim.analysis.metastability import (
+    CLASSES,
+    GOODPUT_FLOOR,
+    SLOW_FACTOR,
+    SLOW_FLOOR,
+    cells,
+    slow_limits,
+)
 from herdsim.config.durations import format_duration
 from herdsim.errors import SweepError
 
@@ -19,6 +28,18 @@ COLORS = {  # Okabe & Ito (2008): distinct for colour-blind readers, black text 
     "metastable": "#D55E00",  # vermillion
 }
 HATCH = {"recovered": "", "degraded": "..", "metastable": "//"}
+NEVER, NOT_YET = "never", "not yet"  # a cell with no recovery: metastable, still draining
+RULE = (  # one line (or more) per class, under the title
+    f"recovered: healthy again within the limit, max({SLOW_FLOOR:g} s, {SLOW_FACTOR:g} × ideal "
+    f"drain) after the outage, and serving at least {GOODPUT_FLOOR:.0%} of the offered jobs "
+    "at the end (ideal drain = d·ρ/(1−ρ): the time a smooth queue at load ρ needs to work "
+    "off d seconds of outage)",
+    "degraded: every other run, recovered but slower than the limit or serving less, or "
+    f"{NOT_YET} recovered when the run ends while still serving {GOODPUT_FLOOR:.0%} with "
+    "no new crash",
+    f"metastable: {NEVER} recovered, and crashed again after the outage or serving under "
+    f"{GOODPUT_FLOOR:.0%}",
+)
 
 
 def plot_map(runs: pd.DataFrame, manifest: dict[str, Any], x: str | None = None,
@@ -44,6 +65,10 @@ def plot_map(runs: pd.DataFrame, manifest: dict[str, Any], x: str | None = None,
         raise SweepError(f"{where}: the map shows two axes; also swept: "
                          f"{', '.join(others)}")
     table = cells(runs, chosen)
+    limits = runs.assign(limit=slow_limits(runs)).groupby(
+        ["strategy", *chosen], sort=False, dropna=False)["limit"].median()
+    table["limit"] = [limits[tuple(row[k] for k in ("strategy", *chosen))]
+                      for _, row in table.iterrows()]
     for path in chosen:
         axes[path]["load"] = _loads(runs, path)
     x_axis = axes[chosen[0]]
@@ -59,9 +84,11 @@ def plot_map(runs: pd.DataFrame, manifest: dict[str, Any], x: str | None = None,
         ax.set_title(strategy, fontsize=16, fontweight="bold")
     panels[0].set_ylabel(_axis_label(y_axis) if y_axis else "", fontsize=14)
     reps = manifest["replications"]
+    width = int(fig.get_figwidth() * 72 / (0.56 * 12))  # characters of 12 pt on a line
     fig.suptitle(f"{manifest['scenario']['name']}: does it recover after the outage?  "
-                 f"(label = recovery time; {reps} replication{'s' if reps > 1 else ''} per cell)",
-                 fontsize=15)
+                 f"(label = recovery time, median of {reps} replication"
+                 f"{'s' if reps > 1 else ''} per cell, and the limit it had)\n"
+                 + "\n".join(textwrap.fill(line, width) for line in RULE), fontsize=12)
     fig.legend(handles=_legend(), loc="outside lower center", ncol=3, fontsize=12,
                frameon=False)
     return fig
@@ -89,17 +116,24 @@ def _panel(ax, table: pd.DataFrame, x_axis: dict, y_axis: dict | None) -> None:
 
 
 def _label(row: pd.Series) -> str:
-    """The recovery time, or ``not recovered`` (within the run) when it has none."""
+    """The recovery time, else ``never`` (metastable) or ``not yet`` (still draining);
+    the limit (:func:`~herdsim.analysis.metastability.slow_limits`) under it; ``k/n`` when
+    only k of n replications agree on the class."""
     recovery = row["recovery_time"]
-    text = "not\nrecovered" if np.isnan(recovery) else f"{recovery:.3g} s"
+    if np.isnan(recovery):
+        text = NEVER if row["class"] == "metastable" else NOT_YET
+    else:
+        text = f"{recovery:.3g} s"
+    if np.isfinite(row["limit"]):
+        text += f"\nlimit {row['limit']:.3g} s"
     return text if row["agree"] == row["runs"] else f"{text}\n{row['agree']}/{row['runs']}"
 
 
 def _legend() -> list[Patch]:
     text = {
-        "recovered": "recovered",
-        "degraded": "degraded (slow, or still draining)",
-        "metastable": "metastable (not recovered within the run)",
+        "recovered": "recovered (within the limit)",
+        "degraded": f"degraded (slower than the limit, or {NOT_YET} recovered)",
+        "metastable": f"metastable ({NEVER} recovered)",
     }
     return [Patch(facecolor=COLORS[c], hatch=HATCH[c], edgecolor="0.3", label=text[c])
             for c in CLASSES]

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 import matplotlib.figure
 import numpy as np
 import pandas as pd
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from herdsim.config.scenario import Scenario
 
@@ -68,6 +70,8 @@ class Comparison(Protocol):
     timeseries: pd.DataFrame
     sleeps: pd.DataFrame
     peaks: pd.DataFrame | None
+    crashes: pd.DataFrame | None  # a call graph's: arm, replication, tier, time
+    summary: pd.DataFrame  # one row per arm, in the arms' order
 
     @property
     def varied(self) -> str: ...
@@ -110,6 +114,27 @@ def wide_size(arms: int, per_arm: float = 1.2) -> tuple[float, float]:
     return WIDE[0], WIDE[1] + extra
 
 
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    """The width in points of one line of *text* at *size* points (no canvas needed)."""
+    font = FontProperties(size=size, weight="bold" if bold else "normal")
+    return TextToPath().get_text_width_height_descent(text, font, ismath=False)[0]
+
+
+def fitted(text: str, width: float, size: float, bold: bool = False) -> str:
+    """*text*, cut short with ``…`` until it is at most *width* points wide."""
+    if text_width(text, size, bold) <= width:
+        return text
+    while len(text) > 1 and text_width(text + "…", size, bold) > width:
+        text = text[:-1]
+    return text.rstrip(" ,·") + "…"
+
+
+def legend_columns(labels: list[str], size: float, width: float = WIDE[0] * 72 * 0.9) -> int:
+    """How many columns of *labels* (a legend's, with their handles) fit *width* points."""
+    widest = max((text_width(label, size) for label in labels), default=0.0) + 4.5 * size
+    return max(1, min(len(labels), 4, int(width // widest)))
+
+
 def strategy_color(strategy: str) -> str:
     """The fixed colour of a strategy: built-ins by name, others by a hash of the name."""
     name = strategy.rpartition(":")[2] if strategy not in STRATEGY_COLORS else strategy
@@ -134,23 +159,28 @@ def delta_e(a: str, b: str) -> float:
     return float(np.linalg.norm(lab(a) - lab(b)))
 
 
-def arm_colors(strategies: list[str]) -> dict[str, str]:
-    """``strategy -> colour``: the strategy's own colour (built-ins first), or, when it is
-    within :data:`MIN_DELTA_E` of a colour the figure already uses, the palette's colour
-    farthest from those (the first of equals): ten policies stay told apart (the built-ins
-    are 26 apart, the palette's ten most apart colours 34)."""
+def arm_colors(strategies: list[str | None]) -> dict[int, str]:
+    """``position -> colour`` for *strategies* (one entry per arm; None for an arm whose
+    policy an earlier arm already has): each policy's own colour (built-ins first), or,
+    when it is within :data:`MIN_DELTA_E` of a colour the figure already uses (and for a
+    None), the palette's colour farthest from those (the first of equals): twelve arms stay
+    told apart (the built-ins are 26 apart)."""
     palette = list(dict.fromkeys([*STRATEGY_COLORS.values(), *OTHER_COLORS, *SPARE_COLORS]))
-    unique = list(dict.fromkeys(strategies))
-    colors: dict[str, str] = {}
+    colors: dict[int, str] = {}
 
     def nearest(color: str) -> float:
         return min((delta_e(color, used) for used in colors.values()), default=np.inf)
 
-    for name in sorted(unique, key=lambda s: s not in STRATEGY_COLORS):
-        color = strategy_color(name)
-        if nearest(color) < MIN_DELTA_E:
+    def order(i: int) -> tuple[int, int]:
+        name = strategies[i]
+        return (0 if name in STRATEGY_COLORS else 1 if name is not None else 2), i
+
+    for i in sorted(range(len(strategies)), key=order):
+        name = strategies[i]
+        color = strategy_color(name) if name is not None else ""
+        if not color or nearest(color) < MIN_DELTA_E:
             color = max(palette, key=nearest)
-        colors[name] = color
+        colors[i] = color
     return colors
 
 
@@ -160,14 +190,17 @@ def policy(arm: Arm) -> str:
 
 
 def arm_styles(arms: list[Arm]) -> dict[str, dict]:
-    """``label -> {color, linestyle}``: a colour per policy (preset or strategy, distinct
-    within the figure), a line style per varied setting."""
-    colors = arm_colors([policy(arm) for arm in arms])
+    """``label -> {color, linestyle}``: a colour per arm, distinct within the figure (the
+    first arm of each policy, preset or strategy, in that policy's own colour), and a line
+    style per varied setting of one policy (a second cue where colour is not seen)."""
+    first = [policy(arm) if policy(arm) not in map(policy, arms[:i]) else None
+             for i, arm in enumerate(arms)]
+    colors = arm_colors(first)
     seen: dict[str, int] = {}
     styles = {}
-    for arm in arms:
+    for i, arm in enumerate(arms):
         k = seen[policy(arm)] = seen.get(policy(arm), -1) + 1
-        styles[arm.label] = {"color": colors[policy(arm)],
+        styles[arm.label] = {"color": colors[i],
                              "linestyle": LINE_STYLES[k % len(LINE_STYLES)]}
     return styles
 

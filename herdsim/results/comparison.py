@@ -142,6 +142,7 @@ class Comparison:
     sleeps: pd.DataFrame
     peaks: pd.DataFrame | None
     unfinished: list[str] = field(default_factory=list)  # arms an interruption left out
+    crashes: pd.DataFrame | None = None  # a call graph's: arm, replication, tier, time
     summary: pd.DataFrame = field(init=False)
 
     def __post_init__(self) -> None:
@@ -167,8 +168,9 @@ class Comparison:
         runs = pd.DataFrame([{"arm": arm.label, "replication": r, **arm.settings,
                               **tiers.flat(out["summary"])}
                              for (arm, r), out in zip(keys, outputs, strict=True)])
+        crashes = tidy("crashes") if all("crashes" in out for out in outputs) else None
         return cls(base, arms, replications, runs, tidy("timeseries"), tidy("sleeps"),
-                   tidy("peaks"))
+                   tidy("peaks"), crashes=crashes)
 
     @property
     def interrupted(self) -> str:
@@ -182,11 +184,15 @@ class Comparison:
 
     @property
     def varied(self) -> str:
-        """What differs between arms, in words: ``retry strategy x breaker.enabled``."""
+        """What differs between arms, in words: ``retry strategy x breaker.enabled``, or
+        ``retry preset`` for arms of ``--presets``."""
         parts = []
-        if len({arm.strategy for arm in self.arms}) > 1:
+        presets = {arm.settings.get("retry.preset") for arm in self.arms}
+        if len(presets) > 1:
+            parts.append("retry preset")
+        elif len({arm.strategy for arm in self.arms}) > 1:
             parts.append("retry strategy")
-        parts += list(self.arms[0].settings)
+        parts += [key for key in self.arms[0].settings if key != "retry.preset"]
         return " x ".join(parts) or f"one arm ({self.arms[0].label})"
 
     def arm(self, label: str) -> Arm:
@@ -259,7 +265,8 @@ class Comparison:
         strategy = result.scenario.retry.strategy
         arm = Arm(short_name(strategy), strategy, {}, result.scenario)
         output = {"summary": result.summary, "timeseries": result.timeseries,
-                  "sleeps": result.sleeps, "peaks": peak_rate_frame(result)}
+                  "sleeps": result.sleeps, "peaks": peak_rate_frame(result),
+                  "crashes": result.tier_crashes}
         return cls.from_outputs(result.scenario, [arm], 1, [output])
 
     def tidy(self) -> pd.DataFrame:

@@ -29,7 +29,8 @@ COLLECT_ABOVE = 1_000_000  # jobs + calls: a run this large collects its model's
 @dataclass
 class Result:
     """One run: ``timeseries`` (one row per bin), ``sleeps`` (every retry sleep drawn),
-    ``jobs`` (one row per job), ``summary`` (the KPIs) and the resolved ``scenario``."""
+    ``jobs`` (one row per job), ``summary`` (the KPIs) and the resolved ``scenario``;
+    a call graph's ``tier_crashes`` (``tier``, ``time`` of each crash of every tier)."""
 
     scenario: Scenario
     timeseries: pd.DataFrame
@@ -38,6 +39,7 @@ class Result:
     summary: dict
     attempt_times: np.ndarray = field(repr=False)
     crash_times: list[float] = field(default_factory=list)
+    tier_crashes: pd.DataFrame = field(default_factory=tiers.no_crashes, repr=False)
 
     @classmethod
     def from_finished(cls, run: Finished) -> Result:
@@ -59,7 +61,8 @@ class Result:
             ts = tiers.columns(ts, run.tiers, scenario.bin)
             summary["tiers"] = tiers.summarize(run.tiers, summary, ts, scenario)
             summary = headline.apply(summary)
-        return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes))
+        return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes),
+                   tiers.crashes(run.tiers))
 
     def plot(self, kind: str = "timeline"):
         """A matplotlib Figure of this run (see :meth:`Comparison.plot`)."""
