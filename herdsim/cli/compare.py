@@ -37,6 +37,7 @@ from herdsim.cli.app import (
 from herdsim.cli.outputs import report_export
 from herdsim.cli.timings import TimingsOpt
 from herdsim.errors import UsageError
+from herdsim.system import heap
 from herdsim.system import timings as clock
 
 
@@ -66,13 +67,14 @@ def compare(
     numbers.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds for any arm."""
-    from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import compare_keys, definitions, ranked_table
-    from herdsim.cli.timings import report as report_timings
-    from herdsim.experiments.compare import Interrupted
-    from herdsim.experiments.compare import compare as compare_arms
-    from herdsim.outputs import openmetrics
-    from herdsim.outputs.compare_dir import save_comparison
+    with heap.importing():
+        from herdsim.cli import gate as gate_rules
+        from herdsim.cli.tables import compare_keys, definitions, ranked_table
+        from herdsim.cli.timings import report as report_timings
+        from herdsim.experiments.compare import Interrupted
+        from herdsim.experiments.compare import compare as compare_arms
+        from herdsim.outputs import openmetrics
+        from herdsim.outputs.compare_dir import save_comparison
 
     if timings:
         clock.start()

@@ -37,6 +37,7 @@ from herdsim.cli.progress import SimProgress
 from herdsim.cli.timings import TimingsOpt
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
+from herdsim.system import heap
 from herdsim.system import timings as clock
 
 
@@ -48,12 +49,13 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
-    from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
-    from herdsim.cli.timings import report
-    from herdsim.outputs import openmetrics
-    from herdsim.outputs.compare_dir import save_run
-    from herdsim.results.result import run as run_once
+    with heap.importing():
+        from herdsim.cli import gate as gate_rules
+        from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
+        from herdsim.cli.timings import report
+        from herdsim.outputs import openmetrics
+        from herdsim.outputs.compare_dir import save_run
+        from herdsim.results.result import run as run_once
 
     if timings:
         clock.start()
