@@ -73,7 +73,6 @@ def compare(
         from herdsim.cli.timings import report as report_timings
         from herdsim.experiments.compare import Interrupted
         from herdsim.experiments.compare import compare as compare_arms
-        from herdsim.outputs import openmetrics
         from herdsim.outputs.compare_dir import save_comparison
 
     if timings:
@@ -118,6 +117,8 @@ def compare(
                 f"outputs: [bold]{safe(target)}[/] (tables and figures written in "
                 f"{saved:.1f} s)", soft_wrap=True)
     if prometheus:
+        from herdsim.outputs import openmetrics
+
         with clock.phase("export metrics.om"):
             exported = openmetrics.export(target)
         if not (quiet or json_):

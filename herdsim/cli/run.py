@@ -53,7 +53,6 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         from herdsim.cli import gate as gate_rules
         from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
         from herdsim.cli.timings import report
-        from herdsim.outputs import openmetrics
         from herdsim.outputs.compare_dir import save_run
         from herdsim.results.result import run as run_once
 
@@ -84,6 +83,8 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
                                                       soft_wrap=True)
     if prometheus:
+        from herdsim.outputs import openmetrics
+
         with clock.phase("export metrics.om"):
             exported = openmetrics.export(target)
         if not (quiet or json_):

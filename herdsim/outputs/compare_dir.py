@@ -40,7 +40,6 @@ from herdsim.config.scenario import Scenario
 from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
 from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir, staging_dir
-from herdsim.outputs.report import write_report
 from herdsim.plots.figures import FIGURES
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Arm, Comparison, arm_scenario, peak_rate_frame, short_name
@@ -173,6 +172,8 @@ def save_comparison(comparison: Comparison, out: str | Path,
         with _drawing(failures):
             save_figures(comparison, staging, formats)
             if report:  # the PNGs just drawn go into the page as they are
+                from herdsim.outputs.report import write_report  # not for a plain save
+
                 with phase("save report.html"):
                     write_report(staging, comparison, fresh=True)
     _report_failures(Path(out), failures)

@@ -18,12 +18,15 @@ _frozen_at_exit = False
 
 @contextlib.contextmanager
 def importing() -> Iterator[None]:
-    """No collection while the block imports modules (the collector as it was after)."""
+    """No collection while the block imports modules; what they made is then frozen
+    (:func:`gc.freeze`: modules live as long as the process, no collection need scan them
+    again), and the collector is as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
