@@ -3,7 +3,8 @@
     python benchmarks/cli_cost.py [--repeat 5] [--scenario scenarios/outage.yaml]
                                   [--baseline DIR]
 
-Runs ``python -m herdsim run SCENARIO --out TMP --timings -q`` N times, each in a fresh
+Runs ``python -m herdsim run SCENARIO --out TMP --timings`` N times, as a user would (the
+time estimate before the run and the summary table after it included), each in a fresh
 interpreter with ``PYTHONPATH`` at this checkout (and, with ``--baseline``, at that
 checkout too, the runs interleaved so both see the same machine load). Each process's CPU
 (user + system) is read from ``resource.getrusage(RUSAGE_CHILDREN)`` around it; its phases
@@ -62,7 +63,7 @@ def parse(stderr: str) -> dict[str, float]:
 def once(tree: Path, scenario: Path, out: Path, timings: bool) -> tuple[float, float, dict]:
     """One fresh process: its CPU (rusage), wall seconds and ``--timings`` groups."""
     env = dict(os.environ, PYTHONPATH=str(tree), COLUMNS="200", MPLBACKEND="Agg")
-    argv = [sys.executable, "-m", "herdsim", "run", str(scenario), "--out", str(out), "-q"]
+    argv = [sys.executable, "-m", "herdsim", "run", str(scenario), "--out", str(out)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv + ["--timings"] * timings, env=env, cwd=tree,
