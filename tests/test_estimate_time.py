@@ -81,3 +81,19 @@ def test_unlimited_retries_are_said_to_be_an_assumption():
     took = estimate.timing([estimate.estimate(sc)], measure=False)
     assert took is not None and took.assumed
     assert "20 where unlimited: more if they hammer a dead downstream" in took.describe()
+
+
+def test_the_speed_is_measured_in_one_calibration_run(monkeypatch):
+    """One run of :data:`CALIBRATION`, not two: ``herdsim run`` pays it before every long
+    run, and a second run with warm caches measured within 10% of the first."""
+    simulated = []
+    real = estimate.family.simulate
+
+    def counted(scenario, *args, **kwargs):
+        simulated.append(scenario.name)
+        return real(scenario, *args, **kwargs)
+
+    monkeypatch.setattr(estimate.family, "simulate", counted)
+    speed = estimate.calls_per_cpu_second.__wrapped__()
+    assert simulated == ["calibration"]
+    assert 1_000 < speed < 10_000_000  # calls per CPU second, on any machine that runs this

@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from herdsim.cli import complete
 from herdsim.config import bundled
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
-from herdsim.system import signals
+from herdsim.system import heap, signals
 
 if TYPE_CHECKING:
     from herdsim.config.scenario import Scenario
@@ -49,6 +49,7 @@ class Boundary(TyperGroup):
     def main(self, *args, **kwargs):
         """Text that the terminal's encoding cannot show is escaped, a closed stdout is a
         sink, and a stdout that fails (a full disk, ``/dev/full``) is one line on stderr."""
+        heap.freeze_at_exit()  # the teardown after a command need not scan the heap
         for name in ("stdout", "stderr"):
             stream = getattr(sys, name)
             if stream is None:  # started with the descriptor closed

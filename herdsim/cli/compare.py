@@ -37,7 +37,10 @@ from herdsim.cli.app import (
     safe,
 )
 from herdsim.cli.outputs import report_export
+from herdsim.cli.timings import TimingsOpt
 from herdsim.errors import UsageError
+from herdsim.system import heap
+from herdsim.system import timings as clock
 
 if TYPE_CHECKING:
     from herdsim.results.comparison import Comparison
@@ -63,6 +66,7 @@ def compare(
         show_default=False)] = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False, explain: ExplainOpt = False,
+    timings: TimingsOpt = False,
 ) -> None:
     """Run a scenario under several strategies or presets (and settings) with common random
     numbers.
@@ -70,25 +74,30 @@ def compare(
     Exit code 0, 1 when an arm fails of a bug, 2 for bad input (an arm that fails of it
     too), 3 when a --fail-if condition holds for any arm. An arm that fails or Ctrl-C
     stops every arm; the arms finished before are saved."""
-    from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import compare_keys, definitions, ranked_table
-    from herdsim.experiments.compare import Failed, Interrupted
-    from herdsim.experiments.compare import compare as compare_arms
-    from herdsim.outputs import openmetrics
-    from herdsim.outputs.compare_dir import save_comparison
+    with heap.importing():
+        from herdsim.cli import gate as gate_rules
+        from herdsim.cli.tables import compare_keys, definitions, ranked_table
+        from herdsim.cli.timings import report as report_timings
+        from herdsim.experiments.compare import Failed, Interrupted
+        from herdsim.experiments.compare import compare as compare_arms
+        from herdsim.outputs.compare_dir import save_comparison
 
-    conditions = gate_rules.parse(fail_if)
-    sc = load(scenario, set_)
-    names = parse_list("--strategies", strategies_)
-    preset_names = parse_list("--presets", presets_)
-    if names and preset_names:
-        raise UsageError("--strategies and --presets: give one of them")
-    formats = parse_formats(fmt)
-    target = output_dir(out, f"{sc.name}-compare")
+    if timings:
+        clock.start()
+    with clock.phase("load and check the scenario"):
+        conditions = gate_rules.parse(fail_if)
+        sc = load(scenario, set_)
+        names = parse_list("--strategies", strategies_)
+        preset_names = parse_list("--presets", presets_)
+        if names and preset_names:
+            raise UsageError("--strategies and --presets: give one of them")
+        formats = parse_formats(fmt)
+        target = output_dir(out, f"{sc.name}-compare")
     try:
-        comparison = compare_arms(sc, names or None, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
-                                  progress=not (quiet or json_), force=force,
-                                  presets=preset_names or None)
+        with clock.phase("arms: start, collect, combine"):
+            comparison = compare_arms(
+                sc, names or None, parse_vary(vary), replications, processes,  # type: ignore[arg-type]
+                progress=not (quiet or json_), force=force, presets=preset_names or None)
     except Interrupted as stop:  # save the arms that finished, whole, marked as such
         save_comparison(stop.comparison, target, formats, report=report)
         err_console.print(f"interrupted: {safe(_saved(stop.comparison, target, 'not run'))}",
@@ -103,21 +112,27 @@ def compare(
     started = time.perf_counter()
     save_comparison(comparison, target, formats, report=report)
     saved = time.perf_counter() - started
-    if json_:
-        emit_json(comparison.to_json())
-    elif not quiet:
-        console.print(ranked_table(comparison, console.width))
-        if explain:
-            console.print(definitions(compare_keys(comparison),
-                                      {"peak_window": sc.peak_window}))
-    if not quiet:
-        (err_console if json_ else console).print(
-            f"outputs: [bold]{safe(target)}[/] (tables and figures written in {saved:.1f} s)",
-            soft_wrap=True)
+    with clock.phase("print the table"):
+        if json_:
+            emit_json(comparison.to_json())
+        elif not quiet:
+            console.print(ranked_table(comparison, console.width))
+            if explain:
+                console.print(definitions(compare_keys(comparison),
+                                          {"peak_window": sc.peak_window}))
+        if not quiet:
+            (err_console if json_ else console).print(
+                f"outputs: [bold]{safe(target)}[/] (tables and figures written in "
+                f"{saved:.1f} s)", soft_wrap=True)
     if prometheus:
-        exported = openmetrics.export(target)
+        from herdsim.outputs import openmetrics
+
+        with clock.phase("export metrics.om"):
+            exported = openmetrics.export(target)
         if not (quiet or json_):
             report_export(exported)
+    if timings:
+        report_timings()
     summaries = {row["arm"]: row for row in comparison.to_json()["arms"]}
     gate(gate_rules.failing(conditions, summaries))
 

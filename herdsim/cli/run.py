@@ -34,49 +34,63 @@ from herdsim.cli.app import (
 )
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
+from herdsim.cli.timings import TimingsOpt
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
+from herdsim.system import heap
+from herdsim.system import timings as clock
 
 
 @app.command()
 def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
         fail_if: FailIfOpt = None, fmt: FormatOpt = FORMAT, force: ForceOpt = False,
-        explain: ExplainOpt = False) -> None:
+        explain: ExplainOpt = False, timings: TimingsOpt = False) -> None:
     """Run one scenario, print its summary, and write its outputs to --out.
 
     Exit code 0, 2 for bad input, 3 when a --fail-if condition holds."""
-    from herdsim.cli import gate as gate_rules
-    from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
-    from herdsim.outputs import openmetrics
-    from herdsim.outputs.compare_dir import save_run
-    from herdsim.results.result import run as run_once
+    with heap.importing():
+        from herdsim.cli import gate as gate_rules
+        from herdsim.cli.tables import definitions, shown_keys, summary_table, tier_table
+        from herdsim.cli.timings import report
+        from herdsim.outputs.compare_dir import save_run
+        from herdsim.results.result import run as run_once
 
-    conditions = gate_rules.parse(fail_if)
-    formats = parse_formats(fmt)
-    sc = load(scenario, set_)
-    target = output_dir(out, sc.name)
+    if timings:
+        clock.start()
+    with clock.phase("load and check the scenario"):
+        conditions = gate_rules.parse(fail_if)
+        formats = parse_formats(fmt)
+        sc = load(scenario, set_)
+        target = output_dir(out, sc.name)
     if not (quiet or json_):
-        _plan(sc)
+        with clock.phase("estimate the run"):
+            _plan(sc)
     with SimProgress(f"simulating {safe(sc.name)}", enabled=not (quiet or json_)) as progress:
         result = run_once(sc, progress=progress, force=force)
     save_run(result, target, formats)
-    if json_:
-        emit_json(result.summary)
-    elif not quiet:
-        console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
-        tiers = tier_table(result.summary)
-        if tiers is not None:
-            console.print(tiers)
-        if explain:
-            console.print(definitions(shown_keys(result.summary), result.summary))
-    if not quiet:
-        (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
-                                                  soft_wrap=True)
+    with clock.phase("print the summary"):
+        if json_:
+            emit_json(result.summary)
+        elif not quiet:
+            console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
+            tiers = tier_table(result.summary)
+            if tiers is not None:
+                console.print(tiers)
+            if explain:
+                console.print(definitions(shown_keys(result.summary), result.summary))
+        if not quiet:
+            (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
+                                                      soft_wrap=True)
     if prometheus:
-        exported = openmetrics.export(target)
+        from herdsim.outputs import openmetrics
+
+        with clock.phase("export metrics.om"):
+            exported = openmetrics.export(target)
         if not (quiet or json_):
             report_export(exported)
+    if timings:
+        report()
     gate(gate_rules.failing(conditions, {sc.name: result.summary}))
 
 

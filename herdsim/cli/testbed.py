@@ -4,7 +4,6 @@ two commands when they run: ``--help`` and every other command start as fast as 
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from typing import Annotated
 
@@ -60,6 +59,8 @@ def serve(scenario: ScenarioArg, set_: SetOpt = None,
     def ready(url: str) -> None:
         console.print(f"{safe(sc.name)}'s downstream: [bold]{url}/call[/] (metrics: "
                       f"{url}/metrics); outages from now; Ctrl-C stops it", soft_wrap=True)
+
+    import asyncio  # not for the other commands' start
 
     try:
         asyncio.run(serve_forever(sc, host, port, ready))

@@ -29,6 +29,7 @@ from typing import Any
 from herdsim.errors import OutputDirError, OutputExistsError
 from herdsim.system.children import alive
 from herdsim.system.signals import as_interrupt
+from herdsim.system.timings import phase
 
 CHECKSUMS = "checksums.json"
 STAGING = ".herdsim-"  # the prefix of every staging folder and file: .herdsim-<pid>-...
@@ -170,8 +171,9 @@ def staged_dir(out: str | Path) -> Iterator[Path]:
         raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
     with staging_dir(out.parent, out.name) as holder:
         yield holder / out.name
-        seal(holder / out.name)
-        _commit(holder / out.name, out)
+        with phase(f"save {CHECKSUMS}, publish the directory"):
+            seal(holder / out.name)
+            _commit(holder / out.name, out)
 
 
 def _commit(staging: Path, out: Path) -> None:

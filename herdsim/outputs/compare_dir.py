@@ -46,12 +46,12 @@ from herdsim.config.scenario import Scenario
 from herdsim.errors import FigureError, OutputDirError, ScenarioError, UsageError
 from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir, staging_dir
-from herdsim.outputs.report import write_report
 from herdsim.plots.figures import FIGURES
 from herdsim.plots.kinds import applies
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Arm, Comparison, arm_scenario, peak_rate_frame, short_name
 from herdsim.results.result import Result
+from herdsim.system.timings import phase
 
 FORMATS = ("png", "svg", "pdf")
 LARGE_TABLE = 1_000_000  # rows beyond which a table is written as Parquet (10x faster, 1/3)
@@ -86,10 +86,12 @@ def save_figures(comparison: Comparison, directory: Path, formats: Sequence[str]
     only for a call graph: see :func:`~herdsim.plots.kinds.applies`)."""
     written = []
     for kind in (k for k in kinds if applies(k, comparison.scenario)):
-        figure = comparison.plot(kind)
+        with phase(f"draw {kind}: compose"):
+            figure = comparison.plot(kind)
         for fmt in formats:
             path = directory / f"{kind}.{fmt}"
-            save_figure(figure, path, fmt)
+            with phase(f"draw {kind}: render {path.name}"):
+                save_figure(figure, path, fmt)
             written.append(path)
     return written
 
@@ -134,14 +136,20 @@ def save_run(result: Result, out: str | Path, formats: Sequence[str] = ("png",),
     own (the testbed's comparison with the simulation)."""
     with staged_dir(out) as staging:
         staging.mkdir()
-        result.timeseries.to_csv(staging / "timeseries.csv", index=False)
-        write_table(result.sleeps, staging, "sleeps.csv")
-        result.jobs.to_parquet(staging / "jobs.parquet", index=False)
-        (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
-        write_scenario(result.scenario, staging)
-        peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
+        with phase("save timeseries.csv"):
+            result.timeseries.to_csv(staging / "timeseries.csv", index=False)
+        with phase("save sleeps.csv"):
+            write_table(result.sleeps, staging, "sleeps.csv")
+        with phase("save jobs.parquet"):
+            result.jobs.to_parquet(staging / "jobs.parquet", index=False)
+        with phase("save summary.json, scenario.yaml"):
+            (staging / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
+            write_scenario(result.scenario, staging)
+        with phase("save peak_rate.csv"):
+            peak_rate_frame(result).to_csv(staging / "peak_rate.csv", index=False)
         if result.scenario.services:  # a call graph: when each tier crashed
-            result.tier_crashes.to_csv(staging / CRASHES, index=False)
+            with phase("save crashes.csv"):
+                result.tier_crashes.to_csv(staging / CRASHES, index=False)
         failures: list[str] = []
         with _drawing(failures):
             save_figures(Comparison.from_result(result), staging, formats, RUN_FIGURES)
@@ -156,26 +164,35 @@ def save_comparison(comparison: Comparison, out: str | Path,
     """Write the layout of the module docstring into the new directory *out*."""
     with staged_dir(out) as staging:
         staging.mkdir()
-        comparison.summary.to_csv(staging / "summary.csv", index=False)
-        comparison.runs.to_csv(staging / "runs.csv", index=False)
-        comparison.timeseries.to_csv(staging / "timeseries.csv", index=False)
+        with phase("save summary.csv, runs.csv"):
+            comparison.summary.to_csv(staging / "summary.csv", index=False)
+            comparison.runs.to_csv(staging / "runs.csv", index=False)
+        with phase("save timeseries.csv"):
+            comparison.timeseries.to_csv(staging / "timeseries.csv", index=False)
         if comparison.peaks is not None:
-            comparison.peaks.to_csv(staging / "peak_rate.csv", index=False)
-        write_table(comparison.sleeps, staging, "sleeps.csv")
+            with phase("save peak_rate.csv"):
+                comparison.peaks.to_csv(staging / "peak_rate.csv", index=False)
+        with phase("save sleeps.csv"):
+            write_table(comparison.sleeps, staging, "sleeps.csv")
         if comparison.crashes is not None and comparison.scenario.services:
-            comparison.crashes.to_csv(staging / CRASHES, index=False)
-        write_scenario(comparison.scenario, staging)
-        arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
-                for a in comparison.arms]
-        meta = {"replications": comparison.replications, "arms": arms}
-        if comparison.unfinished:  # an interrupted comparison: these arms were not run
-            meta["unfinished"] = list(comparison.unfinished)
-        (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
+            with phase("save crashes.csv"):
+                comparison.crashes.to_csv(staging / CRASHES, index=False)
+        with phase("save scenario.yaml, arms.json"):
+            write_scenario(comparison.scenario, staging)
+            arms = [{"label": a.label, "strategy": a.strategy, "settings": a.settings}
+                    for a in comparison.arms]
+            meta = {"replications": comparison.replications, "arms": arms}
+            if comparison.unfinished:  # an interrupted comparison: these arms were not run
+                meta["unfinished"] = list(comparison.unfinished)
+            (staging / COMPARE_MARKER).write_text(json.dumps(meta, indent=2) + "\n")
         failures: list[str] = []
         with _drawing(failures):
             save_figures(comparison, staging, formats)
             if report:  # the PNGs just drawn go into the page as they are
-                write_report(staging, comparison, fresh=True)
+                from herdsim.outputs.report import write_report  # not for a plain save
+
+                with phase("save report.html"):
+                    write_report(staging, comparison, fresh=True)
     _report_failures(Path(out), failures)
     return Path(out)
 

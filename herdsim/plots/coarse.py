@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
+import numpy as np
 import pandas as pd
+from matplotlib.patches import StepPatch
 
 from herdsim.config.durations import format_duration
 from herdsim.model.recorder import GAUGES
@@ -57,3 +60,15 @@ def _merge(frame: pd.DataFrame, k: int, how: dict[str, str]) -> pd.DataFrame:
     merged = frame.groupby([*KEYS, position], sort=False).agg(rules).reset_index(
         level=list(KEYS))
     return merged.reset_index(drop=True)
+
+
+def stairs(ax: Any, values: np.ndarray, edges: np.ndarray, **kwargs: Any) -> StepPatch:
+    """``ax.stairs(values, edges, **kwargs)``, the same patch and data limits, without
+    matplotlib's Python loop over every step to find those limits (a tenth of a second
+    for the landing figure's 15,000 steps): drawn on the first step, then given every
+    step, the limits taken from its vertices at once (its segments are straight, so
+    their extremes are their ends)."""
+    patch = ax.stairs(values[:1], edges[:2], **kwargs)
+    patch.set_data(values, edges)
+    ax.update_datalim(patch.get_path().vertices)
+    return patch

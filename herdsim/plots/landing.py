@@ -148,8 +148,9 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
             for target, part, at_edges in ((ax, overview, over_edges),
                                            (zoom, shown[i0:i1], edges[i0:i1 + 1])):
                 shade_outages(target, arm.scenario.outage_windows, shift)
-                target.stairs(part, at_edges, baseline=0.1, fill=True, color=color, alpha=0.45)
-                target.stairs(part, at_edges, baseline=None, color=color, lw=1.0)
+                coarse.stairs(target, part, at_edges, baseline=0.1, fill=True, color=color,
+                              alpha=0.45)
+                coarse.stairs(target, part, at_edges, baseline=None, color=color, lw=1.0)
                 target.set_yscale("log")
                 if cap is not None:
                     target.axhline(cap * RESOLUTION, **CAPACITY_STYLE)

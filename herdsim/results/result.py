@@ -22,6 +22,7 @@ from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
 from herdsim.model.simulation import Progress
 from herdsim.planning import estimate
+from herdsim.system.timings import phase
 
 COLLECT_ABOVE = 1_000_000  # jobs + calls: a run this large collects its model's garbage first
 
@@ -123,4 +124,7 @@ def run(scenario: Scenario | str | Path | dict, progress: Progress | None = None
         raise UsageError(f"progress={progress!r}: expected a function progress(now, "
                          "duration) or None")
     estimate.check([scenario], force=force)
-    return Result.from_finished(simulate(scenario, progress))
+    with phase("simulate"):
+        finished = simulate(scenario, progress)
+    with phase("analyse: frames and summary"):
+        return Result.from_finished(finished)
