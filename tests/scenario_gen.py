@@ -1,0 +1,330 @@
+"""Scenarios drawn from the schema itself: a Hypothesis strategy that walks the pydantic
+models of :class:`herdsim.config.scenario.Scenario` field by field.
+
+Every field is drawn from its own annotation and constraints (``Literal`` members,
+``ge``/``gt``/``le``/``lt`` bounds, optional sections present or absent, lists, maps,
+unions of sections), so a field or a member the schema gains is drawn without a change
+here, and a constraint it tightens narrows what is drawn. The few things a type cannot
+say are given here, and only those:
+
+* **size** (:data:`SIZES`): the fields that size a run (its duration, rates, counts) draw
+  from small ranges, so that a scenario runs in well under a second;
+* **names** (:data:`NAMES`): strings whose valid values live outside the schema (a
+  strategy's or a preset's name, a trace file, a service's name);
+* **the graph**: ``services`` and every ``calls[].service`` are wired into a graph of 1-4
+  tiers without a cycle, each service called by a tier above it.
+
+Whatever the schema's own checks refuse is refused (the caller rejects the example); so a
+scenario that comes out of :func:`scenarios` is one that ``herdsim validate`` accepts.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import annotated_types as at
+import yaml
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from herdsim.config.durations import parse_duration
+from herdsim.config.graph import Edge
+from herdsim.config.loading import validate
+from herdsim.config.scenario import Scenario
+from herdsim.config.schema import field_at
+from herdsim.errors import ScenarioError
+from herdsim.policies.presets import PRESETS
+from herdsim.policies.strategies import BUILT_IN
+
+SERVICE_NAMES = ("api", "db", "cache")
+
+
+def _trace_file() -> str:
+    """A small recorded trace (CSV, seconds): 300 arrivals over 3 s, bunched at 1 s."""
+    path = Path(tempfile.gettempdir()) / "herdsim-generated-trace.csv"
+    if not path.exists():
+        times = sorted([i / 120 for i in range(240)] + [1.0 + i / 2000 for i in range(60)])
+        path.write_text("time\n" + "".join(f"{t:.4f}\n" for t in times))
+    return str(path)
+
+# Field -> a strategy for its value, by the field's dotted path with list indexes and map
+# keys as ``*``, or by its last name alone. Only sizes: how long, how many, how fast.
+SIZES: dict[str, st.SearchStrategy] = {
+    "duration": st.floats(1.0, 3.0),  # the run's
+    "workload.spikes.*.duration": st.floats(0.05, 1.0),
+    "*.outages.*.duration": st.floats(0.01, 1.0),
+    "*.outages.*.start": st.floats(0.0, 1.5),
+    "workload.rate": st.floats(1.0, 300.0),
+    "rate": st.floats(0.5, 300.0),
+    "burst_size": st.integers(1, 40),
+    "backlog": st.integers(0, 60),
+    "keys": st.integers(1, 40),
+    "workers.count": st.none() | st.integers(1, 40),  # None: open-loop callers
+    "clients": st.integers(1, 5),
+    "concurrency": st.integers(1, 40),
+    "min": st.integers(1, 10),
+    "max": st.integers(1, 60),
+    "count": st.integers(1, 3),  # an edge's parallel calls
+    "max_attempts": st.integers(2, 4),  # hedged copies
+    "max_retries": st.none() | st.integers(0, 6),
+    "seed": st.integers(0, 2**32 - 1),
+    "first_attempt": st.integers(0, 5),
+}
+
+# Strings whose valid values are not in their type.
+NAMES: dict[str, st.SearchStrategy] = {
+    "name": st.just("generated"),
+    "description": st.just(""),
+    "queue": st.none(),
+    "sha256": st.none(),
+    "strategy": st.sampled_from(sorted(BUILT_IN)),
+    "preset": st.none() | st.sampled_from(sorted(PRESETS)),
+    "params": st.just({}),
+    "downstream.name": st.none() | st.just("frontend"),
+    "services.*.name": st.none(),
+    "workload.trace.file": st.builds(_trace_file),
+    "downstream.calls.*.service": st.just(SERVICE_NAMES[0]),  # an edge's callee: _wire
+    "services.*.calls.*.service": st.just(SERVICE_NAMES[0]),
+}
+
+# Optional in the type, written always: a source of arrivals is needed, and a client
+# timeout is what lets most mechanisms (blackholes, deadlines, hedges) apply.
+ALWAYS = frozenset({"workload.rate", "downstream.timeout", "downstream.calls.*.timeout",
+                    "services.*.calls.*.timeout"})
+
+PRESENT = 4  # an optional field is written one time in PRESENT (else its default holds)
+
+
+def _key(path: str) -> str:
+    return ".".join("*" if part.isdigit() or part in SERVICE_NAMES else part
+                    for part in path.split("."))
+
+
+def _given(path: str) -> st.SearchStrategy | None:
+    key = _key(path)
+    tier = key.replace("downstream.", "*.", 1).replace("services.*.", "*.", 1)
+    for table in (SIZES, NAMES):
+        for k in (key, tier):
+            if k in table:
+                return table[k]
+    last = key.rsplit(".", 1)[-1]
+    for table in (SIZES, NAMES):
+        if last in table:
+            return table[last]
+    return None
+
+
+def _bounds(metadata: list) -> tuple[float | None, float | None, bool, bool]:
+    lo = hi = None
+    lo_open = hi_open = False
+    for m in metadata:
+        if isinstance(m, at.Ge):
+            lo = float(m.ge)  # type: ignore[arg-type]
+        elif isinstance(m, at.Gt):
+            lo, lo_open = float(m.gt), True  # type: ignore[arg-type]
+        elif isinstance(m, at.Le):
+            hi = float(m.le)  # type: ignore[arg-type]
+        elif isinstance(m, at.Lt):
+            hi, hi_open = float(m.lt), True  # type: ignore[arg-type]
+        for inner in getattr(m, "metadata", ()):  # a FieldInfo inside Annotated
+            ilo, ihi, ilo_open, ihi_open = _bounds([inner])
+            lo, lo_open = (ilo, ilo_open) if ilo is not None else (lo, lo_open)
+            hi, hi_open = (ihi, ihi_open) if ihi is not None else (hi, hi_open)
+    return lo, hi, lo_open, hi_open
+
+
+def _is_duration(metadata: list) -> bool:
+    return any(getattr(m, "func", None) is parse_duration for m in metadata) or any(
+        _is_duration(list(getattr(m, "metadata", ()))) for m in metadata)
+
+
+def _number(kind: type, metadata: list) -> st.SearchStrategy:
+    lo, hi, lo_open, hi_open = _bounds(metadata)
+    if kind is int:
+        first = int(lo or 0) + (1 if lo_open else 0)
+        last = int(hi) - (1 if hi_open else 0) if hi is not None else first + 20
+        return st.integers(first, min(last, first + 20))
+    if _is_duration(metadata):  # seconds: from a millisecond to a few seconds
+        first = max(lo or 0.0, 0.001 if lo_open or lo is None else lo)
+        values = st.sampled_from([0.0, 0.001, 0.005, 0.02, 0.05, 0.1, 0.3, 1.0])
+        return values.filter(lambda v: (v > lo if lo_open else v >= first)  # type: ignore
+                             and (hi is None or (v < hi if hi_open else v <= hi)))
+    first = lo if lo is not None else 0.0
+    last = hi if hi is not None else first + 10.0
+    return st.floats(first, min(last, first + 10.0), exclude_min=lo_open, exclude_max=hi_open,
+                     allow_nan=False)
+
+
+def for_annotation(annotation: Any, metadata: list, path: str) -> st.SearchStrategy:
+    """A strategy for a value of *annotation* (with its field's *metadata*) at *path*."""
+    given = _given(path)
+    if given is not None:
+        return given
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return for_annotation(args[0], [*metadata, *args[1:]], path)
+    if origin is Union or origin is types.UnionType:
+        return st.one_of([for_annotation(a, metadata, path) for a in args])
+    if annotation is type(None):
+        return st.none()
+    if origin is Literal:
+        return st.sampled_from(args)
+    if annotation is bool:
+        return st.booleans()
+    if annotation in (int, float):
+        return _number(annotation, metadata)
+    if origin is list:
+        if path == "workload.profile":
+            return _profile()
+        return st.lists(for_annotation(args[0], [], f"{path}.0"), max_size=2)
+    if origin is dict:
+        return st.just({})
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return for_model(annotation, path)
+    raise TypeError(f"{path}: no strategy for {annotation!r}: add one to scenario_gen")
+
+
+def for_model(model: type[BaseModel], path: str = "") -> st.SearchStrategy[dict]:
+    """A strategy for a section of type *model*: its required fields always, each optional
+    one now and then."""
+    required: dict[str, st.SearchStrategy] = {}
+    optional: dict[str, st.SearchStrategy] = {}
+    for name, field in model.model_fields.items():
+        where = f"{path}.{name}" if path else name
+        if where == "services":
+            continue  # drawn whole below
+        value = for_annotation(field.annotation, list(field.metadata), where)
+        always = (field.is_required() or _key(where) in ALWAYS
+                  or typing.get_origin(field.annotation) is Literal)  # a choice: drawn
+        (required if always else optional)[name] = value
+    return st.fixed_dictionaries(
+        {**required, **{name: _sometimes(value) for name, value in optional.items()}}
+    ).map(lambda doc: {k: v for k, v in doc.items() if v is not _ABSENT})
+
+
+_ABSENT = object()
+
+
+def _sometimes(value: st.SearchStrategy) -> st.SearchStrategy:
+    """*value* one time in :data:`PRESENT`, else absent (the field keeps its default)."""
+    return st.integers(0, PRESENT - 1).flatmap(lambda i: value if i == 0 else st.just(_ABSENT))
+
+
+@st.composite
+def _profile(draw) -> list[dict]:
+    times = sorted(draw(st.lists(st.floats(0.0, 3.0), min_size=1, max_size=3)))
+    return [{"at": t, "rate": draw(st.floats(0.0, 300.0)),
+             **({"ramp": draw(st.floats(0.0, 0.5))} if draw(st.booleans()) else {})}
+            for t in times]
+
+
+@st.composite
+def scenarios(draw) -> dict:
+    """A scenario dict across the whole schema: 1-4 tiers, sections of every kind."""
+    doc = draw(for_model(Scenario))
+    names = draw(st.lists(st.sampled_from(SERVICE_NAMES), unique=True, max_size=3))
+    tiers = [doc.setdefault("downstream", {})]
+    doc["services"] = {}
+    for name in names:
+        section = draw(for_model(type(Scenario.model_fields["downstream"].default),
+                                 f"services.{name}"))
+        doc["services"][name] = section
+        tiers.append(section)
+    if not names:
+        del doc["services"]
+    _wire(draw, tiers, names)
+    workload = doc["workload"]
+    if workload.get("arrivals") == "trace" or workload.get("trace") is not None:
+        workload["arrivals"] = "trace"  # they go together
+        workload["trace"] = {"file": _trace_file(), **(workload.get("trace") or {})}
+    return doc
+
+
+def _wire(draw, tiers: list[dict], names: list[str]) -> None:
+    """Each caller's edges to services below it; every service called from above."""
+    for i, tier in enumerate(tiers):
+        below = names[i:]  # tiers[i + 1:] are the services names[i:]
+        calls = tier.get("calls", [])
+        if not below:
+            tier.pop("calls", None)
+            continue
+        for edge in calls:
+            edge["service"] = draw(st.sampled_from(below))
+        if i + 1 < len(tiers) and not any(
+                e["service"] == names[i] for t in tiers[:i + 1] for e in t.get("calls", [])):
+            where = "downstream" if i == 0 else f"services.{names[i - 1]}"
+            calls.append({**draw(for_model(Edge, f"{where}.calls.{len(calls)}")),
+                          "service": names[i]})
+        tier["calls"] = calls
+
+
+def repaired(doc: dict, draw, tries: int = 30) -> Scenario | None:
+    """*doc* made valid by the schema's own checks, which say what goes with what
+    (``key_skew`` needs ``keys``, a kind's fields apply to that kind): each field a check
+    blames is drawn again once (or drawn, when it is missing: ``lifo_threshold`` for an
+    ``adaptive_lifo`` room), then removed. The scenario, or None when nothing can be
+    mended."""
+    drawn_again: set[str] = set()  # each blamed field is drawn again once, then removed
+    for _ in range(tries):
+        try:
+            return validate(yaml.safe_load(yaml.safe_dump(doc)))
+        except ScenarioError as exc:
+            where = exc.problems[0][0]
+        parts = where.split(".") if where else []
+        if where not in drawn_again and draw is not None and _fill(doc, parts, draw):
+            drawn_again.add(where)
+            continue
+        drawn_again.add(where)
+        if not _remove(doc, parts):
+            return None
+    return None
+
+
+def _fill(doc: dict, parts: list[str], draw) -> bool:
+    """Draw the blamed field again (or for the first time, when it is missing), when its
+    section is there."""
+    *above, name = parts or [""]
+    section: Any = doc
+    for part in above:
+        if isinstance(section, list) and part.isdigit() and int(part) < len(section):
+            section = section[int(part)]
+        elif isinstance(section, dict) and part in section:
+            section = section[part]
+        else:
+            return False
+    if not isinstance(section, dict):
+        return False
+    field = field_at(Scenario, ".".join(p for p in parts if not p.isdigit()
+                                        and p not in SERVICE_NAMES)
+                     .replace("services", "downstream", 1))
+    if field is None:
+        return False
+    section[name] = draw(for_annotation(field.annotation, list(field.metadata),
+                                        ".".join(parts)).filter(lambda v: v is not None))
+    return True
+
+
+def _remove(doc: Any, path: list[str], top: bool = True) -> bool:
+    """Remove the entry at *path* (or the nearest one above it that exists) from *doc*;
+    never the run's duration or workload."""
+    if not path:
+        return False
+    head, rest = path[0], path[1:]
+    key: Any = int(head) if isinstance(doc, list) and head.isdigit() else head
+    inside = doc[key] if (isinstance(doc, dict) and key in doc) or (
+        isinstance(doc, list) and isinstance(key, int) and key < len(doc)) else None
+    if inside is None:
+        return False
+    if rest and isinstance(inside, (dict, list)) and _remove(inside, rest, top=False):
+        return True
+    if rest and len(rest) == 1 and isinstance(inside, dict) and rest[0] not in inside:
+        return False  # a missing required field: its section goes, a level up
+    if top and head in ("workload", "duration"):
+        return False
+    del doc[key]
+    return True
