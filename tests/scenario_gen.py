@@ -20,6 +20,7 @@ scenario that comes out of :func:`scenarios` is one that ``herdsim validate`` ac
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import types
 import typing
@@ -66,8 +67,10 @@ SIZES: dict[str, st.SearchStrategy] = {
     "workers.count": st.none() | st.integers(1, 40),  # None: open-loop callers
     "clients": st.integers(1, 5),
     "concurrency": st.integers(1, 40),
-    "min": st.integers(1, 10),
-    "max": st.integers(1, 60),
+    "workers.autoscale.min": st.integers(1, 10),
+    "workers.autoscale.max": st.integers(10, 60),
+    "workers.autoscale.target": st.floats(0.05, 20.0),
+    "workers.autoscale.interval": st.floats(0.05, 1.0),
     "count": st.integers(1, 3),  # an edge's parallel calls
     "max_attempts": st.integers(2, 4),  # hedged copies
     "max_retries": st.none() | st.integers(0, 6),
@@ -91,10 +94,11 @@ NAMES: dict[str, st.SearchStrategy] = {
     "services.*.calls.*.service": st.just(SERVICE_NAMES[0]),
 }
 
-# Optional in the type, written always: a source of arrivals is needed, and a client
-# timeout is what lets most mechanisms (blackholes, deadlines, hedges) apply.
-ALWAYS = frozenset({"workload.rate", "downstream.timeout", "downstream.calls.*.timeout",
-                    "services.*.calls.*.timeout"})
+# Optional in the type, written always: a source of arrivals is needed, the callers'
+# count (or null: open loop) decides what else applies, and a client timeout is what lets
+# most mechanisms (blackholes, deadlines, hedges) apply.
+ALWAYS = frozenset({"workload.rate", "workers.count", "downstream.timeout",
+                    "downstream.calls.*.timeout", "services.*.calls.*.timeout"})
 
 PRESENT = 4  # an optional field is written one time in PRESENT (else its default holds)
 
@@ -189,6 +193,7 @@ def for_annotation(annotation: Any, metadata: list, path: str) -> st.SearchStrat
     raise TypeError(f"{path}: no strategy for {annotation!r}: add one to scenario_gen")
 
 
+@functools.cache
 def for_model(model: type[BaseModel], path: str = "") -> st.SearchStrategy[dict]:
     """A strategy for a section of type *model*: its required fields always, each optional
     one now and then."""
@@ -212,15 +217,20 @@ _ABSENT = object()
 
 def _sometimes(value: st.SearchStrategy) -> st.SearchStrategy:
     """*value* one time in :data:`PRESENT`, else absent (the field keeps its default)."""
-    return st.integers(0, PRESENT - 1).flatmap(lambda i: value if i == 0 else st.just(_ABSENT))
+    return st.one_of(*[st.just(_ABSENT)] * (PRESENT - 1), value)
 
 
 @st.composite
 def _profile(draw) -> list[dict]:
-    times = sorted(draw(st.lists(st.floats(0.0, 3.0), min_size=1, max_size=3)))
-    return [{"at": t, "rate": draw(st.floats(0.0, 300.0)),
-             **({"ramp": draw(st.floats(0.0, 0.5))} if draw(st.booleans()) else {})}
-            for t in times]
+    """Steps of a rate profile: the base rate at 0, then up to two more (the ramps may
+    run into the next step: the validation says so)."""
+    times = [0.0, *sorted(draw(st.lists(st.floats(0.01, 3.0), max_size=2, unique=True)))]
+    steps = [{"at": t, "rate": draw(st.floats(0.0, 300.0))} for t in times]
+    steps[0]["rate"] = max(steps[0]["rate"], 1.0)
+    for step in steps[1:]:
+        if draw(st.booleans()):
+            step["ramp"] = draw(st.floats(0.0, 0.5))
+    return steps
 
 
 @st.composite
