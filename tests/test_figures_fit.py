@@ -228,7 +228,12 @@ def test_figures_of_many_arms_draw_no_text_over_another(request, arms, kind):
     (row titles and y labels, y tick labels of short panels, the down/open panel's arm
     names, the sleeps panels' titles, the KPI panels' titles and axis labels), and every
     text lies on the canvas."""
-    figure = request.getfixturevalue(arms).plot(kind)
+    assert_texts_apart_on_the_canvas(request.getfixturevalue(arms).plot(kind))
+
+
+def assert_texts_apart_on_the_canvas(figure) -> None:
+    """No two texts of *figure* overlap by more than SLACK pixels both ways, and every
+    text lies on the canvas."""
     texts = drawn_texts(figure)
     width, height = figure.canvas.get_width_height()
     clashes = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)

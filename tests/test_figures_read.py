@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_figures_fit import SLACK, drawn_texts
+from test_figures_fit import assert_texts_apart_on_the_canvas
 
 import herdsim
 from herdsim.analysis import metastability as ms
@@ -72,16 +72,7 @@ def test_twelve_arms_of_four_per_strategy_get_twelve_colours(twelve):
 def test_twelve_arms_draw_no_text_over_another_nor_off_the_canvas(twelve, kind):
     """As test_figures_fit's check at 4 and 10 arms: every text's rendered box (titles,
     legends, tick labels) on the canvas, and no two overlapping."""
-    figure = twelve.plot(kind)
-    texts = drawn_texts(figure)
-    width, height = figure.canvas.get_width_height()
-    clashes = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)
-               if min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0) > SLACK
-               and min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0) > SLACK]
-    assert not clashes, clashes[:5]
-    off = [text for text, box in texts if box.x0 < -SLACK or box.y0 < -SLACK
-           or box.x1 > width + SLACK or box.y1 > height + SLACK]
-    assert not off, off
+    assert_texts_apart_on_the_canvas(twelve.plot(kind))
 
 
 def test_varied_arms_are_labelled_by_their_values_and_the_heading_names_the_paths(twelve):
