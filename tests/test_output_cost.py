@@ -1,28 +1,53 @@
-"""What drawing a run's figures asks of matplotlib: the work ``herdsim run`` skips (it
-costs CPU, not pixels) and the proof that skipping it leaves the picture as it was."""
+"""What writing a run's outputs costs: the work ``herdsim run`` skips (CPU, not content),
+and the proof that skipping it leaves the files as they were read."""
 
 from __future__ import annotations
 
 import io
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from matplotlib.axes import Axes
 
 import herdsim
+from herdsim.outputs.compare_dir import save_run
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Comparison
 from tests.conftest import tiny
 
 
 @pytest.fixture(scope="module")
-def storm() -> Comparison:
+def run() -> herdsim.Result:
     """A closed pool whose downstream goes down for a second: the timeline has its calls
-    row and the success, retries, backlog and down panels; a shared log scale on the
-    landing figure."""
+    row and the success, retries, backlog and down panels; a log scale on the landing
+    figure; jobs of every outcome: succeeded, dead-lettered, pending at the end."""
     sc = herdsim.load_scenario(tiny(
         duration="5s", workload={"rate": 300}, workers={"count": 40},
         downstream={"outages": [{"start": "1s", "duration": "1s", "mode": "down"}]}))
-    return Comparison.from_result(herdsim.run(sc))
+    return herdsim.run(sc)
+
+
+@pytest.fixture(scope="module")
+def storm(run) -> Comparison:
+    return Comparison.from_result(run)
+
+
+def test_jobs_parquet_reads_back_the_jobs_frame_and_encodes_only_what_repeats(run,
+                                                                              tmp_path):
+    """pandas reads jobs.parquet back as the run's jobs frame (values, dtypes, categories);
+    a dictionary is built for the columns that repeat, none for the times (pyarrow's
+    default tries one for each and gives it up), the job ids stored as deltas."""
+    save_run(run, tmp_path / "out", formats=())
+    path = tmp_path / "out" / "jobs.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(path), run.jobs)
+    assert set(run.jobs["outcome"]) == {"succeeded", "dead_lettered", "pending"}
+    columns = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {columns.column(i).path_in_schema: columns.column(i).encodings
+                 for i in range(columns.num_columns)}
+    dictionary = {name for name, used in encodings.items() if "RLE_DICTIONARY" in used}
+    assert dictionary == {"attempts", "outcome"}, encodings
+    assert "DELTA_BINARY_PACKED" in encodings["job"]
 
 
 def png(figure) -> bytes:
