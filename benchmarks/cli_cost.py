@@ -16,7 +16,8 @@ without ``--timings`` gives its total alone.
 
 Then it compares the two checkouts' output directories of the first run: the data files
 (everything but figures) must be byte-identical (summary.json but for the wall clock it
-records, checksums.json for the files compared), figures are listed when they differ.
+records, checksums.json for the files compared; a Parquet file must read back as the same
+table with pandas, its encodings may differ), figures are listed when they differ.
 """
 
 from __future__ import annotations
@@ -98,15 +99,21 @@ def best(runs: list[tuple[float, float, dict]]) -> dict[str, float]:
 
 def content(path: Path) -> object:
     """What must not change of an output file: its bytes; summary.json's without the wall
-    clock it measured; checksums.json's digests of those data files."""
+    clock it measured; a Parquet file's table as pandas reads it (as CSV text, every
+    float at full precision); checksums.json's digests of the files compared by bytes."""
     if not path.is_file():
         return None
     if path.name == "summary.json":
         return {k: v for k, v in json.loads(path.read_text()).items()
                 if k not in WALL_CLOCK_KEYS}
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+        return (str(frame.dtypes.to_dict()), frame.to_csv(index=False, float_format="%.17g"))
     if path.name == "checksums.json":
         return {k: v for k, v in json.loads(path.read_text()).items()
-                if not k.endswith(FIGURE_SUFFIXES) and k != "summary.json"}
+                if not k.endswith((*FIGURE_SUFFIXES, ".parquet")) and k != "summary.json"}
     return path.read_bytes()
 
 

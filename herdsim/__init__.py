@@ -11,13 +11,7 @@ Each name is imported on first use, so ``import herdsim`` (and the command line'
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
-
-try:
-    __version__ = version("herdsim")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
 
 #: Public name -> the module that defines it.
 _WHERE = {
@@ -38,7 +32,21 @@ __all__ = ["Comparison", "HerdsimError", "Result", "Scenario", "ScenarioError", 
            "compare", "load_scenario", "run", "save", "sweep"]
 
 
+def _version() -> str:
+    """The installed distribution's version (read on first use: ``importlib.metadata``
+    costs a command tens of milliseconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("herdsim")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name not in _WHERE:
         raise AttributeError(f"module 'herdsim' has no attribute {name!r}")
     value = getattr(import_module(_WHERE[name]), name)
@@ -47,7 +55,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+    return sorted(set(globals()) | set(_WHERE) | {"__version__"})
 
 
 if TYPE_CHECKING:

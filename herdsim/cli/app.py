@@ -9,7 +9,6 @@ import re
 import sys
 import tempfile
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -270,11 +269,9 @@ ReplicationOpt = Annotated[int, typer.Option(
 
 def _version(value: bool) -> None:
     if value:
-        try:
-            number = version("herdsim")
-        except PackageNotFoundError:  # a source tree that was never installed
-            number = "0+unknown"
-        console.print(f"herdsim {number}", highlight=False)
+        import herdsim
+
+        console.print(f"herdsim {herdsim.__version__}", highlight=False)
         raise typer.Exit()
 
 

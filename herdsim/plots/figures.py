@@ -11,12 +11,11 @@ never over the data. One module per figure; this one names them and draws one by
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from herdsim.analysis.theory import binned, expected_counts, simulated_counts, sleep_prev
-from herdsim.plots import callgraph, coarse
+from herdsim.plots import coarse
 from herdsim.plots.kinds import FIGURES
-from herdsim.plots.kpis import kpis
-from herdsim.plots.landing import landing
-from herdsim.plots.sleeps import MONTE_CARLO_SLEEPS, sleeps
 from herdsim.plots.style import (
     STRATEGY_COLORS,
     STYLE,
@@ -27,13 +26,16 @@ from herdsim.plots.style import (
 )
 from herdsim.plots.timeline import call_counts, tier_names, timeline
 
-__all__ = ["FIGURES", "MONTE_CARLO_SLEEPS", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles",
-           "binned", "call_counts", "draw", "expected_counts", "simulated_counts", "sleep_prev",
+__all__ = ["FIGURES", "STRATEGY_COLORS", "STYLE", "Figure", "arm_styles", "binned",
+           "call_counts", "draw", "expected_counts", "simulated_counts", "sleep_prev",
            "strategy_color", "tier_names", "timeline"]
 
 
-PLOTS = {"timeline": timeline, "landing": landing, "sleeps": sleeps, "kpis": kpis,
-         "graph": callgraph.graph}
+# kind -> the module that draws it and its function: imported when first drawn (a run
+# draws two of the five; the others' modules need not load)
+PLOTS = {"timeline": ("timeline", "timeline"), "landing": ("landing", "landing"),
+         "sleeps": ("sleeps", "sleeps"), "kpis": ("kpis", "kpis"),
+         "graph": ("callgraph", "graph")}
 BY_TIME = ("timeline",)  # drawn from the time series (landing thins its own 10 ms steps)
 
 
@@ -41,10 +43,12 @@ def draw(c: Comparison, kind: str) -> Figure:
     """The figure *kind* (``timeline``, ``landing``, ``sleeps`` or ``kpis``) of *c*."""
     if kind not in PLOTS:
         raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(PLOTS)}")
+    module, name = PLOTS[kind]
+    plot = getattr(import_module(f"herdsim.plots.{module}"), name)
     if kind not in BY_TIME:
-        return PLOTS[kind](c)
+        return plot(c)
     drawn, note = coarse.for_drawing(c)
-    figure = PLOTS[kind](drawn)
+    figure = plot(drawn)
     if note:  # under everything, where the layout makes room for it
         figure.supxlabel(note, fontsize=11, color="0.35")
     return figure

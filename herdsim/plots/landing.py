@@ -19,6 +19,7 @@ from herdsim.plots import coarse, describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
     STYLE,
+    TITLES_IN_PLACE,
     WIDE,
     Comparison,
     Figure,
@@ -128,7 +129,7 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
     n = len(arms)
     counts = {arm.label: landing_counts(times_of[arm.label] - shift, lo, hi) for arm in arms}
     top = max((int(k.max(initial=0)) for _, k in counts.values()), default=0)
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context({**STYLE, **TITLES_IN_PLACE}):
         fig = Figure(figsize=wide_size(n, 1.3), layout="constrained")
         grid = fig.add_gridspec(n, 2, width_ratios=[3.2, 1])
         axes = [fig.add_subplot(grid[0, 0])]

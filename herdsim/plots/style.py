@@ -49,6 +49,11 @@ STYLE: Any = {  # matplotlib rc settings (its stubs want literal keys)
     "grid.alpha": 0.3,
     "agg.path.chunksize": 10_000,  # a long jagged line is drawn in pieces, never overflows
 }
+# Axes made under these settings keep their titles just above them. Otherwise matplotlib
+# looks for a clear spot above ticks and offset text on top of the axes, measuring every
+# y tick label again for each title at each layout pass and draw (a sixth of a figure's
+# time): the timeline and landing figures put nothing there for the search to avoid.
+TITLES_IN_PLACE: Any = {"axes.titley": 1.0}
 
 
 class Arm(Protocol):
@@ -98,9 +103,15 @@ STABLE_METADATA = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate
                    "png": {}}
 
 
+# zlib level 3, not 6: a third less CPU to compress a figure for a tenth more bytes
+PNG_COMPRESSION = {"compress_level": 3}
+
+
 def save_figure(figure: matplotlib.figure.Figure, target: Any, fmt: str, **kwargs: Any) -> None:
     """Save *figure* as *fmt* to *target* (a path or a binary stream); one figure gives the
     same bytes every time, in every format."""
+    if fmt == "png":
+        kwargs.setdefault("pil_kwargs", PNG_COMPRESSION)
     with matplotlib.rc_context({"svg.hashsalt": "herdsim"}):
         figure.savefig(target, format=fmt, metadata=STABLE_METADATA.get(fmt), **kwargs)
 

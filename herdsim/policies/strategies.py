@@ -24,13 +24,15 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from herdsim.errors import StrategyError
 from herdsim.policies import adapters
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 ENTRY_POINT_GROUP = "herdsim.strategies"
 
@@ -363,6 +365,8 @@ BUILT_IN: dict[str, type[Strategy]] = {
 
 def installed() -> dict[str, EntryPoint]:
     """Strategies registered by other packages under the ``herdsim.strategies`` entry points."""
+    from importlib.metadata import entry_points  # only when a name is not built in
+
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
