@@ -176,3 +176,17 @@ def test_the_reports_verdict_names_the_headline_tier(crashing):
     n = s["collapses_after_outage"]
     assert f"{n} crash{'es' * (n != 1)} of db after the outage" in line
     assert "× db capacity" in line
+
+
+def test_a_graphs_heading_names_the_tier_the_jobs_load_most(scenarios_dir):
+    """The heading's load is the busiest tier's, not the top tier's (layers.yaml read
+    "0% of frontend's capacity" while its database ran at 16%): 400 jobs/s, one db call
+    each when nothing fails, against 50 slots / 20 ms; with a fan-out of 3 to the api and
+    the api's capacity cut to 1,000 calls/s, the api (1,200 calls/s: 120%) leads."""
+    from herdsim.plots.describe import facts
+
+    layers = herdsim.load_scenario(scenarios_dir / "layers.yaml")
+    assert "(16% of db's capacity 2,500 calls/s, the most loaded tier)" in facts(layers)
+    fanned = herdsim.load_scenario(scenarios_dir / "layers.yaml", overrides={
+        "downstream.calls.0.count": "3", "services.api.concurrency": "5"})
+    assert "(120% of api's capacity 1,000 calls/s, the most loaded tier)" in facts(fanned)

@@ -9,7 +9,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from herdsim.analysis import tiers
 from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
+from herdsim.config import graph
 from herdsim.config.durations import format_duration
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
@@ -78,6 +80,16 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
 
 
+def busiest_tier(sc: Scenario) -> tuple[str, float, float]:
+    """A call graph's tier that the offered jobs load most when nothing fails: its name,
+    that load (its calls per job × the job rate over its capacity) and its capacity."""
+    configs = graph.tiers(sc.downstream, sc.services)
+    need = tiers.demand(configs)
+    name = max(configs, key=lambda n: need[n] / configs[n].capacity_rate())
+    cap = configs[name].capacity_rate()
+    return name, sc.workload.rate * need[name] / cap, cap
+
+
 def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozenset()) -> str:
     """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget; the
     sections in *varied* (which differ between arms) are left to the arms' labels."""
@@ -91,10 +103,13 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
                  else "open loop (a caller per job)"]
         if capacity(sc) is None:
             where = "a downstream that never saturates"
+        elif sc.services:  # a call graph: the tier the offered jobs load most
+            name, load, cap = busiest_tier(sc)
+            where = (f"{load:.0%} of {name}'s capacity {_rate(cap)} calls/s, the most "
+                     "loaded tier")
         else:
             load = sc.workload.rate / d.capacity_rate()
-            whose = f"{d.name or 'downstream'}'s " if sc.services else ""  # a graph's top
-            where = f"{load:.0%} of {whose}capacity {_rate(d.capacity_rate())} calls/s"
+            where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
         parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
         if sc.workload.backlog:
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")
