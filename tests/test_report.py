@@ -242,3 +242,18 @@ def test_report_command_on_a_sweep_directory(tmp_path, make_scenario):
     for strategy in ("fixed", "full_jitter"):
         assert re.search(rf"{strategy} recovers in \d+ of 2 cells", text)
     assert "workload.rate" in parser.cells
+
+
+def test_a_wide_table_is_cut_into_narrow_ones_that_keep_every_column():
+    """The per-tier table of a call graph had 12 columns and scrolled its recovery out of
+    sight (and out of print): it is cut into tables of at most 5 columns besides the arm
+    and the tier, which every one repeats, and no column is lost or repeated."""
+    import pandas as pd
+
+    from herdsim.outputs.report.page import _narrow_tables
+
+    frame = pd.DataFrame([{"arm": "a", "tier": "db", **{f"k{i}": i for i in range(12)}}])
+    page = _narrow_tables(frame, ["arm", "tier"])
+    tables = [re.findall(r"<th>(.*?)</th>", t) for t in page.split("</table>")[:-1]]
+    assert all(t[:2] == ["arm", "tier"] and len(t) <= 7 for t in tables)
+    assert [c for t in tables for c in t[2:]] == [f"k{i}" for i in range(12)]

@@ -181,6 +181,15 @@ def heading(key: str, summary: dict | None = None) -> str:
     return kpi.title(summary) + unit
 
 
+def _narrow_tables(frame: pd.DataFrame, keep: list[str], width: int = 5) -> str:
+    """*frame* as tables of at most *width* columns besides *keep* (repeated in each),
+    which wrap instead of scrolling out of sight or print."""
+    rest = [col for col in frame.columns if col not in keep]
+    return "".join(frame[keep + rest[i:i + width]].to_html(border=0, index=False,
+                                                            classes="kpis")
+                   for i in range(0, len(rest), width))
+
+
 def tier_section(c) -> str:
     """A call graph's numbers per arm and tier (the mean over replications), with their
     meanings; empty for a single-tier run."""
@@ -209,7 +218,7 @@ def tier_section(c) -> str:
             "most replications. An arm's headline (its state, recovery, crashes and peak "
             "in the tables above) is its headline tier's: the worst state, then the most "
             "collapses, then the highest peak over capacity.</p>"
-            + pd.DataFrame(rows).to_html(border=0, index=False)
+            + _narrow_tables(pd.DataFrame(rows), ["arm", "tier"])
             + f'<dl class="glossary">{meanings}</dl>')
 
 
