@@ -14,7 +14,7 @@ import herdsim
 from herdsim.outputs.compare_dir import save_run
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Comparison
-from tests.conftest import tiny
+from conftest import tiny
 
 
 @pytest.fixture(scope="module")

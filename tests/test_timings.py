@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from herdsim.system import timings
-from tests.conftest import tiny
+from conftest import tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^│\s*(.+?)\s*│\s*([-\d.]+)\s*│\s*-?\d+%\s*│\s*([-\d.–]+)\s*│")
