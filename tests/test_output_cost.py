@@ -8,13 +8,13 @@ import io
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import tiny
 from matplotlib.axes import Axes
 
 import herdsim
 from herdsim.outputs.compare_dir import save_run
 from herdsim.plots.style import save_figure
 from herdsim.results.comparison import Comparison
-from conftest import tiny
 
 
 @pytest.fixture(scope="module")

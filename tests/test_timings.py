@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from conftest import tiny
 
 from herdsim.system import timings
-from conftest import tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^│\s*(.+?)\s*│\s*([-\d.]+)\s*│\s*-?\d+%\s*│\s*([-\d.–]+)\s*│")
