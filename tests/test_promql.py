@@ -146,8 +146,8 @@ def scalar_rate(times_ms, values, t_ms, width_ms, left_open):
 @settings(max_examples=60, deadline=None)
 @given(
     gaps=st.lists(st.integers(1, 3000), min_size=1, max_size=40),
-    steps=st.lists(st.floats(0, 50, allow_nan=False), min_size=40, max_size=40),
-    resets=st.lists(st.booleans(), min_size=40, max_size=40),
+    steps=st.lists(st.floats(0, 50, allow_nan=False), min_size=41, max_size=41),
+    resets=st.lists(st.booleans(), min_size=41, max_size=41),  # one per time: gaps + 1
     width=st.integers(100, 20000),
     left_open=st.booleans(),
 )
