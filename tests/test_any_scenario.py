@@ -23,14 +23,16 @@ from __future__ import annotations
 import copy
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from conftest import assert_every_job_ends_in_one_place
 from hypothesis import HealthCheck, Phase, assume, find, given, settings
 from hypothesis import strategies as st
-from scenario_gen import repaired, scenarios
+from scenario_gen import _trace_file, repaired, scenarios
 
 import herdsim
 from herdsim.model.simulation import Simulation
@@ -171,3 +173,27 @@ def test_a_cancelled_call_ends_once_when_its_deadline_comes_after(mode):
     orders = sim.tiers["orders"]
     assert len(orders.attempts) > res.summary["jobs_succeeded"]  # copies were sent
     assert np.all(np.diff(res.timeseries["time"]) > 0)
+
+
+def test_an_admission_limiter_never_samples_a_zero_rtt():
+    """A call can leave a defended tier the instant it was admitted (the census's case,
+    ``tests/cases/zero_rtt.yaml``: a hedge cancels its losing copy at once, into a Vegas
+    limiter): on a real clock its rtt is at least a nanosecond, and Netflix's limiters
+    refuse a zero one (Vegas raised; Gradient2 divides by it)."""
+    doc = yaml.safe_load((Path(__file__).parent / "cases" / "zero_rtt.yaml").read_text())
+    doc["workload"]["trace"]["file"] = _trace_file()
+    sim, res = run(herdsim.load_scenario(doc))
+    assert_calls_counted_once(sim)
+
+
+def test_a_window_for_jobs_that_almost_never_succeed_stays_within_the_run():
+    """With a poison fraction a hair under 1, the success-rate window widened until
+    ~10^19 bins (an OverflowError in pandas); it stops one bin past the run."""
+    from herdsim.analysis.summary import window_bins
+
+    doc = {"name": "rare", "duration": "2s", "bin": "10ms", "workload": {
+        "rate": 30, "poison_fraction": 1 - 2**-53}, "workers": {"count": 5},
+        "downstream": {"outages": [{"start": "0.5s", "duration": "0.5s"}]}}
+    scenario = herdsim.load_scenario(doc)
+    assert window_bins(scenario) == 201
+    run(scenario)

@@ -146,10 +146,14 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
 
 def window_bins(scenario: Scenario) -> int:
     """Bins of the success-rate window: :data:`RECOVERY_RATE_WINDOW`, widened until the
-    offered rate of jobs that can succeed expects :data:`RECOVERY_EXPECTED` in it."""
+    offered rate of jobs that can succeed expects :data:`RECOVERY_EXPECTED` in it; never
+    more than one bin over the run (no such window fits: nothing settles), however rare
+    the jobs that can succeed."""
     good = scenario.workload.rate * (1 - scenario.workload.poison_fraction)
     base = int(round(RECOVERY_RATE_WINDOW / scenario.bin))
-    wide = math.ceil(RECOVERY_EXPECTED / good / scenario.bin - 1e-9) if good > 0 else 0
+    run = math.ceil(scenario.duration / scenario.bin) + 1
+    wide = (min(run, math.ceil(RECOVERY_EXPECTED / good / scenario.bin - 1e-9))
+            if good > 0 else 0)
     return max(1, base, wide)
 
 

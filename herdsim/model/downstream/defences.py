@@ -46,6 +46,9 @@ SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mec
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
 
 
+NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
+
+
 class DefendedDownstream(Downstream):
     """The downstream with its defences (see the module docstring)."""
 
@@ -136,8 +139,9 @@ class DefendedDownstream(Downstream):
         if c.epoch != self.epoch or not getattr(c, "inflight", 0):
             return
         self.held -= 1
-        if self.admission is not None:
-            self.admission.sample(now, c.admitted, c.inflight, dropped)
+        if self.admission is not None:  # an rtt is never 0 on a real clock (Netflix's
+            # limiters refuse one, Gradient2 divides by it): at least a nanosecond
+            self.admission.sample(now, min(c.admitted, now - NANOSECOND), c.inflight, dropped)
         # Left once. Its admission time stays: a call whose client's reset left the limiter
         # may still wait to be served (serve_abandoned), and CoDel reads its sojourn.
         c.inflight = 0
