@@ -44,8 +44,6 @@ from herdsim.policies import limiters
 
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
-
-
 NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 
 
