@@ -32,7 +32,7 @@ import yaml
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from herdsim.config.durations import parse_duration
+from herdsim.policies.durations import parse_duration
 from herdsim.config.graph import Edge
 from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario

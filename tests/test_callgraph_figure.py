@@ -14,7 +14,7 @@ from test_graph import graph
 from typer.testing import CliRunner
 
 import herdsim
-from herdsim.config.durations import format_duration
+from herdsim.policies.durations import format_duration
 from herdsim.plots import callgraph
 from herdsim.plots.metastability_map import COLORS
 from herdsim.results.comparison import Comparison

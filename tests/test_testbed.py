@@ -32,7 +32,7 @@ import redis.asyncio as aioredis
 
 from herdsim import run as herdsim_run
 from herdsim.analysis import promql
-from herdsim.config.durations import format_duration
+from herdsim.policies.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
-from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
+from herdsim.policies.durations import format_duration
 
 Kind = Literal["count", "real", "fraction", "flag", "text"]
 STATES = CLASSES  # the metastability classes, best first

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from herdsim.config.durations import parse_duration
+from herdsim.policies.durations import parse_duration
 
 EXTRAPOLATION_THRESHOLD = 1.1  # x the average sample interval
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from herdsim.analysis.kpis import BY_KEY, show, undefined
 from herdsim.analysis.metastability import recovery_or_inf
-from herdsim.config.durations import parse_duration
 from herdsim.errors import UsageError
+from herdsim.policies.durations import parse_duration
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,

@@ -26,9 +26,9 @@ from herdsim.cli.app import (
     parse_list,
     safe,
 )
-from herdsim.config.durations import parse_duration
 from herdsim.errors import UsageError
 from herdsim.plots.kinds import FIGURES
+from herdsim.policies.durations import parse_duration
 
 if TYPE_CHECKING:
     from herdsim.outputs import openmetrics

@@ -13,9 +13,9 @@ from rich.text import Text
 
 from herdsim.cli import complete
 from herdsim.cli.app import app, console
-from herdsim.config.durations import format_duration
 from herdsim.errors import UsageError
 from herdsim.policies import presets as table
+from herdsim.policies.durations import format_duration
 
 
 def _mode(preset: table.Preset) -> str:

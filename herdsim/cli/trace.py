@@ -10,9 +10,9 @@ import yaml
 
 from herdsim.cli.app import app, console
 from herdsim.config import trace as traces
-from herdsim.config.durations import format_duration, parse_duration
 from herdsim.errors import OutputExistsError, ScenarioError, UsageError
 from herdsim.outputs.atomic import write_file
+from herdsim.policies.durations import format_duration, parse_duration
 
 
 def _seconds(text: str) -> float:

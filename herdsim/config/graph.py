@@ -17,18 +17,20 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from herdsim.config.durations import format_duration
 from herdsim.config.sections import (
     Breaker,
     Budget,
     Downstream,
+    Retry,
+)
+from herdsim.policies import presets
+from herdsim.policies.durations import format_duration
+from herdsim.policies.fields import (
     FieldError,
     NonNegativeDuration,
     PositiveDuration,
-    Retry,
     Section,
 )
-from herdsim.policies import presets
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
 TOP = "downstream"  # the workers' downstream's name unless it sets ``name``

@@ -14,12 +14,12 @@ from pydantic import (
 
 from herdsim.config import arguments, files
 from herdsim.config import trace as traces
-from herdsim.config.durations import format_duration
 from herdsim.config.messages import problems
 from herdsim.config.overrides import apply_overrides, fill_preset, value_text
 from herdsim.config.reading import parse_yaml, read_text
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError, UsageError
+from herdsim.policies.durations import format_duration
 
 
 def validate(data: Any, source: str | None = None, trust_code: bool = True) -> Scenario:

@@ -11,16 +11,18 @@ from pydantic import (
 
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import model_at
-from herdsim.config.sections import FieldError
+from herdsim.policies.family import TAG_MARK
+from herdsim.policies.fields import FieldError
 
 
 def problems(exc: ValidationError) -> list[tuple[str, str]]:
     problems = []
     for err in exc.errors():
-        field = ".".join(str(part) for part in err["loc"])
+        loc = [str(part) for part in err["loc"] if TAG_MARK not in str(part)]  # no choices
+        field = ".".join(loc)
         cause = err.get("ctx", {}).get("error")
         if isinstance(cause, FieldError):  # its field is relative to the section raising it
-            field = ".".join([*(str(part) for part in err["loc"]), cause.field])
+            field = ".".join([*loc, cause.field])
             message = str(cause)
         else:
             message = err["msg"].removeprefix("Value error, ")

@@ -13,21 +13,23 @@ from pydantic import (
 )
 
 from herdsim.config import graph
-from herdsim.config.durations import format_duration
 from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
     DLQ,
-    MAX_NAME,
     Breaker,
     Budget,
     ClientLimiter,
+    Retry,
+    Workers,
+    Workload,
+)
+from herdsim.policies.durations import format_duration
+from herdsim.policies.fields import (
+    MAX_NAME,
     FieldError,
     Period,
     PositiveDuration,
-    Retry,
     Section,
-    Workers,
-    Workload,
     printable,
 )
 

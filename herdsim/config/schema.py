@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
-from herdsim.config.durations import parse_duration
+from herdsim.policies.durations import parse_duration
+from herdsim.policies.family import Family
 
 
 class GatesCalls:
@@ -36,7 +37,11 @@ def nested(annotation: Any) -> Iterator[Any]:
 
 
 def section_type(annotation: Any) -> type[BaseModel] | None:
-    """The section (a pydantic model) a field holds, alone, optional or in a list."""
+    """The section (a pydantic model) a field holds, alone, optional or in a list; for a
+    family's member, every member's fields in one (:attr:`Family.fields`)."""
+    for candidate in nested(annotation):
+        if isinstance(candidate, Family):
+            return candidate.fields
     for candidate in (annotation, *nested(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate

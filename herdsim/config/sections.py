@@ -10,50 +10,26 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 
-from herdsim.config.durations import format_duration, parse_duration
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import presets, strategies
-
-RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
-
-
-class FieldError(ValueError):
-    """A cross-field problem that knows which field to blame."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(message)
-
-
-def number_text(value: float) -> str:
-    """A number in a message, however large (``10**400`` has no float form)."""
-    if isinstance(value, int) and len(digits := str(abs(value))) > 15:
-        return f"{'-' if value < 0 else ''}{digits[:3]}… ({len(digits)} digits)"
-    return f"{value:g}"
-
-
-def _resolvable(seconds: float) -> float:
-    if 0 < seconds < RESOLUTION:
-        raise ValueError(f"{seconds:g} s is below 1us, herdsim's time resolution")
-    return seconds
-
-
-PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
-Period = Annotated[PositiveDuration, AfterValidator(_resolvable)]  # a step repeated all run
-NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
+from herdsim.policies import limiters, presets, strategies
+from herdsim.policies.durations import format_duration, parse_duration
+from herdsim.policies.fields import (
+    FieldError,
+    Fraction,
+    NonNegativeDuration,
+    Period,
+    PositiveDuration,
+    Section,
+    number_text,
+)
 
 
 def _retry_after(value: object) -> object:
@@ -68,50 +44,6 @@ def _retry_after(value: object) -> object:
 
 RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after)]
 
-
-LIMIT = 1e9  # no number that sizes a run (seconds, rates, counts) may exceed this
-MAX_NAME = 100  # characters of a scenario name (it names output directories)
-_UNBOUNDED = frozenset({"seed"})
-
-
-def _admits_bool(annotation: Any) -> bool:
-    """True when *annotation* (``bool``, ``bool | None``, ``Any`` …) accepts a boolean."""
-    if annotation is bool or annotation is Any:
-        return True
-    return any(_admits_bool(arg) for arg in getattr(annotation, "__args__", ()))
-
-
-def printable(text: str, what: str) -> str:
-    """*text* unless it holds control characters (ANSI escapes, newlines, NUL …)."""
-    bad = next((ch for ch in text if not ch.isprintable()), None)
-    if bad is not None:
-        raise ValueError(f"{what} holds the control character {bad!r}")
-    return text
-
-
-class Section(BaseModel):
-    """Base of every section: unknown fields, NaN/inf, booleans given for numbers and
-    numbers beyond :data:`LIMIT` are refused in one place, for every field."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool) and info.field_name is not None:
-            annotation = cls.model_fields[info.field_name].annotation
-            if not _admits_bool(annotation) and annotation is not str:
-                raise ValueError("expected a number, not a boolean")
-        return value
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and info.field_name not in _UNBOUNDED and abs(value) > LIMIT:
-            raise ValueError(f"{number_text(value)} is beyond {LIMIT:g}, the largest number "
-                             "herdsim accepts for a duration, rate or count")
-        return value
 
 
 class Spike(Section):
@@ -320,66 +252,6 @@ class Shedding(Section):
     probability: Fraction = Field(description="chance of admitting a call beyond that depth")
 
 
-ADMISSION_FIELDS: dict[str, tuple[str, ...]] = {  # the fields each kind reads
-    "fixed": ("limit",),
-    "aimd": ("initial_limit", "min_limit", "max_limit", "backoff_ratio", "timeout",
-             "windowed"),
-    "vegas": ("initial_limit", "max_limit", "smoothing", "probe_multiplier", "windowed"),
-    "gradient2": ("initial_limit", "min_limit", "max_limit", "smoothing", "queue_size",
-                  "long_window", "rtt_tolerance", "windowed"),
-    "envoy": ("interval", "min_rtt_interval", "request_count", "jitter", "min_concurrency",
-              "buffer", "max_concurrency", "percentile"),
-}
-
-
-class Admission(Section):
-    """An adaptive (or fixed) limit on calls admitted: in service plus waiting. Fields left
-    out take the library's defaults (docs/mitigations.md)."""
-
-    kind: Literal["fixed", "aimd", "vegas", "gradient2", "envoy"]
-    status: Literal[503, 429] = Field(503, description="the answer to a call over the limit")
-    limit: int | None = Field(None, ge=1, description="fixed: the limit")
-    initial_limit: int | None = Field(None, ge=1)
-    min_limit: int | None = Field(None, ge=0)
-    max_limit: int | None = Field(None, ge=1)
-    backoff_ratio: float | None = Field(None, ge=0.5, lt=1)
-    timeout: PositiveDuration | None = Field(None, description="aimd: an rtt above it backs off")
-    smoothing: float | None = Field(None, gt=0, le=1)
-    probe_multiplier: int | None = Field(None, ge=1)
-    queue_size: int | None = Field(None, ge=0)
-    long_window: int | None = Field(None, ge=1)
-    rtt_tolerance: float | None = Field(None, ge=1)
-    windowed: bool | None = Field(None, description="Netflix WindowedLimit (1 s, 10 samples); "
-                                                    "default: only for gradient2")
-    interval: PositiveDuration | None = Field(None, description="envoy: "
-                                              "concurrency_update_interval (100 ms)")
-    min_rtt_interval: PositiveDuration | None = Field(None, description="envoy: minRTT "
-                                                      "re-measured this often (60 s)")
-    request_count: int | None = Field(None, ge=1)
-    jitter: Fraction | None = None
-    min_concurrency: int | None = Field(None, ge=1)
-    buffer: float | None = Field(None, ge=0)
-    max_concurrency: int | None = Field(None, ge=1)
-    percentile: Fraction | None = None
-
-    @model_validator(mode="after")
-    def _fields_of_its_kind(self) -> Admission:
-        allowed = ADMISSION_FIELDS[self.kind]
-        for name in type(self).model_fields:
-            if name not in ("kind", "status") and name not in allowed \
-                    and getattr(self, name) is not None:
-                raise FieldError(name,
-                                 f"does not apply to kind: {self.kind} (it reads "
-                                 + ", ".join(allowed) + ")")
-        if self.kind == "fixed" and self.limit is None:
-            raise FieldError("limit", "kind: fixed needs a limit")
-        return self
-
-    def params(self) -> dict[str, Any]:
-        """The fields of this kind, None where the library's default applies."""
-        return {name: getattr(self, name) for name in ADMISSION_FIELDS[self.kind]}
-
-
 class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
@@ -405,7 +277,7 @@ class Downstream(Section):
                                                                "from which the room is LIFO")
     codel: Codel | None = None
     shedding: Shedding | None = None
-    admission: Admission | None = None
+    admission: limiters.Admission | None = None
 
     @model_validator(mode="after")
     def _threshold_with_adaptive_lifo(self) -> Downstream:

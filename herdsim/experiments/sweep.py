@@ -32,7 +32,6 @@ import numpy as np
 from pydantic import BaseModel
 
 from herdsim.analysis import metastability
-from herdsim.config.durations import parse_duration
 from herdsim.config.loading import load_scenario, validate
 from herdsim.config.overrides import apply_overrides
 from herdsim.config.scenario import Scenario
@@ -41,6 +40,7 @@ from herdsim.errors import ScenarioError, SweepError
 from herdsim.experiments.design import seeded_data
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import sweep_dir
+from herdsim.policies.durations import parse_duration
 from herdsim.results.result import run
 from herdsim.results.sweep_result import SweepResult
 

@@ -17,7 +17,6 @@ from simpy import Interrupt
 
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import gates, value_at
-from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
 from herdsim.model.gates import BreakerGate
@@ -25,6 +24,7 @@ from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.workload import Job
 from herdsim.policies import retry_after
+from herdsim.policies.fields import RESOLUTION
 from herdsim.policies.workqueue import Bucket
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still

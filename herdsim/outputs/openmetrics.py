@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from herdsim.config import graph
-from herdsim.config.durations import format_duration
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, OutputExistsError, UsageError
 from herdsim.outputs.atomic import write_file
+from herdsim.policies.durations import format_duration
 
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STATUSES = ("success", "retry", "failed_dlq")

@@ -27,10 +27,10 @@ from matplotlib.patches import Patch
 
 from herdsim.analysis.kpis import number_text
 from herdsim.config import graph as config_graph
-from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 from herdsim.plots.metastability_map import COLORS
 from herdsim.plots.style import STYLE, WIDE, Arm, Comparison, Figure
+from herdsim.policies.durations import format_duration
 
 UNKNOWN = "#BBBBBB"  # a tier whose state the saved run does not hold
 TINT = 0.6  # the state's colour under a box's text: black text stays readable on each

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import StepPatch
 
-from herdsim.config.durations import format_duration
 from herdsim.model.recorder import GAUGES
 from herdsim.plots.style import Comparison
+from herdsim.policies.durations import format_duration
 
 MAX_BINS = 4000  # per line: more than twice the pixels of a 16-inch figure at 100 dpi
 KEYS = ("arm", "replication")

@@ -12,13 +12,13 @@ from pydantic import BaseModel
 from herdsim.analysis import tiers
 from herdsim.analysis.summary import UNBOUNDED_FACTOR, bounded_capacity
 from herdsim.config import graph
-from herdsim.config.durations import format_duration
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import fields, is_duration, section_type
 from herdsim.model.downstream import family
 from herdsim.plots.style import policy
 from herdsim.policies import presets
+from herdsim.policies.durations import format_duration
 
 
 def _with_units(model: type[BaseModel], data: dict) -> dict:

@@ -11,7 +11,6 @@ import pandas as pd
 from matplotlib.ticker import EngFormatter
 
 from herdsim.analysis.kpis import BOUNDED, FIGURE, bounds, format_kpi, show
-from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
@@ -22,6 +21,7 @@ from herdsim.plots.style import (
     arm_styles,
     wide_size,
 )
+from herdsim.policies.durations import format_duration
 
 SUCCEEDED = ("Succeeded", "% of jobs submitted")
 

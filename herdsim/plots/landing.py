@@ -14,7 +14,6 @@ import pandas as pd
 from matplotlib.ticker import LogLocator
 
 from herdsim.analysis.kpis import number_text
-from herdsim.config.durations import format_duration
 from herdsim.plots import coarse, describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
@@ -29,6 +28,7 @@ from herdsim.plots.style import (
     text_width,
     wide_size,
 )
+from herdsim.policies.durations import format_duration
 
 RESOLUTION = 0.01  # s: the brief's impulse is a few milliseconds wide
 ZOOM = 1.0  # s shown around each arm's headline 10 ms; also the first landing's reach

@@ -19,8 +19,8 @@ from herdsim.analysis.metastability import (
     cells,
     slow_limits,
 )
-from herdsim.config.durations import format_duration
 from herdsim.errors import SweepError
+from herdsim.policies.durations import format_duration
 
 COLORS = {  # Okabe & Ito (2008): distinct for colour-blind readers, black text on all
     "recovered": "#56B4E9",  # sky blue

@@ -9,7 +9,6 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLoca
 
 from herdsim.analysis.kpis import number_text, percent
 from herdsim.config import graph
-from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
 from herdsim.plots import describe
 from herdsim.plots.style import (
@@ -29,6 +28,7 @@ from herdsim.plots.style import (
     text_width,
     wide_size,
 )
+from herdsim.policies.durations import format_duration
 
 # Rows whose peaks differ by more than this share a logarithmic scale: on a linear one the
 # lowest peak would fill under 2% of its row (a pixel or two), nothing a reader can see.

@@ -13,7 +13,6 @@ import pandas as pd
 from herdsim.analysis import headline, tiers
 from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
 from herdsim.analysis.summary import summarize
-from herdsim.config.durations import parse_duration
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import UsageError
@@ -22,6 +21,7 @@ from herdsim.model.finished import Finished
 from herdsim.model.recorder import GAUGES
 from herdsim.model.simulation import Progress
 from herdsim.planning import estimate
+from herdsim.policies.durations import parse_duration
 from herdsim.system.timings import phase
 
 COLLECT_ABOVE = 1_000_000  # jobs + calls: a run this large collects its model's garbage first

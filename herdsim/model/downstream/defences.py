@@ -40,7 +40,6 @@ from herdsim.model.calls import (
 )
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.kernel import trigger_later
-from herdsim.policies import limiters
 
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
@@ -66,7 +65,7 @@ class DefendedDownstream(Downstream):
         self.admission = None
         self._reset_frees = False  # a client giving up ends its call at the limiter
         if admission is not None:
-            self.admission = limiters.build(admission, draw)
+            self.admission = admission.build(draw)
             self._over_limit = THROTTLED if admission.status == 429 else REJECTED
             self._reset_frees = getattr(self.admission, "sees_client_reset", False)
             self._shed_admission = recorder.counter("shed_admission").append

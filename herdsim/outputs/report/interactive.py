@@ -15,10 +15,10 @@ import json
 
 import numpy as np
 
-from herdsim.config.durations import format_duration
 from herdsim.plots import describe
 from herdsim.plots.landing import landing_counts, landings
 from herdsim.plots.style import arm_styles, one
+from herdsim.policies.durations import format_duration
 
 
 def busiest(fine: np.ndarray, per_bin: int, n_bins: int) -> np.ndarray:

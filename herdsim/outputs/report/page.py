@@ -29,7 +29,6 @@ from herdsim.analysis.kpis import (
     format_kpi,
 )
 from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
-from herdsim.config.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.outputs.atomic import sealed
 from herdsim.outputs.report import interactive
@@ -38,6 +37,7 @@ from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
 from herdsim.plots.kinds import applies
 from herdsim.plots.metastability_map import plot_map
+from herdsim.policies.durations import format_duration
 
 CAPTIONS = {
     "timeline": "Downstream calls, successes, retries, backlog and downstream state over time",

@@ -19,9 +19,9 @@ from herdsim.analysis.kpis import BY_KEY, number_text, show
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config import graph
-from herdsim.config.durations import format_duration
 from herdsim.model.downstream import family
 from herdsim.plots import describe
+from herdsim.policies.durations import format_duration
 
 __all__ = ["NOT_RECOVERED", "Stat", "arm_stats", "assumptions", "state_text", "states", "ties",
            "verdict"]

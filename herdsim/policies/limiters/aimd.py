@@ -8,6 +8,15 @@ initial 20, min 20, max 200, backoff 0.9, timeout 5 s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from herdsim.policies.fields import PositiveDuration
+from herdsim.policies.limiters.base import Limiter, Ordered
+from herdsim.policies.limiters.window import windowed
+
 
 class AIMDLimit:
     """Additive increase, multiplicative decrease, one update per sample."""
@@ -36,3 +45,22 @@ class AIMDLimit:
         elif inflight * 2 >= limit:
             limit = limit + 1
         self.limit = min(self.max_limit, max(self.min_limit, limit))
+
+
+class Aimd(Ordered):
+    """``kind: aimd``: Netflix's AIMDLimit."""
+
+    kind: Literal["aimd"]
+    initial_limit: int | None = Field(None, ge=1)
+    min_limit: int | None = Field(None, ge=0)
+    max_limit: int | None = Field(None, ge=1)
+    backoff_ratio: float | None = Field(None, ge=0.5, lt=1)
+    timeout: PositiveDuration | None = Field(None, description="an rtt above it backs off")
+    windowed: bool | None = Field(None, description="Netflix WindowedLimit (1 s, 10 "
+                                  "samples) around it; default: no")
+    about: ClassVar[str] = "additive increase, multiplicative decrease (Netflix AIMDLimit)"
+    defaults: ClassVar[tuple[int, int]] = (20, 200)
+
+    def build(self, draw: Callable[[], float]) -> Limiter:
+        """The limiter (*draw*: uniform numbers, unused)."""
+        return windowed(AIMDLimit(**self.given()), self.windowed or False)

@@ -37,7 +37,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import ClassVar, Literal
 
+from pydantic import Field
+
+from herdsim.policies.fields import Fraction, PositiveDuration
+from herdsim.policies.limiters.base import Admission
 from herdsim.policies.limiters.histogram import quantile
 
 
@@ -159,3 +164,24 @@ class GradientController:
             self.consecutive_min = 0
         if self.consecutive_min >= 5:
             self.min_rtt_due = now  # Envoy: the minRTT timer, enabled for 0 ms
+
+
+class Envoy(Admission):
+    """``kind: envoy``: Envoy's adaptive concurrency gradient controller."""
+
+    kind: Literal["envoy"]
+    interval: PositiveDuration | None = Field(None, description="concurrency_update_interval "
+                                              "(100 ms)")
+    min_rtt_interval: PositiveDuration | None = Field(None, description="minRTT re-measured "
+                                                      "this often (60 s)")
+    request_count: int | None = Field(None, ge=1)
+    jitter: Fraction | None = None
+    min_concurrency: int | None = Field(None, ge=1)
+    buffer: float | None = Field(None, ge=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    percentile: Fraction | None = None
+    about: ClassVar[str] = "Envoy's adaptive concurrency filter (gradient controller)"
+
+    def build(self, draw: Callable[[], float]) -> GradientController:
+        """The controller; *draw* (uniform numbers) jitters its minRTT windows."""
+        return GradientController(draw=draw, **self.given())

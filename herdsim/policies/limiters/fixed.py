@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from herdsim.policies.limiters.base import Admission
+
 
 class FixedLimit:
     """Admit at most ``limit`` calls at once; samples change nothing."""
@@ -14,3 +21,17 @@ class FixedLimit:
 
     def sample(self, now: float, start: float, inflight: int, dropped: bool) -> None:
         """A fixed limit learns nothing."""
+
+
+class Fixed(Admission):
+    """``kind: fixed``: a semaphore of ``limit`` calls."""
+
+    kind: Literal["fixed"]
+    limit: int = Field(ge=1, description="calls admitted at once")
+    about: ClassVar[str] = "a semaphore: at most limit calls admitted (Netflix FixedLimit)"
+    emulated: ClassVar[bool] = True
+    fluid: ClassVar[str | None] = "a cap on calls in service plus waiting"
+
+    def build(self, draw: Callable[[], float]) -> FixedLimit:
+        """The limiter (*draw*: uniform numbers, unused)."""
+        return FixedLimit(self.limit)

@@ -14,6 +14,14 @@ queue size 4, long window 600, tolerance 1.5. The library's own example wraps it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from herdsim.policies.limiters.base import Limiter, Ordered
+from herdsim.policies.limiters.window import windowed
+
 
 class ExpAvgMeasurement:
     """``limit/measurement/ExpAvgMeasurement.java``: a plain mean over the warm-up
@@ -69,3 +77,26 @@ class Gradient2Limit:
         new = max(self.min_limit, min(self.max_limit, new))
         self.estimated = new
         self.limit = int(new)
+
+
+class Gradient2(Ordered):
+    """``kind: gradient2``: Netflix's Gradient2Limit, windowed as the library's example."""
+
+    kind: Literal["gradient2"]
+    initial_limit: int | None = Field(None, ge=1)
+    min_limit: int | None = Field(None, ge=0)
+    max_limit: int | None = Field(None, ge=1)
+    smoothing: float | None = Field(None, gt=0, le=1)
+    queue_size: int | None = Field(None, ge=0)
+    long_window: int | None = Field(None, ge=1)
+    rtt_tolerance: float | None = Field(None, ge=1)
+    windowed: bool | None = Field(None, description="Netflix WindowedLimit (1 s, 10 "
+                                  "samples) around it; default: yes")
+    about: ClassVar[str] = "the long-term rtt against the current one (Netflix " \
+                           "Gradient2Limit, windowed)"
+    defaults: ClassVar[tuple[int, int]] = (20, 200)
+
+    def build(self, draw: Callable[[], float]) -> Limiter:
+        """The limiter (*draw*: uniform numbers, unused)."""
+        return windowed(Gradient2Limit(**self.given()),
+                        True if self.windowed is None else self.windowed)

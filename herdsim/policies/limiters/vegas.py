@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from herdsim.policies.limiters.base import Admission, Limiter
+from herdsim.policies.limiters.window import windowed
 
 
 def log10_root(limit: int) -> int:
@@ -88,3 +94,21 @@ class VegasLimit:
         new = (1 - self.smoothing) * estimated + self.smoothing * new
         self.estimated = new
         self.limit = int(new)
+
+
+class Vegas(Admission):
+    """``kind: vegas``: Netflix's VegasLimit, the library's default."""
+
+    kind: Literal["vegas"]
+    initial_limit: int | None = Field(None, ge=1)
+    max_limit: int | None = Field(None, ge=1)
+    smoothing: float | None = Field(None, gt=0, le=1)
+    probe_multiplier: int | None = Field(None, ge=1)
+    windowed: bool | None = Field(None, description="Netflix WindowedLimit (1 s, 10 "
+                                  "samples) around it; default: no")
+    about: ClassVar[str] = "TCP Vegas on concurrency: grows while no queue forms " \
+                           "(Netflix VegasLimit)"
+
+    def build(self, draw: Callable[[], float]) -> Limiter:
+        """The limiter; *draw* (uniform numbers) times its probes."""
+        return windowed(VegasLimit(draw=draw, **self.given()), self.windowed or False)

@@ -10,7 +10,7 @@ with fewer than ``window_size`` (10) samples is thrown away. Samples under
 
 from __future__ import annotations
 
-from herdsim.policies.limiters.base import Limit
+from herdsim.policies.limiters.base import Limit, Limiter
 
 
 class WindowedLimit:
@@ -54,3 +54,8 @@ class WindowedLimit:
             self.next_update = end + min(max(min_rtt * 2, self.min_window), self.max_window)
             if count >= self.window_size:
                 self.delegate.on_sample(start, mean, max_inflight, any_drop)
+
+
+def windowed(limit: Limit, wrap: bool) -> Limiter:
+    """*limit* in a :class:`WindowedLimit` when *wrap*, else as it is."""
+    return WindowedLimit(limit) if wrap else limit
