@@ -1,0 +1,12 @@
+"""Every family of the scenario, in the order the docs list them: what ``herdsim
+families``, the docs table and the testbed's allow-list read (each member declares the
+rest: see :mod:`herdsim.policies.family`)."""
+
+from __future__ import annotations
+
+from herdsim.policies import limiters
+from herdsim.policies.family import Family
+
+FAMILIES: tuple[Family, ...] = (
+    limiters.FAMILY,
+)
