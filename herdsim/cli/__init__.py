@@ -3,8 +3,18 @@
 ``app`` is the Typer application; each module adds its commands to it.
 """
 
-from herdsim.cli import compare, outputs, presets, reproduce, run, sweep, testbed, trace
+from herdsim.cli import (
+    compare,
+    outputs,
+    presets,
+    reproduce,
+    run,
+    schema,
+    sweep,
+    testbed,
+    trace,
+)
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "sweep",
+__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "schema", "sweep",
            "testbed", "trace"]

@@ -168,15 +168,17 @@ def list_scenarios(
         from herdsim.outputs.atomic import write_file
 
         copy_to.mkdir(parents=True, exist_ok=True)
-        taken = [name for name in bundled.names()
-                 if os.path.lexists(copy_to / f"{name}.yaml")]  # a link, even dangling
+        files = [f"{name}.yaml" for name in bundled.names()] + [bundled.SCHEMA]
+        taken = [name for name in files
+                 if os.path.lexists(copy_to / name)]  # a link, even dangling
         if taken:
-            raise OutputExistsError(f"{copy_to}: already holds {', '.join(taken)}.yaml; "
+            raise OutputExistsError(f"{copy_to}: already holds {', '.join(taken)}; "
                                     "choose another folder")
-        for name in bundled.names():
-            write_file(copy_to / f"{name}.yaml",
-                       (bundled.directory() / f"{name}.yaml").read_text(encoding="utf-8"))
-        console.print(f"copied {len(bundled.names())} scenarios to [bold]{safe(copy_to)}[/]")
+        for name in files:  # the schema too: the scenarios' modeline points to it
+            write_file(copy_to / name,
+                       (bundled.directory() / name).read_text(encoding="utf-8"))
+        console.print(f"copied {len(bundled.names())} scenarios and their JSON Schema "
+                      f"({bundled.SCHEMA}) to [bold]{safe(copy_to)}[/]")
         return
     table = Table(show_header=True, header_style="bold")
     table.add_column("scenario")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+SCHEMA = "scenario.schema.json"  # the scenarios' JSON Schema, beside them (herdsim schema)
+
 
 def directory() -> Path:
     """The folder holding the bundled ``*.yaml`` files (inside the installed package)."""

@@ -14,13 +14,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationInfo,
+    WithJsonSchema,
     model_validator,
 )
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
 from herdsim.policies import limiters, presets, strategies
-from herdsim.policies.durations import format_duration, parse_duration
+from herdsim.policies.durations import format_duration, json_schema, parse_duration
 from herdsim.policies.fields import (
     FieldError,
     Fraction,
@@ -42,7 +43,10 @@ def _retry_after(value: object) -> object:
     return seconds
 
 
-RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after)]
+RetryAfter = Annotated[float | Literal["limiter"], BeforeValidator(_retry_after),
+                      WithJsonSchema({"anyOf": [json_schema(exclusive=False)["anyOf"][0],
+                                                json_schema(exclusive=False)["anyOf"][1],
+                                                {"const": "limiter"}]})]
 
 
 

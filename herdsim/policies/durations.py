@@ -33,3 +33,14 @@ def format_duration(seconds: float) -> str:
     if abs(seconds) >= 120 and seconds % 60 == 0:
         return f"{seconds / 60:g}m"
     return f"{seconds:g}s"
+
+
+def json_schema(exclusive: bool) -> dict:
+    """A duration in a JSON Schema (what an editor checks as the user types): a number
+    of seconds > 0 (*exclusive*) or >= 0, or a string with a unit."""
+    units = "|".join(sorted(_UNITS, key=len, reverse=True))
+    bound = {"exclusiveMinimum": 0} if exclusive else {"minimum": 0}
+    return {"anyOf": [{"type": "number", **bound},
+                      {"type": "string", "pattern": rf"^\s*\+?(\d+\.?\d*|\.\d+)"
+                                                    rf"([eE][-+]?\d+)?\s*({units})?\s*$"}],
+            "description": "seconds, or a duration such as 250ms, 10s, 2m"}

@@ -17,10 +17,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 
-from herdsim.policies.durations import parse_duration
+from herdsim.policies.durations import json_schema, parse_duration
 
 RESOLUTION = 1e-6  # 1us: a period repeated over a run must advance the clock
 
@@ -46,9 +47,11 @@ def _resolvable(seconds: float) -> float:
     return seconds
 
 
-PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0),
+                             WithJsonSchema(json_schema(exclusive=True))]
 Period = Annotated[PositiveDuration, AfterValidator(_resolvable)]  # a step repeated all run
-NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+NonNegativeDuration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0),
+                                WithJsonSchema(json_schema(exclusive=False))]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
