@@ -150,3 +150,35 @@ def make_scenario():
 def scenarios_dir() -> Path:
     """The repository's ``scenarios/`` folder."""
     return SCENARIOS
+
+
+ARRIVALS_END = 4.0  # arrivals stop here; the runs go on until everything has ended
+
+
+def graph(**changes) -> dict:
+    """Workers -> front -> api (x2 in parallel) -> db (x3 in parallel); arrivals for 4 s."""
+    data = {
+        "name": "graph", "duration": "40s", "seed": 3,
+        "workload": {"rate": 20, "profile": [{"at": 0, "rate": 20},
+                                             {"at": ARRIVALS_END, "rate": 0}]},
+        "workers": {"count": 50},
+        "retry": {"strategy": "full_jitter", "base": "100ms", "max_retries": 1},
+        "downstream": {"name": "front", "concurrency": 200, "service": {"mean": "2ms"},
+                       "calls": [{"service": "api", "count": 2,
+                                  "retry": {"strategy": "full_jitter", "base": "50ms",
+                                            "max_retries": 2}}]},
+        "services": {
+            "api": {"concurrency": 400, "service": {"mean": "2ms"},
+                    "calls": [{"service": "db", "count": 3,
+                               "retry": {"strategy": "full_jitter", "base": "20ms",
+                                         "max_retries": 1}}]},
+            "db": {"concurrency": 200, "service": {"mean": "5ms"}},
+        },
+    }
+    for path, value in changes.items():
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node[int(leaf) if isinstance(node, list) else leaf] = value
+    return data

@@ -32,12 +32,12 @@ import yaml
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from herdsim.policies.durations import parse_duration
 from herdsim.config.graph import Edge
 from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at
 from herdsim.errors import ScenarioError
+from herdsim.policies.durations import parse_duration
 from herdsim.policies.presets import PRESETS
 from herdsim.policies.strategies import BUILT_IN
 

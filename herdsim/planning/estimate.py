@@ -12,7 +12,7 @@ per process by simulating a small outage scenario (:data:`CALIBRATION`, about 12
 calls) and counting its calls per CPU second. It assumes each job calls about once (a run
 that recovers; retries beyond that cost in proportion) and an idle machine with one core
 per run at once; saving and drawing come on top. The upper figure takes the upper bound
-of calls. ``tests/test_estimate_time.py`` checks that measured CPU time lies in the range
+of calls. ``tests/planning/test_estimate.py`` checks that measured CPU time lies in the range
 (within a factor of 2 either way).
 """
 

@@ -3,7 +3,7 @@
 botocore 1.44.8, ``botocore/retries/adaptive.py``, ``throttling.py`` and ``bucket.py``
 (the same text as boto/botocore @0e6e2404; docs/policies.md cites the lines). The
 arithmetic is botocore's, in botocore's order, so the objects driven with the same clock
-give the same floats (``tests/test_adaptive.py`` drives both):
+give the same floats (``tests/policies/test_adaptive.py`` drives both):
 
 - :class:`CubicCalculator`: on a throttle ``w_max = rate``, ``K = (w_max (1 - β) / C)^⅓``
   and the rate becomes ``β × rate``; on any other response ``C (t - t_fail - K)³ + w_max``

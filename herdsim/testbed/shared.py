@@ -10,7 +10,7 @@ each decision is atomic across processes; the scripts transcribe those objects' 
 line by line (same arithmetic on the same doubles: the state travels as MessagePack,
 numbers as ``repr`` strings and ``%.17g``), and their parameters are read off a pure
 object built from the same section, so both make the same decisions for the same events
-(tests/test_testbed_shared.py feeds both one sequence and compares every answer).
+(tests/testbed/test_shared.py feeds both one sequence and compares every answer).
 
 One difference, by necessity: the workers of several processes stamp events with their
 own clocks, and a call that started earlier may report later, so the shared state never

@@ -1,7 +1,7 @@
 """Mechanisms the reproductions of the originals need, each off by default.
 
 The event logs drive the downstream directly with scripted call times and constant
-draws (as tests/test_latency_model.py does) and compare every time with the rule worked
+draws (as tests/model/downstream/test_service.py does) and compare every time with the rule worked
 out from the fields: send + request leg + service + response leg, and so on.
 """
 
@@ -16,7 +16,7 @@ import simpy
 from conftest import assert_every_job_ends_in_one_place, play_calls
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_conservation import scenarios
+from small_scenarios import scenarios
 
 import herdsim
 from herdsim.config.sections import Budget

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from test_graph import graph
+from conftest import graph
 from typer.testing import CliRunner
 
 import herdsim

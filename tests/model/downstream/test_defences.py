@@ -193,7 +193,7 @@ def metastable(scenarios_dir):
 ])
 def test_the_servers_defence_recovers_metastable(metastable, defence):
     """metastable.yaml stays metastable under FIFO without admission control
-    (test_kpis.py); LIFO, CoDel or Netflix's AIMD at its defaults recover it: 90% of the
+    (analysis/test_kpis.py); LIFO, CoDel or Netflix's AIMD at its defaults recover it: 90% of the
     jobs succeed (measured 99.8%, 98.1%, 98.0%)."""
     summary = metastable(**defence)
     assert summary["state"] != "metastable"

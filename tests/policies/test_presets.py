@@ -133,7 +133,7 @@ def oracle(package: str):
 
 def test_the_test_extra_pins_every_oracle_at_the_release_read():
     """pyproject's ``test`` extra installs exactly the versions the presets were read from."""
-    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     extra = re.search(r"^test = \[(.*?)^\]", text, re.S | re.M)
     pins = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"]+)"', extra.group(1)))
     assert {package: pins.get(package) for package in ORACLES} == \

@@ -10,41 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import graph
 
 import herdsim
 from herdsim.model.simulation import Simulation
 from herdsim.results.result import Result
-
-ARRIVALS_END = 4.0  # arrivals stop here; the runs go on until everything has ended
-
-
-def graph(**changes) -> dict:
-    """Workers -> front -> api (x2 in parallel) -> db (x3 in parallel); arrivals for 4 s."""
-    data = {
-        "name": "graph", "duration": "40s", "seed": 3,
-        "workload": {"rate": 20, "profile": [{"at": 0, "rate": 20},
-                                             {"at": ARRIVALS_END, "rate": 0}]},
-        "workers": {"count": 50},
-        "retry": {"strategy": "full_jitter", "base": "100ms", "max_retries": 1},
-        "downstream": {"name": "front", "concurrency": 200, "service": {"mean": "2ms"},
-                       "calls": [{"service": "api", "count": 2,
-                                  "retry": {"strategy": "full_jitter", "base": "50ms",
-                                            "max_retries": 2}}]},
-        "services": {
-            "api": {"concurrency": 400, "service": {"mean": "2ms"},
-                    "calls": [{"service": "db", "count": 3,
-                               "retry": {"strategy": "full_jitter", "base": "20ms",
-                                         "max_retries": 1}}]},
-            "db": {"concurrency": 200, "service": {"mean": "5ms"}},
-        },
-    }
-    for path, value in changes.items():
-        node = data
-        *parents, leaf = path.split(".")
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        node[int(leaf) if isinstance(node, list) else leaf] = value
-    return data
 
 
 def simulate(data: dict) -> tuple[Simulation, Result]:
@@ -331,29 +301,6 @@ def test_an_edge_hedges_or_retries_not_both():
     assert herdsim.load_scenario(sc.to_dict()).to_dict() == sc.to_dict()
 
 
-def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
-    """A graph's run: one ``service_calls_total`` series per tier, ending at the tier's
-    calls; a single-tier run: no ``service`` label anywhere."""
-    from test_prometheus_export import parse
-
-    from herdsim.outputs import openmetrics
-
-    data = graph(**{"services.db.outages": [{"start": "1s", "duration": "1s"}]})
-    res = herdsim.run(herdsim.load_scenario(data))
-    herdsim.save(res, tmp_path / "graph", formats=[])
-    openmetrics.export(tmp_path / "graph", start=1.7e9)
-    samples, _ = parse((tmp_path / "graph" / "metrics.om").read_text())
-    for name, kpis in res.summary["tiers"].items():
-        mine = samples[(samples["name"] == "service_calls_total")
-                       & samples["labels"].map(lambda d, n=name: d.get("service") == n)]
-        assert mine["value"].iloc[-1] == kpis["calls"]
-        ok = samples[(samples["name"] == "service_call_results_total") & samples["labels"].map(
-            lambda d, n=name: d.get("service") == n and d.get("status") == "success")]
-        assert ok["value"].iloc[-1] == kpis["succeeded_calls"]
-    plain = herdsim.run(herdsim.load_scenario("scenarios/retries.yaml"))
-    herdsim.save(plain, tmp_path / "plain", formats=[])
-    openmetrics.export(tmp_path / "plain", start=1.7e9)
-    assert "service=" not in (tmp_path / "plain" / "metrics.om").read_text()
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import prometheus_server as prometheus
 from herdsim.outputs.openmetrics import SEED_QUERY
 
-DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "herdsim.json"
+DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "herdsim.json"
 ARMS = ("exponential", "full_jitter")
 STEP = 0.1  # s, query_range step: the run's bin
 RETRY_BY_ARM = 'sum(rate(worker_job_execution_total{status="retry"}[10s])) by (queue, arm)'

@@ -32,10 +32,10 @@ import redis.asyncio as aioredis
 
 from herdsim import run as herdsim_run
 from herdsim.analysis import promql
-from herdsim.policies.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
+from herdsim.policies.durations import format_duration
 from herdsim.testbed import agreement
 from herdsim.testbed import run as testbed_run
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob, move_due
@@ -115,7 +115,7 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     land exactly one window apart, so its busiest window holds one poll's release where
     a real one, a millisecond less late than the one before, holds two (see
     docs/validation.md, where they differ)."""
-    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+    sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "testbed.yaml",
                        {**SHORT, "workers.retry_mode": mode, "workers.poll_interval": "250ms",
                         "retry.max_retries": 3, **budget})
     out = tmp_path / "real"
@@ -169,7 +169,7 @@ def _check_scraped(done: testbed_run.Testbed, scraped: dict) -> None:
     * the brief's query, read back over the run, is ``sum(rate(...[10s]))`` of the raw
       samples Prometheus scraped from the worker processes, as herdsim's own PromQL
       (:func:`herdsim.analysis.promql.rate`, checked against Prometheus's code in
-      test_promql.py) computes it: timestamps read in seconds, nothing lost; and it is
+      analysis/test_promql.py) computes it: timestamps read in seconds, nothing lost; and it is
       positive once the outage's retries have been scraped.
     """
     real = done.real
@@ -324,7 +324,7 @@ def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path)
     ("workers.autoscale", {"metric": "queue_depth", "target": 1, "min": 1, "max": 100000}),
     ("client_limiter", {"kind": "aws_adaptive"}), ("retry.bucket", {"rate": 10, "burst": 5})])
 def test_what_the_testbed_does_not_emulate_is_refused_naming_the_field(field, value):
-    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+    sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "testbed.yaml",
                        {field: value, **({"workers.count": 10} if field ==
                                          "downstream.model" else {})})
     with pytest.raises(TestbedError, match=f"^testbed: {field}: the testbed does not emulate"):
@@ -338,7 +338,7 @@ def test_the_sim_vs_real_table_leaves_no_placeholder_unfilled(tmp_path):
     run (the table only reads their summaries)."""
     import re
 
-    sc = load_scenario(Path(__file__).parents[1] / "scenarios" / "testbed.yaml",
+    sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "testbed.yaml",
                        SHORT)
     sim = herdsim_run(sc)
     table = agreement.table(sim, sim)

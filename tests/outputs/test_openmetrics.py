@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import graph
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -360,3 +361,26 @@ def test_run_with_prometheus_flag_writes_metrics(tmp_path, make_scenario):
     ts = pd.read_csv(tmp_path / "out" / "timeseries.csv")
     got = series(samples, "worker_job_execution_total", status="success")
     assert got.iloc[-1] == ts["success"].sum()
+
+
+def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
+    """A graph's run: one ``service_calls_total`` series per tier, ending at the tier's
+    calls; a single-tier run: no ``service`` label anywhere."""
+    from herdsim.outputs import openmetrics
+
+    data = graph(**{"services.db.outages": [{"start": "1s", "duration": "1s"}]})
+    res = herdsim.run(herdsim.load_scenario(data))
+    herdsim.save(res, tmp_path / "graph", formats=[])
+    openmetrics.export(tmp_path / "graph", start=1.7e9)
+    samples, _ = parse((tmp_path / "graph" / "metrics.om").read_text())
+    for name, kpis in res.summary["tiers"].items():
+        mine = samples[(samples["name"] == "service_calls_total")
+                       & samples["labels"].map(lambda d, n=name: d.get("service") == n)]
+        assert mine["value"].iloc[-1] == kpis["calls"]
+        ok = samples[(samples["name"] == "service_call_results_total") & samples["labels"].map(
+            lambda d, n=name: d.get("service") == n and d.get("status") == "success")]
+        assert ok["value"].iloc[-1] == kpis["succeeded_calls"]
+    plain = herdsim.run(herdsim.load_scenario("scenarios/retries.yaml"))
+    herdsim.save(plain, tmp_path / "plain", formats=[])
+    openmetrics.export(tmp_path / "plain", start=1.7e9)
+    assert "service=" not in (tmp_path / "plain" / "metrics.om").read_text()

@@ -18,7 +18,7 @@ import herdsim
 from herdsim import load_scenario, run
 from herdsim.outputs import openmetrics as prom
 
-DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "herdsim.json"
+DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "herdsim.json"
 DATASOURCE = "${DS_PROMETHEUS}"
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "offset",
                 "bool", "and", "or", "unless", "inf", "nan"}

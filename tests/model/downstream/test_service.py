@@ -14,7 +14,7 @@ import simpy
 from conftest import assert_every_job_ends_in_one_place, play_calls
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_conservation import scenarios
+from small_scenarios import scenarios
 
 import herdsim
 from herdsim.config.sections import Downstream as DownstreamConfig

@@ -44,7 +44,7 @@ from herdsim.system import signals
 FAIL, HOLD, FINE = 0.07, 0.04, 0.05  # retry.base of the arm that raises, holds, finishes
 HELD_FOR = 3600.0  # seconds the held arm would keep its worker
 BOUND = 60.0  # seconds any command here may take; the held arm alone would take HELD_FOR
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent  # this module; its parent holds conftest.py
 
 
 class Flaky(Strategy):
@@ -206,7 +206,7 @@ def herdsim_cli(tmp: Path, *args: str, code: str = "") -> psutil.Popen:
     importable (for :class:`Flaky`) by the CLI, its pool workers and Dask's."""
     (tmp / "flaky.yaml").write_text(yaml.safe_dump(scenario()))
     (tmp / "tiny.yaml").write_text(yaml.safe_dump(tiny()))
-    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
     main = f"{code}\nfrom herdsim.cli import main\nimport sys\nsys.argv[0] = 'herdsim'\nmain()"
     return psutil.Popen([sys.executable, "-c", main, *args], cwd=tmp, text=True,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,

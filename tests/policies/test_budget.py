@@ -391,7 +391,7 @@ def finished_early(result, margin: float = 1.0):
 def test_an_aws_quota_that_never_runs_dry_changes_nothing(make_scenario):
     """p = 0.2, N = 3: per job the quota earns 0.8 (first-try successes) and loses
     14 * (p^2 + p^3 + p^4) = 0.69 (retries that fail), so it stays full and refuses
-    nothing: the unbudgeted retry arithmetic holds (tests/test_theory_extra.py checks it
+    nothing: the unbudgeted retry arithmetic holds (tests/model/test_theory_extra.py checks it
     without a budget) -- success fraction 1 - p^(N+1), calls per job sum_{k<=N} p^k, whose
     law is truncated geometric, P(c = k) = p^(k-1)(1-p) for k <= N, P(c = N+1) = p^N.
     Both within 4 standard errors (~7,700 jobs)."""

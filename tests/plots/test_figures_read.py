@@ -301,5 +301,5 @@ def test_map_states_its_rule_and_labels_cells_as_the_docs_do():
     assert labels == [f"5.7 s\nlimit {limits[0]:.3g} s", f"never\nlimit {limits[1]:.3g} s",
                       f"not yet\nlimit {limits[2]:.3g} s"]
     assert list(ms.classify(runs)) == ["degraded", "metastable", "degraded"]
-    docs = (Path(__file__).parents[1] / "docs" / "scaling.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "scaling.md").read_text()
     assert "`never`" in docs and "`not yet`" in docs

@@ -1,4 +1,4 @@
-"""More queueing theory (tests/test_queueing_theory.py has Erlang C, M/M/c/K and Little's
+"""More queueing theory (tests/model/test_queueing_theory.py has Erlang C, M/M/c/K and Little's
 law for the slots): Erlang B and its insensitivity, Little's law for the whole system on
 every run (outages included), and the retry model's 1 - p^(N+1) and sum of p^k.
 

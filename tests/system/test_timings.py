@@ -24,7 +24,7 @@ from conftest import tiny
 
 from herdsim.system import timings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^│\s*(.+?)\s*│\s*([-\d.]+)\s*│\s*-?\d+%\s*│\s*([-\d.–]+)\s*│")
 
 
