@@ -62,3 +62,17 @@ def test_every_summary_key_and_column_is_documented(tiny_run):
     missing = [key for key in [*tiny_run.summary, *tiny_run.timeseries.columns]
                if f"`{key}`" not in text]
     assert not missing, f"not in docs/model.md: {missing}"
+
+
+FAMILIES_START, FAMILIES_END = "<!-- families: herdsim families -->", "<!-- /families -->"
+
+
+def test_the_families_table_is_the_registrys():
+    """docs/scenarios.md's families table is :func:`herdsim.config.families.markdown`
+    (regenerate: paste its output between the markers)."""
+    from herdsim.config.families import markdown
+
+    text = (DOCS / "scenarios.md").read_text()
+    assert FAMILIES_START in text and FAMILIES_END in text
+    shown = text.split(FAMILIES_START)[1].split(FAMILIES_END)[0].strip()
+    assert shown == markdown().strip()

@@ -10,3 +10,18 @@ from herdsim.policies.family import Family
 FAMILIES: tuple[Family, ...] = (
     limiters.FAMILY,
 )
+
+
+def markdown() -> str:
+    """The families as the docs show them (``docs/scenarios.md``, between its ``families``
+    markers; ``tests/test_docs.py`` keeps the two equal): a table per family."""
+    parts = []
+    for family in FAMILIES:
+        rows = [f"**{family.name}** (`{family.tag}:`)", "",
+                "| member | what it is | fast path | testbed | fluid form |",
+                "|---|---|---|---|---|"]
+        rows += ["| " + " | ".join(f"`{cell}`" if i == 0 else cell
+                                   for i, cell in enumerate(row)) + " |"
+                 for row in family.rows()]
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts) + "\n"
