@@ -17,12 +17,12 @@ from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
     DLQ,
     Breaker,
-    Budget,
     ClientLimiter,
     Retry,
     Workers,
     Workload,
 )
+from herdsim.policies import budgets
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     MAX_NAME,
@@ -50,7 +50,7 @@ class Scenario(Section):
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
     breaker: Breaker = Breaker()
-    budget: Annotated[Budget | None, GatesCalls()] = None
+    budget: Annotated[budgets.Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
     _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
     deadline: Literal["propagate"] | None = Field(

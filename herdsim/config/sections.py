@@ -415,59 +415,6 @@ class Breaker(Section):
         0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
 
 
-_TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "success_refund",
-                 "refund_retry_cost", "floor", "strict")
-
-
-class Budget(Section):
-    """A retry budget or client-side throttle (see herdsim/policies/budget.py)."""
-
-    kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
-    scope: Literal["worker", "pool", "client"] = "pool"
-    preset: Literal["aws", "aws-1.43", "grpc"] | None = None
-    capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
-    retry_cost: float | None = Field(None, ge=0)
-    timeout_cost: float | None = Field(None, ge=0)
-    throttling_cost: float | None = Field(
-        None, ge=0, description="token_bucket: a retry's cost after a throttling answer (a "
-                                "429); unset: retry_cost, or the preset's")
-    failure_cost: float | None = Field(None, ge=0)
-    success_refund: float | None = Field(None, ge=0)
-    credit_on: Literal["success", "first_try"] = Field(
-        "success", description="token_bucket: success_refund earned per success or per first try")
-    refund_retry_cost: bool | None = None
-    floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
-    strict: bool | None = None
-    window: Period | None = None
-    k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
-    ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
-                                "(0.2); cumulative_ratio: failures per first try (0.1)")
-    min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
-
-    @model_validator(mode="after")
-    def _complete(self) -> Budget:
-        if self.kind == "token_bucket" and self.preset is None:
-            missing = [f for f in _TOKEN_FIELDS if getattr(self, f) is None]
-            if missing:
-                raise FieldError(
-                    missing[0],
-                    "a token_bucket needs preset: aws|aws-1.43|grpc or every one of "
-                    + ", ".join(_TOKEN_FIELDS),
-                )
-        if self.credit_on != "success" and self.kind != "token_bucket":
-            raise FieldError("credit_on", "credit_on applies to kind: token_bucket")
-        if self.window is None:
-            self.window = 120.0 if self.kind == "adaptive" else 10.0
-        if self.ratio is None:
-            self.ratio = 0.1 if self.kind == "cumulative_ratio" else 0.2
-        return self
-
-    def token_params(self) -> dict:
-        """The token-bucket fields set explicitly (they override the preset)."""
-        return {f: getattr(self, f) for f in (*_TOKEN_FIELDS, "throttling_cost")
-                if getattr(self, f) is not None}
-
-
 class ClientLimiter(Section):
     """A client-side rate limiter before every attempt: botocore's adaptive mode (see
     herdsim/policies/adaptive.py)."""

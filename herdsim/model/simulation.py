@@ -39,7 +39,6 @@ from herdsim.model.worker import (
     worker,
 )
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
-from herdsim.policies import budget as budgets
 from herdsim.policies.adaptive import ClientRateLimiter
 from herdsim.policies.breaker import CircuitBreaker
 
@@ -225,7 +224,7 @@ class Simulation:
         key = owner if cfg.scope != "pool" else None
         budget = self._budgets.get(key)
         if budget is None:
-            budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
+            budget = self._budgets[key] = cfg.build(self._budget_draw)
         return budget
 
     def limiter_for(self, owner) -> ClientRateLimiter | None:

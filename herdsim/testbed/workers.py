@@ -28,7 +28,6 @@ from herdsim.config.scenario import Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
-from herdsim.policies import budget as budgets
 from herdsim.policies import retry_after
 from herdsim.policies.breaker import CLOSED, CircuitBreaker
 from herdsim.testbed.emulator import OUTCOME_NAMES
@@ -74,7 +73,7 @@ class WorkerPool:
                               if breaker.enabled and breaker.scope == "pool" else None)
         if self._pool_breaker is not None:
             self.breakers.append(self._pool_breaker)
-        self._pool_budget = (SharedBudget(redis, budgets.build(budget, self._draw), self._draw)
+        self._pool_budget = (SharedBudget(redis, budget.build(self._draw), self._draw)
                              if budget is not None and budget.scope == "pool" else None)
 
     async def setup(self) -> None:
@@ -93,7 +92,7 @@ class WorkerPool:
 
     def _budget(self) -> LocalBudget | None:
         cfg = self.scenario.budget
-        return LocalBudget(budgets.build(cfg, self._draw)) if cfg is not None else None
+        return LocalBudget(cfg.build(self._draw)) if cfg is not None else None
 
     async def run(self) -> None:
         end = self.scenario.duration
