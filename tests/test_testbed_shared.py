@@ -19,9 +19,9 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import TypeAdapter
 
-from herdsim.config.sections import Breaker
 from herdsim.policies import budgets
 from herdsim.policies.breaker import OPEN, CircuitBreaker
+from herdsim.policies.breaker import Resilience4j as Breaker
 from herdsim.testbed.processes import Fleet
 from herdsim.testbed.shared import PROBE_POLL, SharedBreaker, SharedBudget, peek
 

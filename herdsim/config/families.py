@@ -4,10 +4,11 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import budgets, limiters
+from herdsim.policies import breaker, budgets, limiters
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family, ...] = (
     limiters.FAMILY,
     budgets.FAMILY,
+    breaker.FAMILY,
 )

@@ -18,11 +18,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from herdsim.config.sections import (
-    Breaker,
     Downstream,
     Retry,
 )
 from herdsim.policies import budgets, presets
+from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -79,7 +79,7 @@ class Edge(Section):
     retry: Retry = Retry()
     budget: budgets.Budget | None = Field(None, description="a retry budget shared by every "
                                                             "call of this edge")
-    breaker: Breaker = Breaker()
+    breaker: Breaker = Resilience4j()
     deadline: Literal["propagate", "off"] | None = Field(
         None, description="propagate: the timeout is at most the caller's remaining time; "
                           "null: as the top-level deadline")

@@ -395,26 +395,6 @@ class DLQ(Section):
     )
 
 
-class Breaker(Section):
-    """A circuit breaker (Resilience4j/Polly semantics)."""
-
-    enabled: Annotated[bool, GatesCalls()] = False
-    scope: Literal["worker", "pool", "client"] = "worker"
-    retries_only: bool = False
-    failure_rate_threshold: float = Field(0.4, gt=0, le=1)
-    window: Period = 30.0
-    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
-    minimum_calls: int = Field(20, ge=1)
-    slow_call_threshold: PositiveDuration | None = None
-    slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
-    open_duration: PositiveDuration = 10.0
-    open_duration_multiplier: float = Field(1.0, ge=1)
-    max_open_duration: PositiveDuration | None = None
-    half_open_calls: int = Field(3, ge=1)
-    resume_jitter: NonNegativeDuration = Field(
-        0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
-
-
 class ClientLimiter(Section):
     """A client-side rate limiter before every attempt: botocore's adaptive mode (see
     herdsim/policies/adaptive.py)."""

@@ -40,7 +40,6 @@ from herdsim.model.worker import (
 )
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
 from herdsim.policies.adaptive import ClientRateLimiter
-from herdsim.policies.breaker import CircuitBreaker
 
 
 def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
@@ -211,7 +210,7 @@ class Simulation:
         if not self.scenario.breaker.enabled:
             return None
         cfg = self.scenario.breaker
-        gate = BreakerGate(self.env, CircuitBreaker(cfg), self.breaker_stats,
+        gate = BreakerGate(self.env, cfg.build(), self.breaker_stats,
                            cfg.resume_jitter, self._breaker_draw)
         self.gates.append(gate)
         return gate

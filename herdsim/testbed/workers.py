@@ -29,7 +29,7 @@ from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
 from herdsim.policies import retry_after
-from herdsim.policies.breaker import CLOSED, CircuitBreaker
+from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
@@ -69,7 +69,7 @@ class WorkerPool:
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
         self.breakers: list[LocalBreaker | SharedBreaker] = []
         breaker, budget = scenario.breaker, scenario.budget
-        self._pool_breaker = (SharedBreaker(redis, CircuitBreaker(breaker))
+        self._pool_breaker = (SharedBreaker(redis, breaker.build())
                               if breaker.enabled and breaker.scope == "pool" else None)
         if self._pool_breaker is not None:
             self.breakers.append(self._pool_breaker)
@@ -86,7 +86,7 @@ class WorkerPool:
     def _breaker(self) -> LocalBreaker | None:
         if not self.scenario.breaker.enabled:
             return None
-        breaker = LocalBreaker(CircuitBreaker(self.scenario.breaker))
+        breaker = LocalBreaker(self.scenario.breaker.build())
         self.breakers.append(breaker)
         return breaker
 

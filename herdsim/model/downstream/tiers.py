@@ -54,7 +54,6 @@ from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.kernel import at, call_later, trigger_later, urgent
 from herdsim.model.streams import draws
 from herdsim.model.worker import make_retry
-from herdsim.policies.breaker import CircuitBreaker
 
 GRAPH_STREAMS = 1000  # SeedSequence spawn key of the graph's streams (clear of PURPOSES)
 TIER_PURPOSES = ("service", "outages", "network", "request", "admission")
@@ -301,7 +300,7 @@ class Edge:
                 for name, s in zip(EDGE_PURPOSES, seed.spawn(len(EDGE_PURPOSES)), strict=True)}
         self.budget = (cfg.budget.build(draws(lambda n: rngs["budget"].random(n)))
                        if cfg.budget is not None else None)
-        self.breaker = CircuitBreaker(cfg.breaker) if cfg.breaker.enabled else None
+        self.breaker = cfg.breaker.build() if cfg.breaker.enabled else None
         self.slow_threshold = cfg.breaker.slow_call_threshold
         # what the workers' retry step records, kept per edge: when each retry was
         # decided and when the budget refused one
