@@ -4,11 +4,12 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import breaker, budgets, limiters
+from herdsim.policies import adaptive, breaker, budgets, limiters
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family, ...] = (
     limiters.FAMILY,
     budgets.FAMILY,
     breaker.FAMILY,
+    adaptive.FAMILY,
 )

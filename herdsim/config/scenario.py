@@ -16,12 +16,12 @@ from herdsim.config import graph
 from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
     DLQ,
-    ClientLimiter,
     Retry,
     Workers,
     Workload,
 )
 from herdsim.policies import budgets
+from herdsim.policies.adaptive import ClientLimiter
 from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (

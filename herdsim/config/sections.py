@@ -393,14 +393,3 @@ class DLQ(Section):
     redelivery_delay: PositiveDuration = Field(
         1.0, description="DLQ off: a failed job is visible on the main queue again after this"
     )
-
-
-class ClientLimiter(Section):
-    """A client-side rate limiter before every attempt: botocore's adaptive mode (see
-    herdsim/policies/adaptive.py)."""
-
-    kind: Literal["aws_adaptive"] = "aws_adaptive"
-    scope: Literal["worker", "pool", "client"] = Field(
-        "pool", description="pool: one client shared by every worker (a boto3 client "
-                            "shared by threads); worker: one each; client: per open-loop "
-                            "client")

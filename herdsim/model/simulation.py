@@ -235,7 +235,7 @@ class Simulation:
         key = owner if cfg.scope != "pool" else None
         limiter = self._limiters.get(key)
         if limiter is None:
-            limiter = self._limiters[key] = ClientRateLimiter(self.env.now)
+            limiter = self._limiters[key] = cfg.build(self.env.now)
         return limiter
 
     @overload
