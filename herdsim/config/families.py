@@ -4,10 +4,13 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import adaptive, breaker, budgets, limiters
+from herdsim.policies import adaptive, breaker, budgets, codel, disciplines, limiters, shedding
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family, ...] = (
+    disciplines.FAMILY,
+    codel.FAMILY,
+    shedding.FAMILY,
     limiters.FAMILY,
     budgets.FAMILY,
     breaker.FAMILY,

@@ -19,7 +19,8 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import limiters, presets, strategies
+from herdsim.policies import disciplines, limiters, presets, strategies
+from herdsim.policies.codel import Codel
 from herdsim.policies.durations import format_duration, parse_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -30,6 +31,7 @@ from herdsim.policies.fields import (
     Section,
     number_text,
 )
+from herdsim.policies.shedding import Shedding
 
 
 def _retry_after(value: object) -> object:
@@ -236,22 +238,6 @@ class Occ(Section):
                                                      "retry (1: the AWS 2015 simulator)")
 
 
-class Codel(Section):
-    """Facebook's CoDel for the waiting room ("Fail at Scale")."""
-
-    target: PositiveDuration = Field(0.005, description="a call waiting longer is rejected "
-                                                        "once the room stands")
-    interval: PositiveDuration = Field(0.1, description="the room stands when it has not been "
-                                                        "empty for this long")
-
-
-class Shedding(Section):
-    """Probabilistic shedding beyond a waiting-room depth (Metafor's throttling server)."""
-
-    above: int = Field(ge=0, description="waiting calls from which arrivals are shed")
-    probability: Fraction = Field(description="chance of admitting a call beyond that depth")
-
-
 class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
@@ -280,18 +266,20 @@ class Downstream(Section):
     admission: limiters.Admission | None = None
 
     @model_validator(mode="after")
-    def _threshold_with_adaptive_lifo(self) -> Downstream:
-        if (self.discipline == "adaptive_lifo") != (self.lifo_threshold is not None):
-            raise FieldError("lifo_threshold",
-                             "is required by discipline: adaptive_lifo, and only by it")
+    def _room_and_retry_after(self) -> Downstream:
+        self.room()  # its discipline's fields: the member's, and only them
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
         return self
 
+    def room(self) -> disciplines.Discipline:
+        """The waiting room's discipline (the member ``discipline`` chooses)."""
+        return disciplines.of(self)
+
     def defends(self) -> bool:
-        """Whether the downstream defends itself (a discipline, CoDel, shedding or an
-        admission limit): then its admission runs the general path."""
-        return (self.discipline != "fifo" or self.codel is not None
+        """Whether the downstream defends itself (a room that may serve the newest call,
+        CoDel, shedding or an admission limit): then its admission runs the general path."""
+        return (self.room().always is not False or self.codel is not None
                 or self.shedding is not None or self.admission is not None)
 
     def mean_service(self) -> float:
