@@ -39,7 +39,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at
 from herdsim.errors import ScenarioError
 from herdsim.policies.presets import PRESETS
-from herdsim.policies.strategies import BUILT_IN
+from herdsim.policies.backoff import BUILT_IN
 
 SERVICE_NAMES = ("api", "db", "cache")
 

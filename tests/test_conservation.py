@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import herdsim
 from herdsim.model.simulation import Simulation
-from herdsim.policies.strategies import BUILT_IN
+from herdsim.policies.backoff import BUILT_IN
 from herdsim.results.result import Result
 
 durations = st.floats(0.5, 5.0)

@@ -27,8 +27,8 @@ from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws, draws
 from herdsim.policies import budgets
+from herdsim.policies.backoff import Strategy
 from herdsim.policies.rate_limit import TokenBucket
-from herdsim.policies.strategies import Strategy
 
 SERVICE, REQUEST, RESPONSE = 1.0, 0.3, 0.2
 LEGS = {"service": {"distribution": "constant", "mean": SERVICE},

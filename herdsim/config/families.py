@@ -4,10 +4,20 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import adaptive, breaker, budgets, codel, disciplines, limiters, shedding
+from herdsim.policies import (
+    adaptive,
+    backoff,
+    breaker,
+    budgets,
+    codel,
+    disciplines,
+    limiters,
+    shedding,
+)
+from herdsim.policies.backoff.registry import Registry
 from herdsim.policies.family import Family
 
-FAMILIES: tuple[Family, ...] = (
+FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     disciplines.FAMILY,
     codel.FAMILY,
     shedding.FAMILY,
@@ -15,4 +25,5 @@ FAMILIES: tuple[Family, ...] = (
     budgets.FAMILY,
     breaker.FAMILY,
     adaptive.FAMILY,
+    backoff.FAMILY,
 )

@@ -19,7 +19,8 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import disciplines, limiters, presets, strategies
+from herdsim.policies import disciplines, limiters, presets
+from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.codel import Codel
 from herdsim.policies.durations import format_duration, parse_duration
 from herdsim.policies.fields import (
@@ -352,28 +353,28 @@ class Retry(Section):
             raise FieldError("retry_after_limit",
                              "retry_after_limit applies to retry_after: at_least")
         if not (info.context or {}).get("trust_code", True) \
-                and not strategies.is_own(self.strategy):
-            if not strategies.is_import_path(self.strategy) \
-                    and self.strategy not in strategies.installed():
-                raise FieldError("strategy", strategies.unknown(self.strategy))
+                and not registry.is_own(self.strategy):
+            if not registry.is_import_path(self.strategy) \
+                    and self.strategy not in registry.installed():
+                raise FieldError("strategy", registry.unknown(self.strategy))
             self._untrusted = True  # code named by a file being read: a name, not resolved
             return self
         try:
             self.build()
-        except strategies.ParamsError as exc:
+        except ParamsError as exc:
             raise FieldError("params", str(exc)) from None
         except (ValueError, StrategyError) as exc:
             raise FieldError("strategy", str(exc)) from None
         return self
 
-    def build(self, throttling: bool = False) -> strategies.Strategy:
+    def build(self, throttling: bool = False) -> Strategy:
         """The strategy object this section describes (never one read untrusted); with
         *throttling*, the one that draws after a throttling answer (``throttling_base``)."""
         if self._untrusted:
             raise ValueError(f"strategy {self.strategy!r} was read from a file without "
                              "importing it (a strategy named by an import path is code)")
         base = self.throttling_base if throttling and self.throttling_base else self.base
-        return strategies.build(self.strategy, base, self.cap, self.params)
+        return registry.build(self.strategy, base, self.cap, self.params)
 
 
 class DLQ(Section):
