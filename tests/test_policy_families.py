@@ -11,6 +11,7 @@ reading of the discipline once per run.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from pydantic import TypeAdapter
 
 import herdsim
 from herdsim.config.scenario import Scenario
+from herdsim.config.sections import Downstream
 from herdsim.errors import ScenarioError
 from herdsim.policies import adaptive, backoff, breaker, budgets, codel, disciplines, shedding
 from herdsim.policies.backoff import registry
@@ -109,6 +111,13 @@ def test_an_unknown_tag_names_the_members(family, path):
     message = _problem(_at(path, {family.tag: "nope"}))
     assert f"{path}.{family.tag}: unknown {family.tag} 'nope': one of " \
            + ", ".join(family.names()) in message
+
+
+def test_the_downstream_offers_every_discipline_member():
+    """``discipline`` stays a flat field of the downstream: its choices are the family's."""
+    field = Downstream.model_fields["discipline"]
+    assert typing.get_args(field.annotation) == tuple(disciplines.FAMILY.names())
+    assert field.default == disciplines.FAMILY.default
 
 
 def test_an_unknown_discipline_names_the_members():
