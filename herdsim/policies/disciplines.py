@@ -10,7 +10,7 @@ the engine reads ``always`` once, at construction, so a FIFO room asks nothing p
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import Field, ValidationError
 
@@ -72,7 +72,7 @@ def of(section: Any) -> Discipline:
     given = {field: value for field in FAMILY.fields.model_fields
              if (value := getattr(section, field, None)) is not None}
     try:
-        return FAMILY.member(name).model_validate(given)
+        return cast(Discipline, FAMILY.member(name).model_validate(given))
     except ValidationError as exc:
         error = exc.errors()[0]
         cause = error.get("ctx", {}).get("error")
