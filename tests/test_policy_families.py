@@ -99,6 +99,17 @@ def test_adaptive_lifo_needs_its_threshold():
     assert "downstream.lifo_threshold: is required by discipline: adaptive_lifo" in message
 
 
+def test_an_edge_s_budget_and_breaker_are_members_too():
+    """A call graph's edge holds the same families, refused at the edge's path."""
+    doc = yaml.safe_load((Path(__file__).parent / "cases" / "zero_rtt.yaml").read_text())
+    edge = doc["downstream"]["calls"][0]
+    edge["budget"] = {"kind": "ratio", "capacity": 3}
+    assert _problem(doc).endswith("downstream.calls.0.budget.capacity: only a token_bucket "
+                                  "retry budget has capacity (this one is kind: ratio)")
+    edge["budget"], edge["breaker"]["kind"] = {"kind": "ratio"}, "polly"
+    assert "downstream.calls.0.breaker.kind: unknown kind 'polly'" in _problem(doc)
+
+
 def test_null_for_a_sibling_s_field_is_unset():
     """Older herdsim dumps wrote every field of the flat section, null when unset."""
     sc = herdsim.load_scenario(_at("budget", {"kind": "adaptive", "preset": None,
