@@ -20,7 +20,7 @@ _WHERE = {
     "Result": "herdsim.results.result",
     "Scenario": "herdsim.config.scenario",
     "ScenarioError": "herdsim.errors",
-    "Strategy": "herdsim.policies.strategies",
+    "Strategy": "herdsim.policies.backoff",
     "compare": "herdsim.experiments.compare",
     "load_scenario": "herdsim.config.loading",
     "run": "herdsim.results.result",
@@ -65,6 +65,6 @@ if TYPE_CHECKING:
     from herdsim.experiments.compare import compare
     from herdsim.experiments.sweep import sweep
     from herdsim.outputs.compare_dir import save
-    from herdsim.policies.strategies import Strategy
+    from herdsim.policies.backoff import Strategy
     from herdsim.results.comparison import Comparison
     from herdsim.results.result import Result, run

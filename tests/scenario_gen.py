@@ -37,9 +37,9 @@ from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at
 from herdsim.errors import ScenarioError
+from herdsim.policies.backoff import BUILT_IN
 from herdsim.policies.durations import parse_duration
 from herdsim.policies.presets import PRESETS
-from herdsim.policies.strategies import BUILT_IN
 
 SERVICE_NAMES = ("api", "db", "cache")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from herdsim.policies.strategies import BUILT_IN
+from herdsim.policies.backoff import BUILT_IN
 
 durations = st.floats(0.5, 5.0)
 
@@ -52,9 +52,11 @@ def breakers(draw, scope: str) -> dict:
 @st.composite
 def budgets(draw, scope: str) -> dict:
     kind = draw(st.sampled_from(["token_bucket", "adaptive", "ratio"]))
-    budget = {"kind": kind, "scope": scope, "window": draw(st.floats(0.1, 2.0))}
+    budget = {"kind": kind, "scope": scope}
     if kind == "token_bucket":
         budget["preset"] = draw(st.sampled_from(["aws", "aws-1.43", "grpc"]))
+    else:  # a token bucket has no window
+        budget["window"] = draw(st.floats(0.1, 2.0))
     return budget
 
 

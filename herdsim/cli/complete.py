@@ -30,9 +30,9 @@ def listing(values: Callable[[], list[str]]) -> Callable[[str], list[str]]:
 
 
 def _strategies() -> list[str]:
-    from herdsim.policies import strategies
+    from herdsim.policies.backoff import registry
 
-    return list(strategies.available())
+    return list(registry.available())
 
 
 def _presets() -> list[str]:

@@ -111,11 +111,11 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
                            "module:Class to check it too (this runs its code).")] = False,
              ) -> None:
     """Check a scenario file and print it fully resolved (defaults filled in)."""
-    from herdsim.policies import strategies
+    from herdsim.policies.backoff import registry
 
     sc = load(scenario, set_, trust_code=import_strategy)
     console.print(f"[green]ok[/]: {safe(scenario)} is a valid scenario")
-    if not strategies.is_own(sc.retry.strategy) and not import_strategy:
+    if not registry.is_own(sc.retry.strategy) and not import_strategy:
         console.print(f"note: retry.strategy {safe(sc.retry.strategy)} is code and was not "
                       "imported; --import-strategy imports and checks it")
     console.print(sc.to_yaml(), highlight=False, markup=False, soft_wrap=True)
@@ -124,12 +124,12 @@ def validate(scenario: ScenarioArg, set_: SetOpt = None, import_strategy: Annota
 @app.command("strategies")
 def list_strategies() -> None:
     """List the built-in and installed backoff strategies with their formulas."""
-    from herdsim.policies import strategies
+    from herdsim.policies.backoff import registry
 
     table = Table(show_header=True, header_style="bold")
     table.add_column("strategy")
     table.add_column("sleep before retry number attempt+1 (attempt 0 = first retry)")
-    for name, formula in strategies.available().items():
+    for name, formula in registry.available().items():
         table.add_row(name, formula)
     console.print(table)
     console.print("A strategy of your own: retry.strategy: package.module:ClassName, or an "

@@ -4,11 +4,28 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import limiters
+from herdsim.policies import (
+    adaptive,
+    backoff,
+    breaker,
+    budgets,
+    codel,
+    disciplines,
+    limiters,
+    shedding,
+)
+from herdsim.policies.backoff.registry import Registry
 from herdsim.policies.family import Family
 
-FAMILIES: tuple[Family, ...] = (
+FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
+    disciplines.FAMILY,
+    codel.FAMILY,
+    shedding.FAMILY,
     limiters.FAMILY,
+    budgets.FAMILY,
+    breaker.FAMILY,
+    adaptive.FAMILY,
+    backoff.FAMILY,
 )
 
 

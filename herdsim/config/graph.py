@@ -18,12 +18,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from herdsim.config.sections import (
-    Breaker,
-    Budget,
     Downstream,
     Retry,
 )
-from herdsim.policies import presets
+from herdsim.policies import budgets, presets
+from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -78,9 +77,9 @@ class Edge(Section):
     timeout: PositiveDuration | None = Field(None, description="the caller's timeout on "
                                                                "this edge; null: none")
     retry: Retry = Retry()
-    budget: Budget | None = Field(None, description="a retry budget shared by every call of "
-                                                    "this edge")
-    breaker: Breaker = Breaker()
+    budget: budgets.Budget | None = Field(None, description="a retry budget shared by every "
+                                                            "call of this edge")
+    breaker: Breaker = Resilience4j()
     deadline: Literal["propagate", "off"] | None = Field(
         None, description="propagate: the timeout is at most the caller's remaining time; "
                           "null: as the top-level deadline")

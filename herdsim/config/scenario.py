@@ -16,13 +16,13 @@ from herdsim.config import graph
 from herdsim.config.schema import GatesCalls
 from herdsim.config.sections import (
     DLQ,
-    Breaker,
-    Budget,
-    ClientLimiter,
     Retry,
     Workers,
     Workload,
 )
+from herdsim.policies import budgets
+from herdsim.policies.adaptive import ClientLimiter
+from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     MAX_NAME,
@@ -49,8 +49,8 @@ class Scenario(Section):
     downstream: graph.Caller = graph.Caller()
     retry: Retry = Retry()
     dlq: DLQ = DLQ()
-    breaker: Breaker = Breaker()
-    budget: Annotated[Budget | None, GatesCalls()] = None
+    breaker: Annotated[Breaker, GatesCalls(lambda b: not b.enabled)] = Resilience4j()
+    budget: Annotated[budgets.Budget | None, GatesCalls()] = None
     client_limiter: Annotated[ClientLimiter | None, GatesCalls()] = None
     _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
     deadline: Literal["propagate"] | None = Field(

@@ -20,7 +20,9 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import limiters, presets, strategies
+from herdsim.policies import disciplines, limiters, presets
+from herdsim.policies.backoff import ParamsError, Strategy, registry
+from herdsim.policies.codel import Codel
 from herdsim.policies.durations import format_duration, json_schema, parse_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -31,6 +33,7 @@ from herdsim.policies.fields import (
     Section,
     number_text,
 )
+from herdsim.policies.shedding import Shedding
 
 
 def _retry_after(value: object) -> object:
@@ -240,22 +243,6 @@ class Occ(Section):
                                                      "retry (1: the AWS 2015 simulator)")
 
 
-class Codel(Section):
-    """Facebook's CoDel for the waiting room ("Fail at Scale")."""
-
-    target: PositiveDuration = Field(0.005, description="a call waiting longer is rejected "
-                                                        "once the room stands")
-    interval: PositiveDuration = Field(0.1, description="the room stands when it has not been "
-                                                        "empty for this long")
-
-
-class Shedding(Section):
-    """Probabilistic shedding beyond a waiting-room depth (Metafor's throttling server)."""
-
-    above: int = Field(ge=0, description="waiting calls from which arrivals are shed")
-    probability: Fraction = Field(description="chance of admitting a call beyond that depth")
-
-
 class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
@@ -284,18 +271,20 @@ class Downstream(Section):
     admission: limiters.Admission | None = None
 
     @model_validator(mode="after")
-    def _threshold_with_adaptive_lifo(self) -> Downstream:
-        if (self.discipline == "adaptive_lifo") != (self.lifo_threshold is not None):
-            raise FieldError("lifo_threshold",
-                             "is required by discipline: adaptive_lifo, and only by it")
+    def _room_and_retry_after(self) -> Downstream:
+        self.room()  # its discipline's fields: the member's, and only them
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
         return self
 
+    def room(self) -> disciplines.Discipline:
+        """The waiting room's discipline (the member ``discipline`` chooses)."""
+        return disciplines.of(self)
+
     def defends(self) -> bool:
-        """Whether the downstream defends itself (a discipline, CoDel, shedding or an
-        admission limit): then its admission runs the general path."""
-        return (self.discipline != "fifo" or self.codel is not None
+        """Whether the downstream defends itself (a room that may serve the newest call,
+        CoDel, shedding or an admission limit): then its admission runs the general path."""
+        return (self.room().always is not False or self.codel is not None
                 or self.shedding is not None or self.admission is not None)
 
     def mean_service(self) -> float:
@@ -368,28 +357,28 @@ class Retry(Section):
             raise FieldError("retry_after_limit",
                              "retry_after_limit applies to retry_after: at_least")
         if not (info.context or {}).get("trust_code", True) \
-                and not strategies.is_own(self.strategy):
-            if not strategies.is_import_path(self.strategy) \
-                    and self.strategy not in strategies.installed():
-                raise FieldError("strategy", strategies.unknown(self.strategy))
+                and not registry.is_own(self.strategy):
+            if not registry.is_import_path(self.strategy) \
+                    and self.strategy not in registry.installed():
+                raise FieldError("strategy", registry.unknown(self.strategy))
             self._untrusted = True  # code named by a file being read: a name, not resolved
             return self
         try:
             self.build()
-        except strategies.ParamsError as exc:
+        except ParamsError as exc:
             raise FieldError("params", str(exc)) from None
         except (ValueError, StrategyError) as exc:
             raise FieldError("strategy", str(exc)) from None
         return self
 
-    def build(self, throttling: bool = False) -> strategies.Strategy:
+    def build(self, throttling: bool = False) -> Strategy:
         """The strategy object this section describes (never one read untrusted); with
         *throttling*, the one that draws after a throttling answer (``throttling_base``)."""
         if self._untrusted:
             raise ValueError(f"strategy {self.strategy!r} was read from a file without "
                              "importing it (a strategy named by an import path is code)")
         base = self.throttling_base if throttling and self.throttling_base else self.base
-        return strategies.build(self.strategy, base, self.cap, self.params)
+        return registry.build(self.strategy, base, self.cap, self.params)
 
 
 class DLQ(Section):
@@ -397,87 +386,3 @@ class DLQ(Section):
     redelivery_delay: PositiveDuration = Field(
         1.0, description="DLQ off: a failed job is visible on the main queue again after this"
     )
-
-
-class Breaker(Section):
-    """A circuit breaker (Resilience4j/Polly semantics)."""
-
-    enabled: Annotated[bool, GatesCalls()] = False
-    scope: Literal["worker", "pool", "client"] = "worker"
-    retries_only: bool = False
-    failure_rate_threshold: float = Field(0.4, gt=0, le=1)
-    window: Period = 30.0
-    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
-    minimum_calls: int = Field(20, ge=1)
-    slow_call_threshold: PositiveDuration | None = None
-    slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
-    open_duration: PositiveDuration = 10.0
-    open_duration_multiplier: float = Field(1.0, ge=1)
-    max_open_duration: PositiveDuration | None = None
-    half_open_calls: int = Field(3, ge=1)
-    resume_jitter: NonNegativeDuration = Field(
-        0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
-
-
-_TOKEN_FIELDS = ("capacity", "retry_cost", "timeout_cost", "failure_cost", "success_refund",
-                 "refund_retry_cost", "floor", "strict")
-
-
-class Budget(Section):
-    """A retry budget or client-side throttle (see herdsim/policies/budget.py)."""
-
-    kind: Literal["token_bucket", "adaptive", "ratio", "cumulative_ratio"]
-    scope: Literal["worker", "pool", "client"] = "pool"
-    preset: Literal["aws", "aws-1.43", "grpc"] | None = None
-    capacity: float | None = Field(None, gt=0, description="tokens (token_bucket)")
-    retry_cost: float | None = Field(None, ge=0)
-    timeout_cost: float | None = Field(None, ge=0)
-    throttling_cost: float | None = Field(
-        None, ge=0, description="token_bucket: a retry's cost after a throttling answer (a "
-                                "429); unset: retry_cost, or the preset's")
-    failure_cost: float | None = Field(None, ge=0)
-    success_refund: float | None = Field(None, ge=0)
-    credit_on: Literal["success", "first_try"] = Field(
-        "success", description="token_bucket: success_refund earned per success or per first try")
-    refund_retry_cost: bool | None = None
-    floor: float | None = Field(None, ge=0, lt=1, description="fraction of capacity kept")
-    strict: bool | None = None
-    window: Period | None = None
-    k: float = Field(2.0, gt=0, description="adaptive: accepts multiplier K")
-    ratio: float | None = Field(None, gt=0, le=1, description="ratio: retries per first try "
-                                "(0.2); cumulative_ratio: failures per first try (0.1)")
-    min_per_second: float = Field(10.0, ge=0, description="ratio: retries always allowed")
-
-    @model_validator(mode="after")
-    def _complete(self) -> Budget:
-        if self.kind == "token_bucket" and self.preset is None:
-            missing = [f for f in _TOKEN_FIELDS if getattr(self, f) is None]
-            if missing:
-                raise FieldError(
-                    missing[0],
-                    "a token_bucket needs preset: aws|aws-1.43|grpc or every one of "
-                    + ", ".join(_TOKEN_FIELDS),
-                )
-        if self.credit_on != "success" and self.kind != "token_bucket":
-            raise FieldError("credit_on", "credit_on applies to kind: token_bucket")
-        if self.window is None:
-            self.window = 120.0 if self.kind == "adaptive" else 10.0
-        if self.ratio is None:
-            self.ratio = 0.1 if self.kind == "cumulative_ratio" else 0.2
-        return self
-
-    def token_params(self) -> dict:
-        """The token-bucket fields set explicitly (they override the preset)."""
-        return {f: getattr(self, f) for f in (*_TOKEN_FIELDS, "throttling_cost")
-                if getattr(self, f) is not None}
-
-
-class ClientLimiter(Section):
-    """A client-side rate limiter before every attempt: botocore's adaptive mode (see
-    herdsim/policies/adaptive.py)."""
-
-    kind: Literal["aws_adaptive"] = "aws_adaptive"
-    scope: Literal["worker", "pool", "client"] = Field(
-        "pool", description="pool: one client shared by every worker (a boto3 client "
-                            "shared by threads); worker: one each; client: per open-loop "
-                            "client")

@@ -26,7 +26,7 @@ from herdsim.experiments.design import seeded
 from herdsim.experiments.parallel import default_processes, imap_unordered
 from herdsim.planning import estimate
 from herdsim.policies import presets as preset_table
-from herdsim.policies import strategies as strategy_registry
+from herdsim.policies.backoff import BUILT_IN
 from herdsim.results.comparison import (
     Arm,
     Comparison,
@@ -79,7 +79,7 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
     """
     vary = dict(vary or {})
     names = (list(strategies) if strategies else [scenario.retry.strategy] if vary
-             else list(strategy_registry.BUILT_IN))
+             else list(BUILT_IN))
     if "retry.strategy" in vary:
         raise ScenarioError([("retry.strategy", "not a vary key: list the strategies to "
                               "compare with --strategies (strategies=[...] in Python)")],

@@ -5,9 +5,10 @@ are out or an answer ends it: a success (the others are cancelled), a fatal fail
 (every other copy is cancelled and the failure is the answer), or, once every copy sent
 has failed with a non-fatal outcome and no more may go, the last failure. A non-fatal
 failure sends the next copy at once and restarts the delay. Throttling is gRPC's retry
-throttle: the budgets' token bucket (:class:`herdsim.policies.budget.TokenBucketBudget`
-with the ``grpc`` preset's rules, ``max_tokens`` and ``token_ratio``): a success returns
-``token_ratio``, a non-fatal failure costs 1, and no copy but the first goes while the
+throttle: the budgets' token bucket
+(:class:`herdsim.policies.budgets.token_bucket.TokenBucketBudget` with the ``grpc``
+preset's rules, ``max_tokens`` and ``token_ratio``): a success returns ``token_ratio``,
+a non-fatal failure costs 1, and no copy but the first goes while the
 tokens are at or below ``max_tokens``/2. (grpc/proposal A6-client-retries.md, "Hedging
 Policy" and "Throttling Retry Attempts and Hedged RPCs", @0070717.)
 
@@ -23,17 +24,17 @@ from typing import Any
 
 from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.kernel import later, trigger_later, unfired, urgent
-from herdsim.policies import budget as budgets
+from herdsim.policies.budgets.token_bucket import PRESETS, TokenBucketBudget
 
 OUTCOMES = {"error": ERROR, "timeout": TIMEOUT, "rejected": REJECTED, "down": DOWN,
             "throttled": THROTTLED, "failed": FAILED}  # the names non_fatal lists
 
 
-def throttle(max_tokens: float, token_ratio: float) -> budgets.TokenBucketBudget:
+def throttle(max_tokens: float, token_ratio: float) -> TokenBucketBudget:
     """gRPC's retry throttle as the budgets' token bucket (its ``grpc`` preset)."""
-    params: dict[str, Any] = {**budgets.PRESETS["grpc"], "capacity": max_tokens,
+    params: dict[str, Any] = {**PRESETS["grpc"], "capacity": max_tokens,
                               "success_refund": token_ratio}
-    return budgets.TokenBucketBudget(**params)
+    return TokenBucketBudget(**params)
 
 
 class Policy:

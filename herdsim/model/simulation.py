@@ -39,9 +39,7 @@ from herdsim.model.worker import (
     worker,
 )
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
-from herdsim.policies import budget as budgets
 from herdsim.policies.adaptive import ClientRateLimiter
-from herdsim.policies.breaker import CircuitBreaker
 
 
 def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
@@ -212,7 +210,7 @@ class Simulation:
         if not self.scenario.breaker.enabled:
             return None
         cfg = self.scenario.breaker
-        gate = BreakerGate(self.env, CircuitBreaker(cfg), self.breaker_stats,
+        gate = BreakerGate(self.env, cfg.build(), self.breaker_stats,
                            cfg.resume_jitter, self._breaker_draw)
         self.gates.append(gate)
         return gate
@@ -225,7 +223,7 @@ class Simulation:
         key = owner if cfg.scope != "pool" else None
         budget = self._budgets.get(key)
         if budget is None:
-            budget = self._budgets[key] = budgets.build(cfg, self._budget_draw)
+            budget = self._budgets[key] = cfg.build(self._budget_draw)
         return budget
 
     def limiter_for(self, owner) -> ClientRateLimiter | None:
@@ -237,7 +235,7 @@ class Simulation:
         key = owner if cfg.scope != "pool" else None
         limiter = self._limiters.get(key)
         if limiter is None:
-            limiter = self._limiters[key] = ClientRateLimiter(self.env.now)
+            limiter = self._limiters[key] = cfg.build(self.env.now)
         return limiter
 
     @overload

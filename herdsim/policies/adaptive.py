@@ -17,11 +17,19 @@ give the same floats (``tests/policies/test_adaptive.py`` drives both):
 
 botocore blocks the calling thread inside ``acquire``; here ``acquire(now)`` returns the
 wait before asking again (botocore's ``_sleep_amount``), and the caller sleeps it.
+
+The client limiter family has one member, :class:`AwsAdaptive` (``kind: aws_adaptive``,
+the default): its config, and ``build`` for the limiter.
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from herdsim.policies.family import Family, Member
 
 SCALE_CONSTANT = 0.4  # throttling.py CubicCalculator._SCALE_CONSTANT
 BETA = 0.7  # throttling.py CubicCalculator._BETA
@@ -143,3 +151,28 @@ class ClientRateLimiter:
             new_rate = self.cubic.error_received(rate_to_use, now)
             self.enabled = True
         self.bucket.set_max_rate(min(new_rate, MAX_RATE_ADJUST_SCALE * measured_rate), now)
+
+
+class AwsAdaptive(Member):
+    """``kind: aws_adaptive`` (the default): botocore's adaptive retry mode, a client-side
+    rate limiter before every attempt."""
+
+    kind: Literal["aws_adaptive"] = "aws_adaptive"
+    scope: Literal["worker", "pool", "client"] = Field(
+        "pool", description="pool: one client shared by every worker (a boto3 client "
+                            "shared by threads); worker: one each; client: per open-loop "
+                            "client")
+    about: ClassVar[str] = "a CUBIC send rate after the first throttle (botocore adaptive " \
+                           "mode)"
+    fast_path: ClassVar[bool] = False  # every attempt waits for its token
+    fluid: ClassVar[str | None] = "send rate ×0.7 on a throttle, regrown as a cubic, at " \
+                                  "most twice the measured rate"
+
+    def build(self, now: float) -> ClientRateLimiter:
+        """The limiter, its clock started at *now*."""
+        return ClientRateLimiter(now)
+
+
+FAMILY = Family("client limiter", "client limiter", "kind", (AwsAdaptive,),
+                default="aws_adaptive")
+ClientLimiter = FAMILY.union()

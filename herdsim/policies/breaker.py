@@ -6,12 +6,20 @@ threshold. ``OPEN`` refuses calls for ``open_duration`` (times ``open_duration_m
 per consecutive trip, up to ``max_open_duration``), then lets ``half_open_calls`` probes
 through (``HALF_OPEN``): a failed probe reopens it, ``half_open_calls`` successful probes
 close it. Results that arrive while ``OPEN`` are ignored, as in Resilience4j.
+
+The breaker family has one member today, :class:`Resilience4j` (``kind: resilience4j``, the
+default, so a scenario leaves it out): its config, and ``build`` for the breaker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar, Literal
 
+from pydantic import Field
+
+from herdsim.policies.family import Family, Member
+from herdsim.policies.fields import NonNegativeDuration, Period, PositiveDuration
 from herdsim.policies.windows import CountWindow, TimeWindow
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
@@ -97,3 +105,41 @@ class CircuitBreaker:
             self.window.clear()
         if self.listener is not None:
             self.listener(self, now)
+
+
+class Resilience4j(Member):
+    """``kind: resilience4j`` (the default): a breaker with Resilience4j/Polly semantics,
+    off unless ``enabled``."""
+
+    kind: Literal["resilience4j"] = "resilience4j"
+    enabled: bool = False
+    scope: Literal["worker", "pool", "client"] = "worker"
+    retries_only: bool = False
+    failure_rate_threshold: float = Field(0.4, gt=0, le=1)
+    window: Period = 30.0
+    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
+    minimum_calls: int = Field(20, ge=1)
+    slow_call_threshold: PositiveDuration | None = None
+    slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
+    open_duration: PositiveDuration = 10.0
+    open_duration_multiplier: float = Field(1.0, ge=1)
+    max_open_duration: PositiveDuration | None = None
+    half_open_calls: int = Field(3, ge=1)
+    resume_jitter: NonNegativeDuration = Field(
+        0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
+    about: ClassVar[str] = "closed, open, half-open over a time- or count-based window " \
+                           "(Resilience4j, Polly)"
+    fast_path: ClassVar[bool] = False  # enabled, it gates every call
+    emulated: ClassVar[bool] = True  # the testbed's workers run it (testbed/shared.py)
+    fluid: ClassVar[str | None] = "an on/off gate: calls stop for open_duration once the " \
+                                  "failure rate reaches failure_rate_threshold"
+
+    def build(self, listener: Callable[[CircuitBreaker, float], None] | None = None
+              ) -> CircuitBreaker:
+        """The breaker (*listener*: called after every state change)."""
+        return CircuitBreaker(self, listener)
+
+
+FAMILY = Family("circuit breaker", "circuit breaker", "kind", (Resilience4j,),
+                default="resilience4j")
+Breaker = FAMILY.union()

@@ -18,6 +18,7 @@ class, listed in its family's ``FAMILY``, and its test.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,7 +43,7 @@ class Member(Section):
     @classmethod
     def name(cls) -> str:
         """The tag that chooses this member (``slow``)."""
-        return cls.model_fields[cls.family.tag].annotation.__args__[0]
+        return typing.get_args(cls.model_fields[cls.family.tag].annotation)[0]
 
     @model_validator(mode="before")
     @classmethod

@@ -4,7 +4,7 @@ one object across the pool.
 
 Every worker talks to its guard through the same awaitable face (:class:`LocalBreaker`,
 :class:`SharedBreaker`, :class:`LocalBudget`, :class:`SharedBudget`). The local ones wrap
-the policies' own objects (:mod:`herdsim.policies.breaker`, :mod:`herdsim.policies.budget`).
+the policies' own objects (:mod:`herdsim.policies.breaker`, :mod:`herdsim.policies.budgets`).
 The shared ones keep the same state in one Redis key and change it with a Lua script, so
 each decision is atomic across processes; the scripts transcribe those objects' methods
 line by line (same arithmetic on the same doubles: the state travels as MessagePack,
@@ -29,12 +29,10 @@ import math
 from collections.abc import Callable
 
 from herdsim.policies.breaker import CLOSED, OPEN, CircuitBreaker
-from herdsim.policies.budget import (
-    AdaptiveThrottle,
-    CumulativeRatio,
-    RatioBudget,
-    TokenBucketBudget,
-)
+from herdsim.policies.budgets.adaptive import AdaptiveThrottle
+from herdsim.policies.budgets.cumulative_ratio import CumulativeRatio
+from herdsim.policies.budgets.ratio import RatioBudget
+from herdsim.policies.budgets.token_bucket import TokenBucketBudget
 from herdsim.policies.windows import TIME_BUCKETS, CountWindow, TimeWindow
 
 BREAKER_KEY, BUDGET_KEY = "herdsim:breaker", "herdsim:budget"
@@ -192,7 +190,7 @@ redis.call('SET', KEYS[1], cmsgpack.pack(st))
 return {answer, st.state, num(st.open_until), st.probes_left}
 """
 
-# herdsim.policies.budget: ops call (allow_call), retry (allow_retry), result (on_result)
+# herdsim.policies.budgets: ops call (allow_call), retry (allow_retry), result (on_result)
 BUDGET_SCRIPT = _WINDOWS + """
 local allowed, cost = 1, 0
 local kind = st.kind

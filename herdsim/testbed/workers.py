@@ -28,9 +28,8 @@ from herdsim.config.scenario import Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
-from herdsim.policies import budget as budgets
 from herdsim.policies import retry_after
-from herdsim.policies.breaker import CLOSED, CircuitBreaker
+from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
@@ -70,11 +69,11 @@ class WorkerPool:
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
         self.breakers: list[LocalBreaker | SharedBreaker] = []
         breaker, budget = scenario.breaker, scenario.budget
-        self._pool_breaker = (SharedBreaker(redis, CircuitBreaker(breaker))
+        self._pool_breaker = (SharedBreaker(redis, breaker.build())
                               if breaker.enabled and breaker.scope == "pool" else None)
         if self._pool_breaker is not None:
             self.breakers.append(self._pool_breaker)
-        self._pool_budget = (SharedBudget(redis, budgets.build(budget, self._draw), self._draw)
+        self._pool_budget = (SharedBudget(redis, budget.build(self._draw), self._draw)
                              if budget is not None and budget.scope == "pool" else None)
 
     async def setup(self) -> None:
@@ -87,13 +86,13 @@ class WorkerPool:
     def _breaker(self) -> LocalBreaker | None:
         if not self.scenario.breaker.enabled:
             return None
-        breaker = LocalBreaker(CircuitBreaker(self.scenario.breaker))
+        breaker = LocalBreaker(self.scenario.breaker.build())
         self.breakers.append(breaker)
         return breaker
 
     def _budget(self) -> LocalBudget | None:
         cfg = self.scenario.budget
-        return LocalBudget(budgets.build(cfg, self._draw)) if cfg is not None else None
+        return LocalBudget(cfg.build(self._draw)) if cfg is not None else None
 
     async def run(self) -> None:
         end = self.scenario.duration

@@ -121,7 +121,7 @@ def test_validate_prints_the_resolved_scenario(tmp_path, scenarios_dir):
 
 
 def test_strategies_lists_every_builtin(tmp_path):
-    from herdsim.policies.strategies import BUILT_IN
+    from herdsim.policies.backoff import BUILT_IN
 
     proc = herdsim("strategies", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -42,7 +42,7 @@ PATHS = ["duration", "bin", "peak_window", "seed", "name", "queue", "workload.ra
 HOSTILE_TEXT = ["../../escape", "a/b/c", "/abs", "x[/]", "[bold]x", "\x1b[31mred", "x" * 300,
                 ".inf", "-.inf", ".nan", "1e308", "1e308s", "-1", "0", "true", "null", "[1,",
                 "{a: 1, a: 2}", "1us", "500us", "", " ", "é", "\x00", "os:system",
-                "herdsim.policies.strategies:Fixed", "!!python/object:os.system"]
+                "herdsim.policies.backoff:Fixed", "!!python/object:os.system"]
 NUMBERS = [math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, -0.0, 1e9 + 1, 0.05, 3,
            -1, 0, 2**31, 2**63, 2**70, -2**70]  # extremes (a mid-sized value is a valid run)
 VALUES = st.one_of(
@@ -342,7 +342,7 @@ def damaged_copy(tmp_path_factory, unseal: bool = True) -> Path:
 def test_reading_never_resolves_a_strategy_of_any_kind(name):
     from importlib.metadata import EntryPoint
 
-    from herdsim.policies import strategies
+    from herdsim.policies.backoff import registry as strategies
 
     def refuse(*args):
         raise AssertionError("a reader resolved a strategy")
@@ -362,7 +362,7 @@ def test_an_installed_strategy_in_someone_elses_folder_is_never_loaded(tmp_path_
     from importlib.metadata import EntryPoint
 
     from herdsim.outputs import openmetrics
-    from herdsim.policies import strategies
+    from herdsim.policies.backoff import registry as strategies
 
     out = damaged_copy(tmp_path_factory)
     text = (out / "scenario.yaml").read_text()

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from herdsim.cli import app
 from herdsim.config import bundled
 from herdsim.errors import UsageError
-from herdsim.policies import presets, strategies
+from herdsim.policies import presets
+from herdsim.policies.backoff import registry as strategies
 
 
 def invoke(*args: str, env: dict | None = None):

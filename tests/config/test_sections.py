@@ -163,12 +163,14 @@ def mitigated(draw) -> dict:
             "half_open_calls": draw(st.integers(1, 3))}
     kind = draw(st.sampled_from([None, "token_bucket", "adaptive", "ratio"]))
     if kind is not None:
-        data["budget"] = {"kind": kind, "window": "1s",
+        data["budget"] = {"kind": kind,
                           "scope": "pool" if open_loop else draw(st.sampled_from(
                               ["pool", "worker"]))}
         if kind == "token_bucket":
             data["budget"]["preset"] = draw(st.sampled_from(["aws", "aws-1.43", "grpc"]))
             data["budget"]["capacity"] = draw(st.sampled_from([10, 50]))
+        else:  # a token bucket has no window
+            data["budget"]["window"] = "1s"
     return data
 
 

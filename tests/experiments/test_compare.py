@@ -18,7 +18,7 @@ from herdsim.analysis.summary import peak_rate
 from herdsim.cli import app
 from herdsim.experiments.compare import build_arms
 from herdsim.plots.figures import call_counts
-from herdsim.policies import strategies as strategies_registry
+from herdsim.policies.backoff import registry as strategies_registry
 from herdsim.results.comparison import aggregate
 
 # Wall-clock KPIs differ between identical runs; everything else must not.

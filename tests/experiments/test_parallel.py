@@ -38,7 +38,7 @@ from herdsim.experiments import compare as compare_module
 from herdsim.experiments.compare import Failed
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs.compare_dir import load_outputs
-from herdsim.policies.strategies import Strategy
+from herdsim.policies.backoff import Strategy
 from herdsim.system import signals
 
 FAIL, HOLD, FINE = 0.07, 0.04, 0.05  # retry.base of the arm that raises, holds, finishes

@@ -16,19 +16,19 @@ import simpy
 from conftest import assert_every_job_ends_in_one_place, play_calls
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 from small_scenarios import scenarios
 
 import herdsim
-from herdsim.config.sections import Budget
 from herdsim.config.sections import Downstream as DownstreamConfig
 from herdsim.model.downstream.core import DOWN, OK, REJECTED, TIMEOUT, Downstream
 from herdsim.model.kernel import Environment
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import Draws, draws
-from herdsim.policies import budget as budgets
+from herdsim.policies import budgets
+from herdsim.policies.backoff import Strategy
 from herdsim.policies.rate_limit import TokenBucket
-from herdsim.policies.strategies import Strategy
 
 SERVICE, REQUEST, RESPONSE = 1.0, 0.3, 0.2
 LEGS = {"service": {"distribution": "constant", "mean": SERVICE},
@@ -268,8 +268,8 @@ def test_first_try_crediting_is_the_original_bucket(fill, size, script):
     """Driven as the worker drives it (allow_call before each first try, on_result after
     each call, allow_retry after each failure), the bucket decides every retry as the
     original does, and holds the same tokens."""
-    ours = budgets.build(Budget.model_validate(
-        {**ORIGINAL_BUCKET, "capacity": size, "success_refund": fill}), None)
+    ours = TypeAdapter(budgets.Budget).validate_python(
+        {**ORIGINAL_BUCKET, "capacity": size, "success_refund": fill}).build(None)
     theirs = OriginalBucket(fill, size)
     for now, step in enumerate(script):
         if step == "first":
@@ -335,8 +335,8 @@ def test_the_cumulative_ratio_is_the_original_breaker(ratio, n_retries, script):
     """Calls start, succeed and fail in any order, as the worker drives the budget:
     allow_call(first) at each first try; at each failure on_result, then give up when
     max_retries is spent, else ask allow_retry."""
-    ours = budgets.build(Budget.model_validate(
-        {"kind": "cumulative_ratio", "ratio": ratio}), None)
+    ours = TypeAdapter(budgets.Budget).validate_python(
+        {"kind": "cumulative_ratio", "ratio": ratio}).build(None)
     theirs = OriginalBreaker(ratio)
     live: list[int] = []  # retries made so far by each call in flight
     for now, (step, pick) in enumerate(script):

@@ -97,7 +97,7 @@ TURNED_ON = {
     "workers.attempt_overhead": "1ms",
     "retry.retry_after": "use",
     "retry.throttling_base": "50ms",
-    "breaker.enabled": True,
+    "breaker": {"enabled": True},
     "budget": {"kind": "ratio"},
     "workers.autoscale": {"metric": "queue_depth", "target": 5, "max": 16, "interval": "250ms"},
     "client_limiter": {"scope": "pool"},
@@ -122,7 +122,7 @@ def _set(spec: dict, path: str, value) -> dict:
 
 
 # What the open-loop callers need beside each feature, and the features they cannot have.
-FOR_CALLERS = {"breaker.enabled": {"breaker.scope": "pool"}}
+FOR_CALLERS = {"breaker": {"breaker.scope": "pool"}}
 QUEUE_ONLY = {"workers.retry_mode", "workers.autoscale", "workload.keys"}
 GATED = [pytest.param(path, False, id=f"{path}-workers") for path in sorted(TURNED_ON)]
 GATED += [pytest.param(path, True, id=f"{path}-callers") for path in sorted(TURNED_ON)
@@ -138,9 +138,10 @@ def test_a_feature_that_gates_calls_forces_the_general_loop(path, open_loop, mon
     if path == "hedging":  # the workers hedge or retry, not both
         del spec["retry"]
     assert plain(herdsim.load_scenario(spec))
+    _set(spec, path, TURNED_ON[path])
     for extra, value in FOR_CALLERS.get(path, {}).items() if open_loop else ():
         _set(spec, extra, value)
-    scenario = herdsim.load_scenario(_set(spec, path, TURNED_ON[path]))
+    scenario = herdsim.load_scenario(spec)
     assert not plain(scenario)
 
     def fast_path(_sim):

@@ -94,7 +94,7 @@ def test_each_arm_gets_its_own_colour_and_strategies_keep_theirs(comparison):
         firsts.setdefault(arm.strategy, arm)
     for strategy, arm in firsts.items():
         assert styles[arm.label]["color"] == strategy_color(strategy)
-    assert len({strategy_color(name) for name in herdsim.policies.strategies.BUILT_IN}) == 7
+    assert len({strategy_color(name) for name in herdsim.policies.backoff.BUILT_IN}) == 7
     assert strategy_color("pkg.mod:Mine") not in STRATEGY_COLORS.values()
 
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim.config.sections import Breaker
 from herdsim.model.simulation import Simulation
 from herdsim.policies.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from herdsim.policies.breaker import Resilience4j as Breaker
 from herdsim.results.result import Result
 
 

@@ -19,19 +19,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 import herdsim
 from herdsim.model.simulation import Simulation
-from herdsim.policies import budget as budgets
-from herdsim.policies.budget import AdaptiveThrottle, RatioBudget, TokenBucketBudget
+from herdsim.policies import budgets
+from herdsim.policies.budgets.adaptive import AdaptiveThrottle
+from herdsim.policies.budgets.ratio import RatioBudget
+from herdsim.policies.budgets.token_bucket import PRESETS, TokenBucketBudget
 from herdsim.policies.windows import TIME_BUCKETS
 from herdsim.results.result import Result
 
 
 def built(**fields):
     """The budget object a scenario's ``budget`` section builds."""
-    cfg = herdsim.config.sections.Budget(**fields)
-    return budgets.build(cfg, np.random.default_rng(0).random)
+    cfg = TypeAdapter(budgets.Budget).validate_python(fields)
+    return cfg.build(np.random.default_rng(0).random)
 
 
 # -- presets ---------------------------------------------------------------------------------
@@ -313,7 +316,7 @@ def test_aws_quota_in_the_engine_allows_capacity_over_cost_retries(make_scenario
     result = herdsim.run(herdsim.load_scenario(
         down_all_run(make_scenario, kind="token_bucket", preset=preset, scope=scope)))
     s, ts = result.summary, result.timeseries
-    assert len(result.sleeps) == 500 // budgets.PRESETS[preset]["retry_cost"] * owners
+    assert len(result.sleeps) == 500 // PRESETS[preset]["retry_cost"] * owners
     assert ts["budget_refused"].sum() == s["budget_refused_total"] > 0
     assert s["jobs_dead_lettered"] == s["budget_refused_total"]
     assert s["jobs_succeeded"] == 0

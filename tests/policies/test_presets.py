@@ -44,7 +44,8 @@ from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
 from herdsim.model import calls, worker
 from herdsim.model.simulation import Simulation
-from herdsim.policies import budget, presets, retry_after
+from herdsim.policies import presets, retry_after
+from herdsim.policies.budgets import token_bucket as budget
 from herdsim.results.result import run
 
 SEEDS = range(5)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 import herdsim
-from herdsim.policies import strategies
-from herdsim.policies.strategies import Strategy
+from herdsim.policies.backoff import Strategy
+from herdsim.policies.backoff import registry as strategies
 
 # One KS test per case below, about a dozen in all: at alpha = 0.001 each, the chance that
 # some correct strategy fails for an unlucky seed is about 1%. With n = 2000 draws the KS

@@ -17,10 +17,11 @@ import time
 import numpy as np
 import pytest
 import redis.asyncio as aioredis
+from pydantic import TypeAdapter
 
-from herdsim.config.sections import Breaker, Budget
-from herdsim.policies import budget as budgets
+from herdsim.policies import budgets
 from herdsim.policies.breaker import OPEN, CircuitBreaker
+from herdsim.policies.breaker import Resilience4j as Breaker
 from herdsim.testbed.processes import Fleet
 from herdsim.testbed.shared import PROBE_POLL, SharedBreaker, SharedBudget, peek
 
@@ -127,7 +128,7 @@ def test_the_shared_budget_decides_as_the_pure_one(redis_url, name):
     """Each event is a job's step: a call (first try or retry; the adaptive throttle's
     uniform draw comes with it), its result, and a retry asked for after a failure
     (timed out or throttled at random). The pure object gets the event's draw too."""
-    cfg = Budget(**BUDGETS[name])
+    cfg = TypeAdapter(budgets.Budget).validate_python(BUDGETS[name])
     rng = np.random.default_rng(11)
     times = _times(rng)
     draws, fails, first, kinds = (rng.random(EVENTS), rng.random(EVENTS),
@@ -135,8 +136,8 @@ def test_the_shared_budget_decides_as_the_pure_one(redis_url, name):
     current = {"draw": 0.0}
 
     async def body(client):
-        pure = budgets.build(cfg, lambda: current["draw"])
-        shared = SharedBudget(client, budgets.build(cfg, lambda: 0.0),
+        pure = cfg.build(lambda: current["draw"])
+        shared = SharedBudget(client, cfg.build(lambda: 0.0),
                               lambda: current["draw"])
         await shared.init()
         answers = []

@@ -12,12 +12,13 @@ or the waiting room. Calls over the limit
 or shed are refused at once with ``admission.status`` (503: ``REJECTED``, 429:
 ``THROTTLED``; shedding always 503) and the downstream's Retry-After.
 
-When a slot frees, the **discipline** picks the next call: the oldest (fifo), the newest
-(lifo), or the oldest until ``lifo_threshold`` calls wait, then the newest
-(adaptive_lifo). With **CoDel**, while the room has not been empty for ``interval``, a
-call picked after waiting longer than ``target`` is rejected (503) instead of served: the
-check runs when a slot frees (CoDel's dequeue), where Facebook's version gives such a call
-a ``target`` timeout when it arrives.
+When a slot frees, the **discipline** (:mod:`herdsim.policies.disciplines`) picks the next
+call: the oldest or the newest, always or by the room's depth (read once here: a room that
+always serves one end asks nothing per call). With **CoDel**, while the room has not been
+empty for ``interval``, a call picked after waiting longer than ``target`` is rejected
+(503) instead of served (:mod:`herdsim.policies.codel`): the check runs when a slot frees
+(CoDel's dequeue), where Facebook's version gives such a call a ``target`` timeout when it
+arrives.
 
 The limiter sees every admitted call once as it leaves: served (``sample`` with the
 server-side rtt, also for calls whose client left), or dropped (left the room unserved:
@@ -53,8 +54,8 @@ class DefendedDownstream(Downstream):
                  draw=None) -> None:
         super().__init__(env, cfg, service, outage_draw, recorder, network, request)
         self._gated = True  # every call meets the admission limit and shedding first
-        self.discipline = cfg.discipline
-        self.lifo_threshold = cfg.lifo_threshold
+        room = cfg.room()
+        self._always, self._newest = room.always, room.newest  # which end a slot serves
         self.codel = cfg.codel
         self.shedding = cfg.shedding
         self._draw = draw
@@ -75,9 +76,9 @@ class DefendedDownstream(Downstream):
             self._shed_shedding = recorder.counter("shed_shedding").append
         if self.codel is not None:
             self._shed_codel = recorder.counter("shed_codel").append
-        if self.discipline == "adaptive_lifo":
+        if room.always is None:  # it changes ends with the depth: when it serves the newest
             self.gauge_samplers.append((recorder.gauges.setdefault("lifo", []),
-                                        lambda: float(self.in_room() >= self.lifo_threshold)))
+                                        lambda: float(room.newest(self.in_room()))))
 
     # -- admission -------------------------------------------------------------------------
 
@@ -88,8 +89,7 @@ class DefendedDownstream(Downstream):
             self._shed_admission(now)
             return self._refuse(now, self._over_limit)
         shedding = self.shedding
-        if shedding is not None and self.in_room() >= shedding.above \
-                and self._draw() >= shedding.probability:
+        if shedding is not None and shedding.sheds(self.in_room(), self._draw):
             self._shed_shedding(now)
             return self._refuse(now, REJECTED)
         return None
@@ -157,9 +157,9 @@ class DefendedDownstream(Downstream):
             self._left(c, now, False)
         waiting = self._waiting
         serve_abandoned = self.serve_abandoned
+        always, newest = self._always, self._newest
         while waiting:
-            if self.discipline == "fifo" or (self.discipline == "adaptive_lifo"
-                                             and self.in_room() < self.lifo_threshold):
+            if always is False or (always is None and not newest(self.in_room())):
                 nxt = waiting.popleft()
             else:
                 nxt = waiting.pop()
@@ -177,10 +177,7 @@ class DefendedDownstream(Downstream):
     def _codel_drops(self, c: Call, now: float, live: bool) -> bool:
         """CoDel: reject *c* when the room has stood for ``interval`` and *c* has waited
         longer than ``target``."""
-        codel = self.codel
-        if now - c.admitted <= codel.target:
-            return False
-        if now - self._standing_since < codel.interval:
+        if not self.codel.drops(now - c.admitted, now - self._standing_since):
             return False
         self._shed_codel(now)
         self._left(c, now, True)

@@ -54,8 +54,6 @@ from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.kernel import at, call_later, trigger_later, urgent
 from herdsim.model.streams import draws
 from herdsim.model.worker import make_retry
-from herdsim.policies import budget as budgets
-from herdsim.policies.breaker import CircuitBreaker
 
 GRAPH_STREAMS = 1000  # SeedSequence spawn key of the graph's streams (clear of PURPOSES)
 TIER_PURPOSES = ("service", "outages", "network", "request", "admission")
@@ -300,9 +298,9 @@ class Edge:
         self.count = cfg.count
         rngs = {name: np.random.default_rng(s)
                 for name, s in zip(EDGE_PURPOSES, seed.spawn(len(EDGE_PURPOSES)), strict=True)}
-        self.budget = (budgets.build(cfg.budget, draws(lambda n: rngs["budget"].random(n)))
+        self.budget = (cfg.budget.build(draws(lambda n: rngs["budget"].random(n)))
                        if cfg.budget is not None else None)
-        self.breaker = CircuitBreaker(cfg.breaker) if cfg.breaker.enabled else None
+        self.breaker = cfg.breaker.build() if cfg.breaker.enabled else None
         self.slow_threshold = cfg.breaker.slow_call_threshold
         # what the workers' retry step records, kept per edge: when each retry was
         # decided and when the budget refused one

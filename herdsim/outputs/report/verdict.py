@@ -261,7 +261,7 @@ def _mechanisms(c, arm) -> list[str]:
     ds = arm.scenario.downstream
     kind = ds.admission.kind if getattr(ds, "admission", None) is not None else ""
     found = []
-    if getattr(ds, "discipline", "fifo") != "fifo":
+    if ds.room().always is not False:  # a room that may serve the newest call
         found.append(f"the waiting room served newest first ({ds.discipline})")
     runs = c.runs[c.runs["arm"] == arm.label]
     for key, text in MECHANISMS:

@@ -1,0 +1,76 @@
+"""The backoff strategy's base: small pure objects that know nothing of SimPy.
+
+A strategy is built from ``base`` and ``cap`` (seconds) plus optional parameters, and
+``sleep(attempt, prev, rng)`` returns the sleep before the next try. ``attempt`` is 0 for
+the first retry (the brief's convention), ``prev`` is the job's previous sleep (``base``
+before its first retry) and ``rng`` a :class:`numpy.random.Generator`.
+
+A strategy whose memory is not its last sleep sets ``stateful = True``: its ``sleep``
+then returns ``(sleep, state)`` and receives that state back as ``prev`` next time.
+
+``min_sleep`` is a hint: ``0.0`` declares that the strategy may retry at once (a sleep of
+exactly zero, as tenacity's default does), and a scenario in which that would freeze
+simulated time is refused (see docs/model.md, "Zero-wait retries"). ``None`` (the
+default) claims nothing; the built-ins never sleep exactly zero (full jitter's U(0, v)
+is zero with probability 0).
+
+Built-ins with a closed form implement ``cdf(x, attempt, prev)`` (the distribution of one
+sleep, vectorised with numpy broadcasting); tests check the draws against it and plots
+overlay it. ``decorrelated_jitter_v2`` has none (its sleep depends on the previous draw).
+
+Like a family's member (:mod:`herdsim.policies.family`), a strategy declares whether it
+keeps the workers' fast path (``fast_path``: every one does, the sleep is drawn in either
+loop), whether the testbed runs it for real (``emulated``: its workers draw from the same
+object) and its ``fluid`` form: one sleep's distribution at retry ``n`` for a mean-field
+model, or None when it has none (a sleep that depends on the previous one).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+
+class ParamsError(ValueError):
+    """A strategy exists but rejects the parameters it was given."""
+
+
+class Strategy:
+    """Base class of backoff strategies (subclass it, or just provide ``sleep``)."""
+
+    name: ClassVar[str] = ""
+    formula: ClassVar[str] = ""
+    stateful: ClassVar[bool] = False
+    min_sleep: ClassVar[float | None] = None
+    fast_path: ClassVar[bool] = True
+    emulated: ClassVar[bool] = True
+    fluid: ClassVar[str | None] = None
+
+    def __init__(self, base: float, cap: float):
+        self.base = float(base)
+        self.cap = float(cap)
+        self._ceilings = [min(self.cap, self.base * 2.0**k) for k in range(64)]
+
+    def ceiling(self, attempt: int) -> float:
+        """``min(cap, base * 2**attempt)`` without overflow for huge attempts."""
+        return self._ceilings[attempt] if attempt < 64 else self.cap
+
+    def _ceiling_array(self, attempt: np.ndarray) -> np.ndarray:
+        exponent = np.minimum(np.asarray(attempt, dtype=float), 1023.0)
+        return np.minimum(self.cap, self.base * np.exp2(exponent))
+
+    def sleep(self, attempt: int, prev: float, rng: np.random.Generator) -> float:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base={self.base:g}, cap={self.cap:g})"
+
+
+def _uniform_cdf(x, lo, hi):
+    """CDF of U(lo, hi), with a point mass where lo == hi."""
+    width = np.where(hi > lo, hi - lo, 1.0)
+    inside = np.clip((x - lo) / width, 0.0, 1.0)
+    return np.where(hi > lo, inside, (x >= lo).astype(float))
+
+
