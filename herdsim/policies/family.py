@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Union
 
-from pydantic import BaseModel, BeforeValidator, Discriminator, Tag, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Discriminator,
+    Tag,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from herdsim.policies.fields import FieldError, Section
 
@@ -47,17 +55,22 @@ class Member(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _only_its_own_fields(cls, data: Any) -> Any:
-        """A field another member reads is refused naming who reads it (null is unset:
-        how older herdsim wrote every member's fields)."""
+    def _only_its_own_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """A field another member reads is refused naming who reads it. Null is unset,
+        and in a scenario herdsim wrote (``written`` in the validation context: an
+        output directory's), so is another member's default: older releases wrote every
+        member's fields with their defaults."""
         if not isinstance(data, dict):
             return data
+        written = bool((info.context or {}).get("written"))
         kept = {}
         for key, value in data.items():
             owners = [] if key in cls.model_fields or not isinstance(key, str) else \
-                [m.name() for m in cls.family.members if key in m.model_fields]
-            if owners and value is not None:
-                raise FieldError(key, cls.family.only(owners, key, cls.name()))
+                [m for m in cls.family.members if key in m.model_fields]
+            if owners and value is not None and not (
+                    written and any(m.model_fields[key].default == value for m in owners)):
+                raise FieldError(key, cls.family.only([m.name() for m in owners], key,
+                                                      cls.name()))
             if not owners:
                 kept[key] = value
         return kept

@@ -30,8 +30,8 @@ from herdsim.policies import adaptive, backoff, breaker, budgets, codel, discipl
 from herdsim.policies.backoff import registry
 from herdsim.policies.windows import TIME_BUCKETS
 
-# (family, where its member sits, a valid section of each member)
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases"  # tests/cases
+# (family, where its member sits, a valid section of each member)
 SECTIONS = [
     (budgets.FAMILY, "budget", {"token_bucket": {"kind": "token_bucket", "preset": "aws"},
                                 "adaptive": {"kind": "adaptive"},
