@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
 import pytest
 
 import herdsim
@@ -163,3 +165,19 @@ def test_a_new_kpi_object_reaches_every_surface_with_no_other_edit(extended, mak
     assert "Retries per job" in titles
     conditions = gate.parse(["retries_per_job >= 0"])
     assert gate.failing(conditions, {"tiny": s})[0].startswith("fail-if retries_per_job")
+
+
+def test_arms_rank_by_the_objects_rank_panels_each_its_own_way():
+    """A KPI's rank panel orders arms by its better direction, undefined last; a KPI of
+    classes by its class, best first; an earlier place decides first."""
+    frame = pd.DataFrame({"arm": list("abcd"), "grade": ["ok", "bad", "ok", "bad"],
+                          "score": [1.0, 3.0, np.nan, 2.0]})
+    score = {"key": "score", "label": "score", "panels": {"rank": Panel(2)}}
+    grade = KPI("grade", "grade", kind="text", classes=("ok", "bad"),
+                panels={"rank": Panel(1)})
+    up = kpis.rank(frame, (KPI(better="higher", **score),))
+    down = kpis.rank(frame, (KPI(better="lower", **score),))
+    assert list(up["arm"]) == ["b", "d", "a", "c"] and list(down["arm"]) == ["a", "d", "b", "c"]
+    both = kpis.rank(frame, (KPI(better="higher", **score), grade))
+    assert list(both["arm"]) == ["a", "c", "b", "d"]
+    assert list(both.columns) == list(frame.columns)

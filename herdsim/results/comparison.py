@@ -28,9 +28,10 @@ from herdsim.analysis.kpis import (
     TIER_BY_KEY,
     kpi_of,
     on,
+    rank,
     window_text,
 )
-from herdsim.analysis.metastability import RANK_RULE, majority, rank
+from herdsim.analysis.metastability import RANK_RULE, majority
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario

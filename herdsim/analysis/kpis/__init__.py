@@ -27,13 +27,14 @@ from herdsim.analysis.kpis.base import (
     window_text,
 )
 from herdsim.analysis.kpis.frames import Run, summarize
+from herdsim.analysis.kpis.ranking import rank
 from herdsim.analysis.kpis.run import BY_KEY, REGISTRY, STATE_MEANING, STATES
 from herdsim.analysis.kpis.tiers import TIER_BY_KEY, TIER_REGISTRY
 
 __all__ = ["BOUNDS_NOTE", "BY_KEY", "KPI", "NA", "REGISTRY", "STATES", "STATE_MEANING",
            "SURFACES", "TIER_BY_KEY", "TIER_REGISTRY", "Kind", "Panel", "Run", "bounds",
            "format_kpi", "format_value", "kpi_of", "missing_text", "number_text", "on",
-           "percent", "show", "summarize", "undefined", "window_text"]
+           "percent", "rank", "show", "summarize", "undefined", "window_text"]
 
 
 def kpi_of(key: str) -> KPI:

@@ -23,7 +23,7 @@ Better = Literal["higher", "lower", None]
 Across = Literal["mean", "majority", "mode", "any", None]
 Need = Literal["outage", "capacity"]
 NA = "n/a"
-SURFACES = ("run", "compare", "report", "figure", "verdict")  # where a KPI may be shown
+SURFACES = ("run", "compare", "report", "figure", "verdict", "rank")  # where a KPI is used
 
 
 @dataclass(frozen=True)

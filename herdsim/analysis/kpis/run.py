@@ -81,7 +81,7 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="recovered, degraded or metastable: the sweep's classifier on this run",
         classes=STATES, headline=True, across="majority", compute=_state,
         details="; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items()),
-        panels={"run": Panel(1), "compare": Panel(1, "state")}),
+        panels={"run": Panel(1), "compare": Panel(1, "state"), "rank": Panel(1)}),
     KPI("headline_tier", "headline tier", kind="text", optional=True, across="mode",
         meaning="a call graph's tier in most trouble, whose state, capacity, peaks, "
                 "collapses and recovery the summary's headline keys are: the worst state "
@@ -92,14 +92,14 @@ REGISTRY: tuple[KPI, ...] = (
         "jobs that succeeded over jobs submitted", missing="no job submitted",
         compute=lambda run: _ratio(run.outcomes["succeeded"], len(run.jobs)),
         legacy=_succeeded_share,
-        panels={"run": Panel(2), "compare": Panel(3, "succeeded %"),
+        panels={"run": Panel(2), "compare": Panel(3, "succeeded %"), "rank": Panel(5),
                 "report": Panel(1, group=OUTCOME),
                 "figure": Panel(0, "Succeeded", "% of jobs submitted")}),
     KPI("goodput", "goodput", "× offered", better="higher",
         meaning="successes per second after the last outage (whole run without one) over "
                 "the offered rate of jobs that can succeed; above 1 while a backlog drains",
         missing="no offered rate", compute=lambda run: rules.goodput(run.jobs, run.scenario),
-        panels={"run": Panel(3), "compare": Panel(4, "goodput ×offered"),
+        panels={"run": Panel(3), "compare": Panel(4, "goodput ×offered"), "rank": Panel(4),
                 "report": Panel(2, group=OUTCOME)}),
     KPI("outages", "outages", kind="count", meaning="injected outages",  # twice listed: one
         compute=lambda run: len({repr(o) for o in run.scenario.all_outages})),
@@ -204,6 +204,7 @@ REGISTRY: tuple[KPI, ...] = (
         needs=("capacity",), headline=True,
         compute=lambda run: run.peak / run.capacity if run.capacity else None,
         panels={"run": Panel(14), "compare": Panel(7, "{window} peak/cap ×"),
+                "rank": Panel(6),
                 "report": Panel(4, group=LOAD),
                 "figure": Panel(1, "Peak calls in {window}",
                                 "× what capacity serves in {window}", reference=1.0)}),
@@ -212,6 +213,7 @@ REGISTRY: tuple[KPI, ...] = (
         missing="no pre-outage period", needs=("outage",), headline=True,
         compute=lambda run: rules.peak_to_baseline(run.attempt_times, run.scenario),
         panels={"run": Panel(15), "compare": Panel(6, "{window} peak/pre ×"),
+                "rank": Panel(7),
                 "report": Panel(5, group=LOAD)}),
     KPI("retry_peak_to_mean", "retry peak / mean (storm shape)", "×",
         meaning="busiest bin of retries over their mean during the storm: describes the "
@@ -235,7 +237,7 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="seconds from the last outage's end until healthy for good",
         missing=NOT_RECOVERED, needs=("outage",), unreached="not recovered", headline=True,
         compute=lambda run: rules.recovery_time(run.ts, run.scenario),
-        panels={"run": Panel(30), "compare": Panel(5, "recovery s"),
+        panels={"run": Panel(30), "compare": Panel(5, "recovery s"), "rank": Panel(2),
                 "report": Panel(3, group=OUTCOME),
                 "figure": Panel(4, "Recovery time", "s after the outage ends")}),
     KPI("latency_p50", "latency p50", "s", better="lower",
@@ -292,7 +294,7 @@ REGISTRY: tuple[KPI, ...] = (
     # the occ model's own, in the model's extras
     KPI("completion_time", "completion time", "s", better="lower",
         meaning="occ: when the last client finished", missing="not every client succeeded",
-        panels={"run": Panel(28)}),
+        panels={"run": Panel(28), "rank": Panel(3)}),
     KPI("conflicts", "conflicts", kind="count", better="lower",
         meaning="occ: writes that lost a version check", panels={"run": Panel(29)}),
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took",

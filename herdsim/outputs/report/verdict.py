@@ -214,7 +214,7 @@ def assumptions(c) -> list[str]:
 
 def verdict(c) -> list[str]:
     """The verdict: a lead line, then one line per arm (best first, the ranking of
-    :func:`~herdsim.analysis.metastability.rank`)."""
+    :func:`~herdsim.analysis.kpis.rank`)."""
     sc = c.scenario
     st = states(c)
     if sc.all_outages:
