@@ -73,8 +73,9 @@ def kpis(c: Comparison) -> Figure:
             for i, (yi, value) in enumerate(zip(y, values, strict=True)):
                 spread = 0.0 if err is None or not np.isfinite(err[i]) else err[i]
                 text = _text(c, kpi, value, ranked.iloc[i], missing)
-                if found[i] is not None and found[i][1] != found[i][0]:  # the range it lies in
-                    low, upper = found[i]  # type: ignore[misc]  # not None: checked
+                bound = found[i]
+                if bound is not None and bound[1] != bound[0]:  # the range it lies in
+                    low, upper = bound
                     high = right_edge if upper is None else upper
                     ax.plot([low, high], [yi, yi], color="0.2", lw=2.5,
                             marker=">" if upper is None else "|", markevery=[1])

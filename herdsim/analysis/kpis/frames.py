@@ -26,10 +26,15 @@ class Run(Mapping[str, Any]):
                  crash_times: Sequence[float], scenario: Scenario, wall: float,
                  breaker_trips: int = 0, breaker_open_time: float = 0.0,
                  extra: dict | None = None, registry: tuple = ()) -> None:
-        self.ts, self.jobs, self.scenario, self.wall = ts, jobs, scenario, wall
-        self.attempt_times, self.crash_times = attempt_times, crash_times
-        self.breaker_trips, self.breaker_open_time = breaker_trips, breaker_open_time
-        self.extra = dict(extra or {})
+        self.ts: pd.DataFrame = ts
+        self.jobs: pd.DataFrame = jobs
+        self.scenario: Scenario = scenario
+        self.wall: float = wall
+        self.attempt_times: np.ndarray = attempt_times
+        self.crash_times: Sequence[float] = crash_times
+        self.breaker_trips: int = breaker_trips
+        self.breaker_open_time: float = breaker_open_time
+        self.extra: dict[str, Any] = dict(extra or {})
         self._kpis = {kpi.key: kpi for kpi in registry}
         self._values: dict[str, Any] = dict(self.extra)
 

@@ -123,9 +123,9 @@ def _kpi_table(c) -> tuple[str, list[str]]:
     best = (ties(arm_stats(c, share.key), share.better or "higher") if c.replications > 1
             else [])
     window = {"peak_window": c.scenario.peak_window}
-    group = {kpi.key: kpi.panels["report"].group if kpi.panels["report"].group in GROUPS
-             else GROUPS[0] for kpi in shown}
-    grouped = {name: [k for k in keys if group[k] == name] for name in GROUPS}
+    group_of = {kpi.key: kpi.panels["report"].group if kpi.panels["report"].group in GROUPS
+                else GROUPS[0] for kpi in shown}
+    grouped = {name: [k for k in keys if group_of[k] == name] for name in GROUPS}
     tables = []
     for group, members in ((g, m) for g, m in grouped.items() if m):
         first = group == "outcome"
