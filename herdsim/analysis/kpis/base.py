@@ -8,15 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from herdsim.config.durations import format_duration
-
-if TYPE_CHECKING:
-    from herdsim.analysis.kpis.frames import Run
 
 Kind = Literal["count", "real", "fraction", "flag", "text"]
 Better = Literal["higher", "lower", None]
@@ -52,8 +49,9 @@ class KPI:
     ``missing`` what an undefined value means (shown after "n/a"), ``optional`` that the
     run table shows it only when nonzero.
 
-    ``compute(run)`` is its value from a run's frames (:class:`~.frames.Run`); None when
-    another part supplies it (the model's extras, a call graph's headline, the testbed).
+    ``compute(run)`` is its value from a run's frames (:class:`~.frames.Run`; a tier KPI's
+    from one tier, :class:`herdsim.analysis.tiers.Tier`); None when another part supplies
+    it (the model's extras, a call graph's headline, the testbed).
     ``present(run)``: whether the run has it at all (a defence's counter only with it).
     ``upper``: the key of its upper bound (a latency quantile with pending jobs);
     ``needs``: what it is undefined without (an outage, a bounded capacity); ``unreached``:
@@ -73,8 +71,8 @@ class KPI:
     meaning: str = ""
     optional: bool = False
     missing: str = ""
-    compute: Callable[[Run], Any] | None = field(default=None, repr=False)
-    present: Callable[[Run], bool] | None = field(default=None, repr=False)
+    compute: Callable[[Any], Any] | None = field(default=None, repr=False)
+    present: Callable[[Any], bool] | None = field(default=None, repr=False)
     upper: str = ""
     needs: tuple[Need, ...] = ()
     unreached: str = ""
@@ -104,7 +102,7 @@ class KPI:
         """How *surface* (one of :data:`SURFACES`) shows this KPI, or None."""
         return self.panels.get(surface)
 
-    def has(self, run: Run) -> bool:
+    def has(self, run: Any) -> bool:
         """Whether *run*'s summary holds this KPI: computed (and present), or supplied."""
         if self.key in run.extra:
             return True

@@ -23,6 +23,7 @@ from herdsim.analysis.kpis import (
     BY_KEY,
     NA,
     TIER_BY_KEY,
+    TIER_REGISTRY,
     format_kpi,
     on,
 )
@@ -192,8 +193,8 @@ def tier_section(c) -> str:
         for name in names:
             headline = " (headline)" if name == arm.get("headline_tier") else ""
             row = {"arm": arm["arm"], "tier": name + headline}
-            for key, kpi in TIER_BY_KEY.items():
-                value = arm.get(f"tiers.{name}.{key}")
+            for kpi in on("report", TIER_REGISTRY):
+                value = arm.get(f"tiers.{name}.{kpi.key}")
                 if value is None or pd.isna(value):
                     row[kpi.label] = (kpi.missing if not kpi.unreached
                                       or c.scenario.all_outages else None) or NA
@@ -201,7 +202,7 @@ def tier_section(c) -> str:
                     row[kpi.label] = value if kpi.kind == "text" else format_kpi(float(value))
             rows.append(row)
     meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
-                       f"<dd>{html.escape(k.meaning)}</dd>" for k in TIER_BY_KEY.values())
+                       f"<dd>{html.escape(k.meaning)}</dd>" for k in on("report", TIER_REGISTRY))
     return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
             "<code>tiers</code>), the mean over replications; the state, the class of "
             "most replications. An arm's headline (its state, recovery, crashes and peak "
