@@ -32,8 +32,8 @@ from herdsim.analysis.kpis.run import BY_KEY, REGISTRY, STATE_MEANING, STATES
 from herdsim.analysis.kpis.tiers import TIER_BY_KEY, TIER_REGISTRY
 
 __all__ = ["BOUNDS_NOTE", "BY_KEY", "KPI", "NA", "REGISTRY", "STATES", "STATE_MEANING",
-           "SURFACES", "TIER_BY_KEY", "TIER_REGISTRY", "Kind", "Panel", "Run", "bounds",
-           "format_kpi", "format_value", "kpi_of", "missing_text", "number_text", "on",
+           "SURFACES", "TIER_BY_KEY", "TIER_REGISTRY", "Kind", "Panel", "Run",
+           "format_kpi", "format_value", "kpi_of", "number_text", "on",
            "percent", "rank", "show", "summarize", "undefined", "window_text"]
 
 
@@ -52,12 +52,3 @@ def show(key: str, value: Any, summary: dict | None = None, ci: float = np.nan) 
     """KPI *key*'s *value* as every table shows it (:meth:`KPI.show`)."""
     return kpi_of(key).show(value, summary, ci)
 
-
-def missing_text(key: str, summary: dict | None = None) -> str:
-    """What an undefined KPI *key* means (:meth:`KPI.missing_text`)."""
-    return kpi_of(key).missing_text(summary)
-
-
-def bounds(key: str, summary: dict) -> tuple[float, float | None] | None:
-    """The exact bounds of KPI *key* in *summary* (:meth:`KPI.bounds`)."""
-    return kpi_of(key).bounds(summary)
