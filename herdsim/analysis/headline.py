@@ -11,10 +11,10 @@ whose top tier is the worst keeps its summary as it was.
 
 from __future__ import annotations
 
+from herdsim.analysis.kpis import BY_KEY, REGISTRY
 from herdsim.analysis.metastability import CLASSES
 
-HEADLINE = ("state", "capacity_rate", "peak_calls", "peak_to_capacity", "peak_to_baseline",
-            "collapses", "collapses_after_outage", "recovery_time")  # the tier's keys
+HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline)  # the tier's keys
 
 
 def worst(tiers: dict[str, dict]) -> str:
@@ -30,14 +30,16 @@ def worst(tiers: dict[str, dict]) -> str:
 
 def apply(summary: dict) -> dict:
     """*summary* with its headline keys taken from its worst tier and ``headline_tier``
-    naming it (placed before ``state``); unchanged for a run of fewer than two tiers."""
+    naming it (placed before the first headline key, ``state``); unchanged for a run of
+    fewer than two tiers."""
     tiers = summary.get("tiers") or {}
     if len(tiers) < 2:
         return summary
     name = worst(tiers)
+    first = next(key for key in summary if key in BY_KEY and BY_KEY[key].headline)
     out = {}
     for key, value in summary.items():
-        if key == "state":
+        if key == first:
             out["headline_tier"] = name
         out[key] = value
     if name != next(iter(tiers)):  # the top tier's numbers are the run's already

@@ -47,10 +47,6 @@ SLOW_FLOOR = 5.0  # s: a recovery within this is never called slow
 GOODPUT_FLOOR = 0.5  # tail goodput below half the offered jobs counts as down
 TAIL_FRACTION = 0.1  # the tail is the last 10% of the run
 NOT_RECOVERED = "not recovered within the run"  # a recovery_time undefined after an outage
-RANK_ORDER = (  # (KPI, ascending): how arms are ranked, first key first
-    ("state", True), ("recovery_time", True), ("completion_time", True), ("goodput", False),
-    ("succeeded_fraction", False), ("peak_to_capacity", True), ("peak_to_baseline", True),
-)
 RANK_RULE = ("ranked by state (recovered, degraded, metastable), then recovery time "
              "(not recovered last), then goodput, then peak")
 
@@ -82,19 +78,6 @@ def state_text(states) -> str:
         return top
     rest = ", ".join(f"{counts[s]} {s}" for s in counts.index if s != top)
     return f"{top} ({counts[top]} of {len(values)} runs; {rest})"
-
-
-def rank(summary: pd.DataFrame) -> pd.DataFrame:
-    """Arms (rows of a comparison's summary) best first by :data:`RANK_ORDER`: by state,
-    recovered before degraded before metastable; then by recovery time (undefined last),
-    completion time (occ), goodput and succeeded fraction (higher first), then peak over
-    capacity and over baseline."""
-    order = summary.assign(state_rank=summary["state"].map(CLASSES.index)
-                           if "state" in summary else 0)
-    keys = [("state_rank", True)] + [(key, up) for key, up in RANK_ORDER[1:] if key in order]
-    order = order.sort_values([k for k, _ in keys], ascending=[up for _, up in keys],
-                              kind="stable", na_position="last")
-    return order.drop(columns="state_rank").reset_index(drop=True)
 
 
 def run_kpis(result) -> dict[str, float | None]:

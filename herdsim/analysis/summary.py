@@ -1,4 +1,5 @@
-"""KPIs from a run's frames: peaks on short windows, recovery, amplification, latency.
+"""The rules KPIs are computed by: peaks on short windows, recovery, goodput, latency
+(each KPI of :mod:`herdsim.analysis.kpis` calls them from its ``compute``).
 
 Every rule here is documented in ``docs/model.md`` ("What the summary measures").
 """
@@ -6,7 +7,8 @@ Every rule here is documented in ``docs/model.md`` ("What the summary measures")
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,7 +16,6 @@ import pandas as pd
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
 from herdsim.model.downstream import family
-from herdsim.model.downstream.defences import SHED
 from herdsim.model.workload import Piecewise
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
@@ -290,7 +291,7 @@ def peak_to_baseline(attempt_times: np.ndarray, scenario: Scenario) -> float | N
     return peak_rate(times[cut:], window) / baseline
 
 
-def state(summary: dict, ts: pd.DataFrame, scenario: Scenario,
+def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
           kpis: dict | None = None) -> str:
     """``recovered``, ``degraded`` or ``metastable``: the sweep's classifier
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
@@ -313,73 +314,3 @@ def state(summary: dict, ts: pd.DataFrame, scenario: Scenario,
     row = {**(kpis or metastability.frame_kpis(ts, scenario)), "recovery_time": recovery,
            "collapses_after_outage": summary["collapses_after_outage"]}
     return str(metastability.classify(pd.DataFrame([row])).iloc[0])
-
-
-def summarize(ts: pd.DataFrame, jobs: pd.DataFrame, attempt_times: np.ndarray,
-              crash_times: Sequence[float], scenario: Scenario, wall: float,
-              breaker_trips: int = 0, breaker_open_time: float = 0.0,
-              extra: dict | None = None) -> dict:
-    """The KPIs of one run, as a flat dict of plain numbers (None where undefined).
-
-    ``breaker_open_time`` is the mean time one breaker spent not closed (seconds);
-    *extra* holds a model's own KPIs (occ: ``completion_time``, ``conflicts``).
-    """
-    queueing = family.of(scenario).queueing
-    outcome = jobs["outcome"]
-    submitted = len(jobs)
-    succeeded = int((outcome == "succeeded").sum())
-    dead = int((outcome == "dead_lettered").sum())
-    merged = int((outcome == "merged").sum())
-    capacity = bounded_capacity(scenario) if queueing else None
-    peak = peak_rate(attempt_times, scenario.peak_window)
-    last_end = scenario.last_outage_end
-    after = [t for t in crash_times if last_end is not None and t >= last_end]
-    storm = retry_storm(ts, scenario)
-    attempts_total = int(len(attempt_times))
-    calling = int((jobs["attempts"].to_numpy() > 0).sum())
-    summary = {
-        "scenario": scenario.name,
-        "strategy": scenario.retry.strategy,
-        "model": scenario.downstream.model,
-        "seed": scenario.seed,
-        "state": "",
-        "succeeded_fraction": succeeded / submitted if submitted else None,
-        "goodput": goodput(jobs, scenario),
-        "outages": len({repr(o) for o in scenario.all_outages}),  # twice listed: one
-        "jobs_submitted": submitted,
-        "jobs_succeeded": succeeded,
-        "jobs_dead_lettered": dead,
-        "jobs_pending": submitted - succeeded - dead - merged,
-        "jobs_merged": merged,
-        "jobs_refused": int(ts["refused"].sum()),
-        "attempts_total": attempts_total,
-        "retries_total": int(ts["retry"].sum()),
-        "amplification": attempts_total / succeeded if succeeded else None,
-        "calls_per_calling_job": attempts_total / calling if calling else None,
-        "rejected_total": int(ts["rejected"].sum()) if queueing else None,
-        "timeouts_total": int(ts["timeouts"].sum()),
-        "errors_total": int(ts["errors"].sum()),
-        "wasted_total": int(ts["wasted"].sum()),
-        "recycled_total": int(ts["recycled"].sum()),
-        "calls_avoided": int(ts["short_circuited"].sum()),
-        "budget_refused_total": int(ts["budget_refused"].sum()),
-        "breaker_trips": int(breaker_trips),
-        "breaker_open_time": float(breaker_open_time),
-        "capacity_rate": capacity,
-        "peak_window": scenario.peak_window,
-        "peak_calls": int(round(peak * scenario.peak_window)),
-        "peak_attempt_rate": peak,
-        "peak_to_capacity": peak / capacity if capacity else None,
-        "peak_to_baseline": peak_to_baseline(attempt_times, scenario),
-        "retry_peak_to_mean": peak_over_mean(ts["retry"].to_numpy()[storm]),
-        "collapses": len(crash_times),
-        "collapses_after_outage": len(after),
-        "recovery_time": recovery_time(ts, scenario),
-        **latency_quantiles(jobs[outcome != "merged"] if merged else jobs, scenario.duration),
-        **{f"{name}_total": int(ts[name].sum()) for name in SHED if name in ts},
-        **(extra or {}),
-        "wall_seconds": wall,
-        "calls_per_wall_second": attempts_total / wall if wall > 0 else None,
-    }
-    summary["state"] = state(summary, ts, scenario)
-    return summary

@@ -16,6 +16,7 @@ goodput is its successful calls over what the offered jobs need of it
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.analysis import summary as run_summary
-from herdsim.analysis.kpis import TIER_BY_KEY
+from herdsim.analysis.kpis import TIER_BY_KEY, TIER_REGISTRY
 from herdsim.analysis.summary import peak_rate
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
@@ -31,7 +32,6 @@ from herdsim.config.scenario import Scenario
 SERIES = {"calls": "attempts", "succeeded": "succeeded", "failed": "failed",
           "wasted": "wasted"}  # column suffix -> the TierRecord's array
 REQUIRED = ("calls", "succeeded_calls", "failed_calls", "wasted_calls", "collapses")
-TOP_KEYS = ("state", "recovery_time", "collapses_after_outage", "peak_to_baseline")
 
 
 def _counts(times, width: float, n_bins: int) -> np.ndarray:
@@ -121,34 +121,52 @@ def _health(name: str, record, cfg: graph.Caller, need: float, ts: pd.DataFrame,
     return {"state": run_summary.state(found, own, scenario, kpis), **found}
 
 
+class Tier:
+    """One tier of a call graph as its KPIs read it: its record (calls, outcomes,
+    crashes, capacity), the run's *summary*, *ts* with the tiers' columns, the scenario,
+    and what the tier's jobs need of it (*need* calls per job)."""
+
+    def __init__(self, name: str, record, top: bool, cfg: graph.Caller, need: float,
+                 summary: dict, ts: pd.DataFrame, scenario: Scenario) -> None:
+        self.name, self.record, self.top, self.cfg, self.need = name, record, top, cfg, need
+        self.summary: dict = summary
+        self.ts: pd.DataFrame = ts
+        self.scenario: Scenario = scenario
+
+    @cached_property
+    def attempts(self) -> np.ndarray:
+        return np.asarray(self.record.attempts, dtype=float)
+
+    @cached_property
+    def peak(self) -> float:
+        """Calls per second reaching the tier in its busiest peak window."""
+        return peak_rate(self.attempts, self.scenario.peak_window)
+
+    @cached_property
+    def health(self) -> dict[str, Any]:
+        """A service tier's ``state``, ``recovery_time``, ``collapses_after_outage``
+        and ``peak_to_baseline`` from its own numbers."""
+        return {**_health(self.name, self.record, self.cfg, self.need, self.ts, self.scenario),
+                "peak_to_baseline": run_summary.peak_to_baseline(self.attempts, self.scenario)}
+
+    def own(self, key: str) -> Any:
+        """KPI *key* of the tier's health: the top tier's is the run's (what the workers
+        see, their backlog included), any other's its own (:attr:`health`)."""
+        return self.summary[key] if self.top else self.health[key]
+
+
 def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
               ) -> dict[str, dict]:
-    """``tiers``: service -> its KPIs (:data:`~herdsim.analysis.kpis.TIER_REGISTRY`);
-    *summary* is the run's own, *ts* the time series with the tiers' columns."""
+    """``tiers``: service -> its KPIs, a loop over
+    :data:`~herdsim.analysis.kpis.TIER_REGISTRY`; *summary* is the run's own, *ts* the
+    time series with the tiers' columns."""
     configs = graph.tiers(scenario.downstream, scenario.services)
     need = demand(configs)
-    succeeded_jobs, window = summary["jobs_succeeded"], scenario.peak_window
     out = {}
     for i, (name, record) in enumerate(records.items()):
-        calls = len(record.attempts)
-        attempts = np.asarray(record.attempts, dtype=float)
-        peak = peak_rate(attempts, window)
-        own = ({key: summary[key] for key in TOP_KEYS} if i == 0 else
-               {**_health(name, record, configs[name], need[name], ts, scenario),
-                "peak_to_baseline": run_summary.peak_to_baseline(attempts, scenario)})
-        out[name] = {
-            "state": own.pop("state"),
-            "calls": calls,
-            "succeeded_calls": len(record.succeeded),
-            "failed_calls": len(record.failed),
-            "wasted_calls": len(record.wasted),
-            "collapses": len(record.crashes),
-            "peak_to_capacity": peak / record.capacity if record.capacity else None,
-            "amplification": calls / succeeded_jobs if succeeded_jobs else None,
-            "capacity_rate": record.capacity,
-            "peak_calls": int(round(peak * window)),
-            **own,
-        }
+        tier = Tier(name, record, i == 0, configs[name], need[name], summary, ts, scenario)
+        out[name] = {kpi.key: kpi.compute(tier) for kpi in TIER_REGISTRY
+                     if kpi.compute is not None}
     return out
 
 
@@ -177,8 +195,8 @@ def problem(tiers: Any, check) -> str | None:
             if value is None and key in REQUIRED:  # (older runs have only these)
                 return f"tiers.{name}.{key} is missing"
             found = check(kpi.kind, value) if value is not None else None
-            if key == "state" and value is not None and value not in metastability.CLASSES:
-                found = f"one of {', '.join(metastability.CLASSES)}"
+            if kpi.classes and value is not None and value not in kpi.classes:
+                found = f"one of {', '.join(kpi.classes)}"
             if found:
                 return f"tiers.{name}.{key} must be {found}, got {str(value)[:40]!r}"
     return None

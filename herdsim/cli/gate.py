@@ -2,9 +2,10 @@
 
 KPI is a key of the KPI registry (``herdsim.analysis.kpis``), OP one of ``< <= > >= == !=``,
 VALUE a number (durations and percentages allowed: ``30s``, ``95%``) or, for a text KPI
-such as ``state``, a word. A recovery that did not happen within the run counts as
-infinitely long (``recovery_time > 30`` holds); any other undefined KPI (n/a) never
-satisfies a condition. On a comparison a condition holds when it holds for any arm.
+such as ``state``, a word. A KPI that did not happen within the run (its ``unreached``:
+a recovery) counts as infinitely long (``recovery_time > 30`` holds); any other
+undefined KPI (n/a) never satisfies a condition. On a comparison a condition holds when
+it holds for any arm.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Condition:
     def holds(self, summary: dict[str, Any]) -> bool:
         """Whether the condition holds for *summary* (see the module doc for n/a)."""
         actual = summary.get(self.key)
-        if self.key == "recovery_time":  # the state module's rule: not recovered is +inf
+        if BY_KEY[self.key].unreached:  # the state module's rule: not reached is +inf
             actual = recovery_or_inf(actual, summary.get("outages") or 0)
             if math.isnan(actual):
                 return False

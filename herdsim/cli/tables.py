@@ -6,21 +6,19 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from herdsim.analysis.headline import HEADLINE
 from herdsim.analysis.kpis import (
     BOUNDS_NOTE,
     BY_KEY,
-    RUN_TABLE,
-    TIER_BY_KEY,
+    KPI,
+    TIER_REGISTRY,
     number_text,
-    show,
+    on,
     undefined,
 )
 from herdsim.analysis.metastability import NOT_RECOVERED
 from herdsim.cli.app import safe
 from herdsim.results.comparison import RANK_RULE, Comparison
 
-WIDE_ONLY = ("DLQ", "pending", "crashes after")  # summary.csv has them; a terminal has no room
 STATE_STYLE = {"recovered": "green", "degraded": "yellow", "metastable": "bold red"}
 
 
@@ -31,17 +29,13 @@ def summary_table(summary: dict, title: str) -> Table:
     table.add_column("value", justify="right")
     table.add_column("unit")
     tier = summary.get("headline_tier")
-    for key in shown_keys(summary):
-        kpi = BY_KEY[key]
-        shown = escape(show(key, summary[key], summary))
-        if key == "state":
-            shown = f"[{STATE_STYLE[summary[key]]}]{shown}[/]"
-        elif undefined(summary[key]) and key == "recovery_time" and summary.get("outages"):
-            shown = f"[red]{shown}[/]"
+    for kpi in (kpi for kpi in on("run") if kpi.listed(summary)):
+        value = summary[kpi.key]
+        shown = _styled(kpi, value, escape(kpi.show(value, summary)), summary)
         label = kpi.title(summary)
-        if tier and key in HEADLINE:
+        if tier and kpi.headline:
             label = f"{label} [bold]({safe(tier)})[/]"
-        table.add_row(label, shown, "" if undefined(summary[key]) else kpi.unit)
+        table.add_row(label, shown, "" if undefined(value) else kpi.unit)
     notes = [f"latency {BOUNDS_NOTE}"] if summary.get("latency_censored") else []
     if tier:
         notes.insert(0, f"({safe(tier)}): the headline tier's, the worst of the "
@@ -55,34 +49,40 @@ def summary_table(summary: dict, title: str) -> Table:
 DEFINITIONS_HINT = "each KPI's definition: --explain, or herdsim kpis"
 
 
-TIER_TABLE = ("state", "calls", "succeeded_calls", "failed_calls", "wasted_calls", "collapses",
-              "peak_to_capacity", "amplification", "recovery_time")  # the columns it fits
+def _styled(kpi: KPI, value, text: str, summary: dict) -> str:
+    """*text* (*value* shown, escaped) coloured: a class by its colour, an unreached
+    value (not recovered after an outage) in red."""
+    if kpi.classes and value in STATE_STYLE:
+        return f"[{STATE_STYLE[value]}]{text}[/]"
+    if kpi.unreached and undefined(value) and kpi.applies(summary):
+        return f"[red]{text}[/]"
+    return text
 
 
 def tier_table(summary: dict) -> Table | None:
     """A call graph's tiers, top first: one row each, a column per tier KPI of
-    :data:`TIER_TABLE` (summary.json's ``tiers``); None for a single-tier run."""
+    the tier registry's table (summary.json's ``tiers``); None for a single-tier run."""
     tiers = summary.get("tiers")
     if not tiers:
         return None
     table = Table(title="per tier (summary.json's tiers)", show_header=True,
                   header_style="bold")
     table.add_column("tier")
-    kpis = [TIER_BY_KEY[key] for key in TIER_TABLE]
+    kpis = on("run", TIER_REGISTRY)
     for kpi in kpis:
         short = kpi.unit if len(kpi.unit) <= 2 else ""  # ×, s: a long unit is the caption's
         table.add_column(f"{kpi.label} {short}".strip(),
                          justify="left" if kpi.kind == "text" else "right",
-                         no_wrap=kpi.key == "recovery_time")
+                         no_wrap=bool(kpi.unreached))
     for name, row in tiers.items():
         cells = []
         for kpi in kpis:
             value = row.get(kpi.key)
-            if undefined(value) and kpi.missing == NOT_RECOVERED:
-                cells.append("not recovered" if summary.get("outages") else "n/a")
+            if undefined(value) and kpi.unreached:
+                cells.append(kpi.unreached if kpi.applies(summary) else "n/a")
             elif undefined(value):
                 cells.append(escape(kpi.missing or "n/a"))
-            elif kpi.key == "state":
+            elif kpi.classes:
                 cells.append(f"[{STATE_STYLE.get(value, 'default')}]{escape(value)}[/]")
             else:
                 cells.append(number_text(value))
@@ -91,8 +91,8 @@ def tier_table(summary: dict) -> Table | None:
     notes = ["calls per success: calls at the tier per succeeded job"]
     if summary.get("headline_tier"):
         notes.insert(0, "* the headline tier")
-    if any(undefined(row.get("recovery_time")) for row in tiers.values()) \
-            and summary.get("outages"):
+    if any(undefined(row.get(kpi.key)) and kpi.unreached and kpi.applies(summary)
+           for row in tiers.values() for kpi in kpis):
         notes.append(f"not recovered = {NOT_RECOVERED}")
     table.caption = "; ".join(notes)
     return table
@@ -100,8 +100,7 @@ def tier_table(summary: dict) -> Table | None:
 
 def shown_keys(summary: dict) -> list[str]:
     """The registry keys :func:`summary_table` shows for *summary*, in its order."""
-    return [key for key in RUN_TABLE if key in summary
-            and not (BY_KEY[key].optional and not summary[key])]
+    return [kpi.key for kpi in on("run") if kpi.listed(summary)]
 
 
 def compare_keys(comparison: Comparison) -> list[str]:
@@ -126,7 +125,9 @@ def definitions(keys: list[str], summary: dict | None = None) -> Table:
 def ranked_table(comparison: Comparison, width: int | None = None) -> Table:
     """The comparison's arms, best first, with the registry's comparison columns; the
     least important ones are left out (and said so) when *width* cannot hold them."""
-    frame = comparison.table().drop(columns=list(WIDE_ONLY), errors="ignore")
+    wide = [comparison.heading(kpi.panels["compare"].heading) for kpi in on("compare")
+            if kpi.panels["compare"].wide]  # summary.csv has them; a terminal has no room
+    frame = comparison.table().drop(columns=wide, errors="ignore")
     frame = frame.loc[:, [not column.str.startswith("n/a").all() or name == "arm"
                           for name, column in frame.items()]]  # n/a for every arm: no news
     dropped: list[str] = []
@@ -180,15 +181,17 @@ def _ranked(comparison: Comparison, frame, dropped: list[str]) -> Table:
     table.add_column("arm", overflow="fold", min_width=11)
     for column in frame.columns[1:]:  # never "…": a hidden digit would mislead
         table.add_column(column.replace(" ", "\n"), justify="right", no_wrap=True)
+    kpis = {comparison.heading(kpi.panels["compare"].heading): kpi for kpi in on("compare")}
     for rank, row in frame.iterrows():
         cells = [safe(row["arm"])]
         for column, value in row.items():
             if column == "arm":
                 continue
             text = escape(_cell(value))
-            if column == "state":
+            kpi = kpis[column]
+            if kpi.classes and value in STATE_STYLE:
                 text = f"[{STATE_STYLE[value]}]{text}[/]"
-            elif value.startswith("not recovered"):
+            elif kpi.unreached and value.startswith(kpi.unreached):
                 text = f"[red]{text}[/]"
             cells.append(text)
         table.add_row(str(rank), *cells)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import tiers
-from herdsim.analysis.kpis import BY_KEY, STATES
+from herdsim.analysis.kpis import BY_KEY
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
@@ -205,8 +205,8 @@ def summary_problem(summary: object) -> str | None:
                 return f"KPI {key} has no usable value ({str(value)[:40]!r})"
             continue
         problem = _kind_problem(kpi.kind, value)
-        if key == "state" and value not in STATES:
-            problem = f"one of {', '.join(STATES)}"
+        if kpi.classes and value not in kpi.classes:
+            problem = f"one of {', '.join(kpi.classes)}"
         if problem:
             return f"KPI {key} must be {problem}, got {str(value)[:40]!r}"
     return None

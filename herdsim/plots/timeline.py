@@ -7,7 +7,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLocator
 
-from herdsim.analysis.kpis import number_text, percent
+from herdsim.analysis.kpis import BY_KEY, number_text, percent
 from herdsim.config import graph
 from herdsim.model.downstream import family
 from herdsim.plots import describe
@@ -86,7 +86,7 @@ def _panels(c: Comparison, replication: int) -> dict[str, bool]:
     return {
         "retries": bool(ts["retry"].gt(0).any()),
         "backlog": closed and "queue_depth" in ts and bool(ts["queue_depth"].gt(0).any()),
-        "state": bool(ts["downstream_up"].le(0).any()) or breaker,
+        "up/down": bool(ts["downstream_up"].le(0).any()) or breaker,
         "breaker": breaker,
         "admission": "admission_limit" in ts and bool(ts["admission_limit"].notna().any()),
     }
@@ -96,8 +96,7 @@ def _succeeded(c: Comparison, label: str, replication: int) -> str:
     runs = c.runs[(c.runs["arm"] == label) & (c.runs["replication"] == replication)]
     if runs.empty or not runs["jobs_submitted"].iloc[0]:
         return ""
-    row = runs.iloc[0]
-    share = row.get("succeeded_fraction", row["jobs_succeeded"] / row["jobs_submitted"])
+    share = BY_KEY["succeeded_fraction"].column(runs).iloc[0]  # an old directory: computed
     return f" ({percent(float(share))} succeeded)"
 
 
@@ -108,11 +107,12 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     arms, styles, base = c.arms, arm_styles(c.arms), c.scenario
     n = len(arms)
     show = _panels(c, replication)
-    extra = ["success"] + [k for k in ("retries", "backlog", "admission", "state") if show[k]]
+    extra = ["success"] + [k for k in ("retries", "backlog", "admission", "up/down")
+                           if show[k]]
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     downs = tier_downs(c, replication)  # and a down row per lower tier that went down
     extra += [f"down:{name}" for name in downs]
-    heights = [1.0] * n + [0.45 * n + 0.5 if k == "state" or k.startswith("down:") else 1.9
+    heights = [1.0] * n + [0.45 * n + 0.5 if k == "up/down" or k.startswith("down:") else 1.9
                            for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
@@ -158,8 +158,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         fig.legend(handles, texts, loc="outside lower center", frameon=False,
                    handlelength=2.4, fontsize=12, ncols=legend_columns(texts, 12))
         _label_panels(panels, base)
-        if "state" in panels:
-            _state_panel(panels["state"], c, styles, names, replication, show["breaker"])
+        if "up/down" in panels:
+            _state_panel(panels["up/down"], c, styles, names, replication, show["breaker"])
         for name, spans in downs.items():
             _down_panel(panels[f"down:{name}"], c, name, spans, styles, names)
         bottom = list(panels.values())[-1]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -22,14 +23,15 @@ import pandas as pd
 from herdsim.analysis import tiers
 from herdsim.analysis.kpis import (
     BY_KEY,
-    COMPARE_TABLE,
-    DEFENCE_COLUMNS,
+    KPI,
+    REGISTRY,
     TIER_BY_KEY,
-    missing_text,
-    show,
+    kpi_of,
+    on,
+    rank,
     window_text,
 )
-from herdsim.analysis.metastability import RANK_RULE, majority, rank
+from herdsim.analysis.metastability import RANK_RULE, majority
 from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
@@ -71,16 +73,29 @@ def peak_rate_frame(result) -> pd.DataFrame:
     return pd.DataFrame({"time": times, "peak_rate": peaks})
 
 
+# a KPI's ``across`` -> how its replications make one arm's value
+COMBINE: dict[str, Callable[[pd.Series], Any]] = {
+    "majority": majority,  # the class of most replications, ties to the worse
+    "mode": lambda values: Counter(values).most_common(1)[0][0],
+    "any": lambda values: bool(values.astype(bool).any()),
+}
+
+
 def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
-    """One row per arm: ``state`` and a call graph's ``tiers.<tier>.state`` (the class of
-    most replications, ties to the worse), ``headline_tier`` (the tier most replications
-    headline), ``latency_censored`` (in any replication), and the mean of every numeric
+    """One row per arm: each KPI whose replications combine otherwise than by their mean
+    (its ``across``: ``state`` and a call graph's ``tiers.<tier>.state`` the class of
+    most replications, ties to the worse; ``headline_tier`` the tier most replications
+    headline; ``latency_censored`` in any replication), and the mean of every numeric
     KPI in *runs*, with ``<kpi>_ci95`` only when arms have two replications or more.
     Counts stay whole numbers (``Int64``) when every mean is one (always with one
     replication)."""
-    skip = {"arm", "replication", "seed", *(key for arm in arms for key in arm.settings)}
+    identity = {kpi.key for kpi in REGISTRY if kpi.across is None}  # the run's, not a KPI's
+    skip = {"arm", "replication", *identity, *(key for arm in arms for key in arm.settings)}
     kpis = [c for c in runs.columns if c not in skip and _numeric(runs[c])]
-    states = [c for c in runs.columns if c.startswith("tiers.") and c.endswith(".state")]
+    combined = {kpi.key: rule for kpi in REGISTRY
+                if kpi.key in runs and (rule := _combine(kpi)) is not None}
+    tiered = {c: rule for c in runs.columns
+              if c.startswith("tiers.") and (rule := _combine(_of(c))) is not None}
     spread = runs.groupby("arm").size().max() > 1 if len(runs) else False
     rows = []
     for arm in arms:
@@ -88,15 +103,11 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         values = mine[kpis].apply(pd.to_numeric).astype(float)
         row: dict[str, Any] = {"arm": arm.label, "strategy": arm.strategy, **arm.settings,
                                "replications": len(values)}
-        if "state" in mine:
-            row["state"] = majority(mine["state"])
-        if "headline_tier" in mine:
-            row["headline_tier"] = Counter(mine["headline_tier"]).most_common(1)[0][0]
-        if "latency_censored" in mine:
-            row["latency_censored"] = bool(mine["latency_censored"].astype(bool).any())
+        for key, rule in combined.items():
+            row[key] = rule(mine[key])
         for column in runs.columns:
-            if column in states:
-                row[column] = majority(mine[column])
+            if column in tiered:
+                row[column] = tiered[column](mine[column])
             elif column in kpis:
                 row[column] = values[column].mean(skipna=False)
                 if spread:
@@ -110,13 +121,22 @@ def aggregate(runs: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     return summary
 
 
-def kind(column: str) -> str | None:
-    """The registry's kind of a summary column: a run KPI's, or a tier KPI's for
+def _combine(kpi: KPI | None) -> Callable[[pd.Series], Any] | None:
+    """How *kpi*'s replications make one value, unless by their mean (:data:`COMBINE`)."""
+    return None if kpi is None else COMBINE.get(kpi.across or "")
+
+
+def _of(column: str) -> KPI | None:
+    """The KPI of a summary column: a run KPI's, or a tier KPI's for
     ``tiers.<tier>.<key>``; None for any other column."""
     if column.startswith("tiers."):
-        found = TIER_BY_KEY.get(column.rpartition(".")[2])
-    else:
-        found = BY_KEY.get(column)
+        return TIER_BY_KEY.get(column.rpartition(".")[2])
+    return BY_KEY.get(column)
+
+
+def kind(column: str) -> str | None:
+    """The registry's kind of a summary column (see :func:`_of`); None for any other."""
+    found = _of(column)
     return None if found is None else found.kind
 
 
@@ -203,19 +223,13 @@ class Comparison:
         return rank(self.summary)
 
     def columns(self) -> dict[str, str]:
-        """KPI key -> heading of the ranked table's columns: the registry's comparison
-        KPIs the summary holds, and after calls/success each defence counter
-        (:data:`DEFENCE_COLUMNS`: sheds, refused retries) that is nonzero in some arm."""
+        """KPI key -> heading of the ranked table's columns: the KPIs with a ``compare``
+        panel the summary holds, in its order; one shown only when nonzero (a defence's
+        counter: sheds, refused retries) only when it is in some arm."""
         summary = self.summary
-        acted = {key: heading for key, heading in DEFENCE_COLUMNS.items()
-                 if key in summary and (summary[key].fillna(0) != 0).any()}
-        columns: dict[str, str] = {}
-        for key, heading in COMPARE_TABLE.items():
-            if key in summary:
-                columns[key] = heading
-            if key == "amplification":
-                columns.update(acted)
-        return columns
+        return {kpi.key: kpi.panels["compare"].heading for kpi in on("compare")
+                if kpi.key in summary and (not kpi.panels["compare"].nonzero
+                                           or (summary[kpi.key].fillna(0) != 0).any())}
 
     def table(self) -> pd.DataFrame:
         """The ranked summary as display strings: arm, then :meth:`columns` (mean, ±
@@ -229,18 +243,20 @@ class Comparison:
         return pd.DataFrame(columns, index=pd.RangeIndex(1, len(ranked) + 1, name="rank"))
 
     def heading(self, text: str) -> str:
-        """A column heading of :data:`COMPARE_TABLE` with the peak window filled in."""
+        """A column heading of :meth:`columns` with the peak window filled in."""
         return text.replace("{window}", window_text({"peak_window": self.scenario.peak_window}))
 
     def shown(self, key: str, row: pd.Series, ci: float = np.nan) -> str:
         """KPI *key* of an arm's summary *row* as every surface shows it (± *ci*);
-        a recovery some replications did not reach says in how many."""
-        if key == "recovery_time" and pd.isna(row[key]) and self.scenario.all_outages:
+        a value some replications did not reach (a recovery) says in how many."""
+        kpi = kpi_of(key)
+        context = self.context(row)
+        if kpi.unreached and pd.isna(row[key]) and kpi.applies(context):
             runs = self.runs.loc[self.runs["arm"] == row["arm"], key]
             stuck = int(runs.isna().sum())
             if stuck < len(runs):
-                return f"not recovered in {stuck} of {len(runs)} runs"
-        return show(key, row[key], self.context(row), ci)
+                return f"{kpi.unreached} in {stuck} of {len(runs)} runs"
+        return kpi.show(row[key], context, ci)
 
     def context(self, row: pd.Series | None = None) -> dict:
         """What :func:`~herdsim.analysis.kpis.show` needs to know about an arm's row: its
@@ -253,7 +269,7 @@ class Comparison:
     def missing(self, key: str) -> str:
         """How to show KPI *key* when undefined: ``not recovered within the run`` for a
         recovery after an outage, ``n/a (why)`` otherwise."""
-        return missing_text(key, self.context())
+        return kpi_of(key).missing_text(self.context())
 
     def plot(self, kind: str = "timeline"):
         """A matplotlib Figure: ``timeline``, ``sleeps`` or ``kpis``."""
@@ -276,8 +292,8 @@ class Comparison:
         ranked = self.ranked()
         rows = []
         for rank_number, (_, row) in enumerate(ranked.iterrows(), start=1):
-            for key in (k for k in BY_KEY if k in row.index and k not in ("strategy",)):
-                kpi = BY_KEY[key]
+            for kpi in (k for k in REGISTRY if k.key in row.index and k.across is not None):
+                key = kpi.key
                 ci = row.get(f"{key}_ci95")
                 rows.append({"arm": row["arm"], "rank": rank_number, "kpi": key,
                              "label": kpi.title(self.context(row)), "unit": kpi.unit,
@@ -307,7 +323,7 @@ class Comparison:
         units = {self.heading(heading): BY_KEY[key].unit
                  for key, heading in self.columns().items()
                  if self.heading(heading) in table and BY_KEY[key].unit
-                 and key != "succeeded_fraction"}
+                 and BY_KEY[key].kind != "fraction"}
         table.columns = [f"{c} ({units[c]})" if c in units and units[c] not in c else c
                          for c in table.columns]
         note = ("one replication: small differences may be noise" if self.replications == 1

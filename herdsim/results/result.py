@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import headline, tiers
-from herdsim.analysis.kpis import BOUNDS_NOTE, BY_KEY, RUN_TABLE, show, undefined
-from herdsim.analysis.summary import summarize
+from herdsim.analysis.kpis import BOUNDS_NOTE, on, show, summarize, undefined
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import UsageError
@@ -91,13 +90,12 @@ class Result:
                 f"{show('recovery_time', s['recovery_time'], s)}>")
 
     def _repr_html_(self) -> str:
+        s = self.summary
         rows = "".join(
-            f"<tr><td>{escape(BY_KEY[key].title(self.summary))}</td>"
-            f"<td style='text-align:right'>{escape(show(key, self.summary[key], self.summary))}"
-            f"</td><td>{escape(BY_KEY[key].unit if not undefined(self.summary[key]) else '')}"
-            f"</td></tr>"
-            for key in RUN_TABLE if key in self.summary
-            and not (BY_KEY[key].optional and not self.summary[key]))
+            f"<tr><td>{escape(kpi.title(s))}</td>"
+            f"<td style='text-align:right'>{escape(kpi.show(s[kpi.key], s))}"
+            f"</td><td>{escape(kpi.unit if not undefined(s[kpi.key]) else '')}</td></tr>"
+            for kpi in on("run") if kpi.listed(s))
         note = (f"<p>latency {escape(BOUNDS_NOTE)}</p>"
                 if self.summary.get("latency_censored") else "")
         return (f"<b>herdsim run: {escape(self.scenario.name)} — "

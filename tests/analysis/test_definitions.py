@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 import herdsim
-from herdsim.analysis.kpis import BY_KEY, COMPARE_TABLE, REGISTRY, REPORT_TABLE, RUN_TABLE
+from herdsim.analysis.kpis import BY_KEY, REGISTRY, on
 from herdsim.cli import app
 from herdsim.outputs.report.page import render
 
@@ -49,8 +49,7 @@ def test_explain_defines_every_number_the_run_table_shows(scenario, tmp_path):
     result = invoke("run", str(scenario), "--out", str(tmp_path / "o"), "--explain")
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    shown = [k for k in RUN_TABLE if k in summary
-             and not (BY_KEY[k].optional and not summary[k])]
+    shown = [kpi.key for kpi in on("run") if kpi.listed(summary)]
     definitions = result.stdout.split("Definitions")[1]
     for key in shown:
         assert f" {key} " in definitions, key
@@ -76,7 +75,8 @@ def test_no_surface_scales_a_peak_to_a_second(scenario, tmp_path):
     result = invoke("run", str(scenario), "--out", str(tmp_path / "o"))
     assert "peak calls in 20ms" in result.stdout and "peak in 20ms / capacity" in result.stdout
     assert "peak call rate" not in result.stdout
-    for keys in (RUN_TABLE, REPORT_TABLE, list(COMPARE_TABLE)):
+    for surface in ("run", "report", "compare", "figure"):
+        keys = [kpi.key for kpi in on(surface)]
         assert "peak_attempt_rate" not in keys and "retry_peak_to_mean" not in keys
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["peak_attempt_rate"] * summary["peak_window"] == pytest.approx(

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from herdsim import load_scenario, run
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import BY_KEY, RUN_TABLE, STATES, show
+from herdsim.analysis.kpis import STATES, on, show
 from herdsim.analysis.summary import offered_rate
 from herdsim.cli.tables import summary_table
 from herdsim.results.comparison import rank
@@ -186,7 +186,7 @@ def test_tables_never_show_none_nan_or_never(metastable_pair, outage_run, make_s
             assert word not in text, word
         rows = [line for line in text.splitlines() if line.startswith("│")]
         assert [r.split("│")[1].strip() for r in rows[:3]] == [
-            BY_KEY[k].label for k in RUN_TABLE[:3]]
+            kpi.label for kpi in on("run")[:3]]
     assert "not recovered within the run" in render(metastable_pair[0].summary)
     assert "n/a (no outage)" in render(quiet)
 

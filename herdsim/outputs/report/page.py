@@ -22,11 +22,10 @@ from herdsim.analysis.kpis import (
     BOUNDS_NOTE,
     BY_KEY,
     NA,
-    REGISTRY,
-    REPORT_TABLE,
-    STATE_MEANING,
     TIER_BY_KEY,
+    TIER_REGISTRY,
     format_kpi,
+    on,
 )
 from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
 from herdsim.config.loading import load_scenario
@@ -79,12 +78,6 @@ button { font: inherit; }
   table { display: table; font-size: 8.5pt; }
 }
 """
-DERIVED = {  # shown but not in the registry
-    "state": ("state", "recovered | degraded | metastable, by the sweep's classifier "
-              "(docs/scaling.md)"),
-}
-
-
 def _png(directory: Path | None, figure_of, kind: str, fresh: bool = False) -> bytes:
     """The figure's PNG: the one saved in *directory* when it is still the one written with
     the data (see :func:`~herdsim.outputs.atomic.sealed`), or, *fresh*, just drawn there
@@ -114,29 +107,26 @@ def _page(title: str, body: list[str]) -> str:
         f"<h1>{html.escape(title)}</h1>", *body, "</body></html>"])
 
 
-GROUPS = {  # the key-numbers table in narrow tables, so none scrolls out of sight or print
-    "outcome": ("succeeded_fraction", "goodput", "recovery_time", "jobs_dead_lettered",
-                "jobs_pending"),
-    "load on the downstream": ("peak_to_capacity", "peak_to_baseline", "peak_calls",
-                               "amplification", "calls_per_calling_job",
-                               "collapses_after_outage"),
-    "latency": ("latency_p99", "latency_succeeded_p99"),
-}
+GROUPS = ("outcome", "load on the downstream", "latency")  # the report panels' groups, in
+# this order: the key numbers in narrow tables, so none scrolls out of sight or print
 
 
 def _kpi_table(c) -> tuple[str, list[str]]:
-    """The per-arm key numbers: the registry's report columns
-    (:data:`~herdsim.analysis.kpis.REPORT_TABLE`) split into one narrow table per
-    :data:`GROUPS` entry, arms in the comparison's ranking in each, every value as every
-    surface shows it; with the keys shown."""
+    """The per-arm key numbers: the KPIs with a report panel, one narrow table per group
+    of :data:`GROUPS` (a panel of no listed group: the first), arms in the comparison's
+    ranking in each, every value as every surface shows it; with the keys shown."""
     ranked = c.ranked()
     st = states(c)
-    keys = [k for k in REPORT_TABLE if k in ranked and k != "state"
-            and not all(c.shown(k, row).startswith(NA) for _, row in ranked.iterrows())]
-    best = ties(arm_stats(c, "succeeded_fraction"), "higher") if c.replications > 1 else []
+    shown = [kpi for kpi in on("report") if kpi.key in ranked
+             and not all(c.shown(kpi.key, row).startswith(NA) for _, row in ranked.iterrows())]
+    keys = [kpi.key for kpi in shown]
+    share = BY_KEY["succeeded_fraction"]
+    best = (ties(arm_stats(c, share.key), share.better or "higher") if c.replications > 1
+            else [])
     window = {"peak_window": c.scenario.peak_window}
-    grouped = {name: [k for k in keys if k in members] for name, members in GROUPS.items()}
-    grouped["outcome"] += [k for k in keys if not any(k in m for m in GROUPS.values())]
+    group_of = {kpi.key: kpi.panels["report"].group if kpi.panels["report"].group in GROUPS
+                else GROUPS[0] for kpi in shown}
+    grouped = {name: [k for k in keys if group_of[k] == name] for name in GROUPS}
     tables = []
     for group, members in ((g, m) for g, m in grouped.items() if m):
         first = group == "outcome"
@@ -203,16 +193,16 @@ def tier_section(c) -> str:
         for name in names:
             headline = " (headline)" if name == arm.get("headline_tier") else ""
             row = {"arm": arm["arm"], "tier": name + headline}
-            for key, kpi in TIER_BY_KEY.items():
-                value = arm.get(f"tiers.{name}.{key}")
+            for kpi in on("report", TIER_REGISTRY):
+                value = arm.get(f"tiers.{name}.{kpi.key}")
                 if value is None or pd.isna(value):
-                    row[kpi.label] = (kpi.missing if kpi.missing != NOT_RECOVERED
+                    row[kpi.label] = (kpi.missing if not kpi.unreached
                                       or c.scenario.all_outages else None) or NA
                 else:
                     row[kpi.label] = value if kpi.kind == "text" else format_kpi(float(value))
             rows.append(row)
     meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
-                       f"<dd>{html.escape(k.meaning)}</dd>" for k in TIER_BY_KEY.values())
+                       f"<dd>{html.escape(k.meaning)}</dd>" for k in on("report", TIER_REGISTRY))
     return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
             "<code>tiers</code>), the mean over replications; the state, the class of "
             "most replications. An arm's headline (its state, recovery, crashes and peak "
@@ -225,18 +215,12 @@ def tier_section(c) -> str:
 def glossary(keys: list[str], summary: dict | None = None) -> str:
     """Each shown KPI's label, unit and meaning, from the KPI registry (the peak window
     from *summary*)."""
-    registry = {kpi.key: kpi for kpi in REGISTRY}
     items = []
     for key in keys:
-        if key in registry:
-            kpi = registry[key]
-            label, unit, meaning = kpi.title(summary), kpi.unit, kpi.about(summary)
-            if key == "state":
-                meaning += "; " + "; ".join(f"{k}: {v}" for k, v in STATE_MEANING.items())
-        elif key in DERIVED:
-            (label, meaning), unit = DERIVED[key], ""
-        else:
+        kpi = BY_KEY.get(key)
+        if kpi is None:
             continue
+        label, unit, meaning = kpi.title(summary), kpi.unit, kpi.about(summary) + kpi.details
         unit_text = f" ({unit})" if unit else ""
         items.append(f"<dt>{html.escape(label)}{html.escape(unit_text)} "
                      f"<code>{html.escape(key)}</code></dt><dd>{html.escape(meaning)}</dd>")

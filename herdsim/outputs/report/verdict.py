@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import metastability
-from herdsim.analysis.kpis import BY_KEY, number_text, show
+from herdsim.analysis.kpis import BY_KEY, kpi_of, number_text, on, show
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config import graph
@@ -50,20 +50,11 @@ class Stat:
         return fmt(self.mean) + spread
 
 
-def _column(runs: pd.DataFrame, key: str) -> np.ndarray:
-    if key not in runs:
-        return np.full(len(runs), np.nan)
-    return pd.to_numeric(runs[key], errors="coerce").to_numpy(dtype=float)
-
-
 def derived(runs: pd.DataFrame, key: str) -> np.ndarray:
-    """A KPI per run; ``succeeded_fraction`` computed (succeeded / submitted) for
-    directories saved before it was a KPI."""
-    if key == "succeeded_fraction" and key not in runs:
-        succeeded, submitted = _column(runs, "jobs_succeeded"), _column(runs, "jobs_submitted")
-        return np.divide(succeeded, submitted, out=np.full(len(runs), np.nan),
-                         where=submitted > 0)
-    return _column(runs, key)
+    """A KPI per run; computed by the KPI's ``legacy`` rule (``succeeded_fraction``:
+    succeeded / submitted) for directories saved before it was a KPI."""
+    column = kpi_of(key).column(runs)
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
 
 
 def stat(values: np.ndarray) -> Stat:
@@ -223,7 +214,7 @@ def assumptions(c) -> list[str]:
 
 def verdict(c) -> list[str]:
     """The verdict: a lead line, then one line per arm (best first, the ranking of
-    :func:`~herdsim.analysis.metastability.rank`)."""
+    :func:`~herdsim.analysis.kpis.rank`)."""
     sc = c.scenario
     st = states(c)
     if sc.all_outages:
@@ -247,25 +238,17 @@ def verdict(c) -> list[str]:
     return lines
 
 
-MECHANISMS = (  # summary key -> what did the work, for the verdict
-    ("shed_admission_total", "the admission limit ({kind}) refused {n} calls"),
-    ("shed_codel_total", "CoDel rejected {n} waiting calls"),
-    ("shed_shedding_total", "probabilistic shedding refused {n} calls"),
-    ("budget_refused_total", "the retry budget refused {n} retries"),
-    ("calls_avoided", "the circuit breaker short-circuited {n} calls"),
-)
-
-
 def _mechanisms(c, arm) -> list[str]:
-    """What held an arm's load back, by mechanism, as mean counts per run."""
+    """What held an arm's load back, by mechanism (the KPIs with a verdict panel: its
+    sentence), as mean counts per run."""
     ds = arm.scenario.downstream
     kind = ds.admission.kind if getattr(ds, "admission", None) is not None else ""
     found = []
     if ds.room().always is not False:  # a room that may serve the newest call
         found.append(f"the waiting room served newest first ({ds.discipline})")
     runs = c.runs[c.runs["arm"] == arm.label]
-    for key, text in MECHANISMS:
-        n = stat(derived(runs, key)).mean
+    for kpi in on("verdict"):
+        n = stat(derived(runs, kpi.key)).mean
         if not np.isnan(n) and n > 0:
-            found.append(text.format(kind=kind, n=f"{n:,.0f}"))
+            found.append(kpi.panels["verdict"].heading.format(kind=kind, n=f"{n:,.0f}"))
     return found

@@ -1,0 +1,82 @@
+"""A call graph's per-tier KPIs, in the order of summary.json's ``tiers.<service>``: each
+computes itself from one tier (:class:`herdsim.analysis.tiers.Tier`: its record, its
+health, the run's summary); the tier table (``run``) and the report (``report``) show them
+in their orders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from herdsim.analysis.kpis.base import KPI, Panel
+from herdsim.analysis.kpis.run import STATES
+from herdsim.analysis.metastability import NOT_RECOVERED
+
+
+def _own(key: str) -> Callable[[Any], Any]:
+    """A KPI the top tier takes from the run's summary (the workers' view, their backlog
+    included) and any other tier from its own health (:meth:`Tier.own`)."""
+    return lambda tier: tier.own(key)
+
+
+def _ratio(top: float, bottom: float | None) -> float | None:
+    return top / bottom if bottom else None
+
+
+TIER_REGISTRY: tuple[KPI, ...] = (
+    KPI("state", "state", kind="text",
+        meaning="recovered, degraded or metastable: the classifier on the tier's own "
+                "numbers (the top tier: the run's state; docs/model.md, call graphs)",
+        classes=STATES, across="majority", compute=_own("state"),
+        panels={"run": Panel(1), "report": Panel(1)}),
+    KPI("calls", "calls", kind="count",
+        meaning="calls that reached the tier: every attempt of every caller, hedge "
+                "copies included", compute=lambda tier: len(tier.record.attempts),
+        panels={"run": Panel(2), "report": Panel(2)}),
+    KPI("succeeded_calls", "succeeded", kind="count", better="higher",
+        meaning="calls the tier answered with a success its caller received",
+        compute=lambda tier: len(tier.record.succeeded),
+        panels={"run": Panel(3), "report": Panel(3)}),
+    KPI("failed_calls", "failed", kind="count", better="lower",
+        meaning="calls that failed: refused at once, an error (its own or a "
+                "dependency's), the caller's timeout, or failed at t0",
+        compute=lambda tier: len(tier.record.failed),
+        panels={"run": Panel(4), "report": Panel(4)}),
+    KPI("wasted_calls", "wasted", kind="count", better="lower",
+        meaning="calls the tier finished serving after its caller had given up",
+        compute=lambda tier: len(tier.record.wasted),
+        panels={"run": Panel(5), "report": Panel(5)}),
+    KPI("collapses", "collapses", kind="count", better="lower",
+        meaning="times the tier crashed (overload.collapse)",
+        compute=lambda tier: len(tier.record.crashes),
+        panels={"run": Panel(6), "report": Panel(6)}),
+    KPI("peak_to_capacity", "peak / capacity", "×", better="lower",
+        meaning="the tier's busiest peak_window of calls over its capacity "
+                "(concurrency / mean service time, or its rate limit)",
+        compute=lambda tier: _ratio(tier.peak, tier.record.capacity),
+        panels={"run": Panel(7), "report": Panel(7)}),
+    KPI("amplification", "calls per success", "calls/succeeded job", better="lower",
+        meaning="calls at the tier per job the workers finished with success",
+        missing="no job succeeded",
+        compute=lambda tier: _ratio(len(tier.record.attempts), tier.summary["jobs_succeeded"]),
+        panels={"run": Panel(8), "report": Panel(8)}),
+    KPI("capacity_rate", "capacity", "calls/s",
+        meaning="calls per second the healthy tier serves",
+        compute=lambda tier: tier.record.capacity, panels={"report": Panel(12)}),
+    KPI("peak_calls", "peak calls", kind="count", better="lower",
+        meaning="calls reaching the tier in its busiest peak_window",
+        compute=lambda tier: int(round(tier.peak * tier.scenario.peak_window)),
+        panels={"report": Panel(11)}),
+    KPI("recovery_time", "recovery", "s", better="lower",
+        meaning="seconds from the last outage's end until the tier is healthy for good",
+        missing=NOT_RECOVERED, needs=("outage",), unreached="not recovered",
+        compute=_own("recovery_time"), panels={"run": Panel(9), "report": Panel(9)}),
+    KPI("collapses_after_outage", "collapses after the outage", kind="count",
+        better="lower", meaning="the tier's crashes after the last outage ended",
+        compute=_own("collapses_after_outage"), panels={"report": Panel(10)}),
+    KPI("peak_to_baseline", "peak / pre-outage peak", "×", better="lower",
+        meaning="the tier's busiest peak_window from the first outage on over the busiest "
+                "before it", missing="no pre-outage period",
+        compute=_own("peak_to_baseline"), panels={"report": Panel(13)}),
+)
+TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}
