@@ -170,10 +170,11 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
                 raise FieldError(f"{where}.calls.{i}.cancel",
                                  f"{edge.service} serves abandoned calls (serve_abandoned: "
                                  "true): a cancelled call would still be served")
-            if edge.timeout is None and any(o.mode == "blackhole" for o in callee.outages):
+            hangs = next((o for o in callee.outages if o.needs_timeout), None)
+            if edge.timeout is None and hangs is not None:
                 raise FieldError(f"{where}.calls.{i}.timeout",
-                                 f"{edge.service} has a blackhole outage: calls hang until "
-                                 "this timeout")
+                                 f"{edge.service} has a {hangs.name()} outage: calls hang "
+                                 "until this timeout")
             if edge.retry.max_retries is None and edge.retry.preset is None \
                     and not edge.retry._untrusted \
                     and getattr(edge.retry.build(), "min_sleep", None) == 0.0:

@@ -114,10 +114,10 @@ class Scenario(Section):
                     f"outage ends at {format_duration(outage.end)}, after the run's "
                     f"end ({format_duration(self.duration)})",
                 )
-            if outage.mode == "blackhole" and self.downstream.timeout is None:
+            if outage.needs_timeout and self.downstream.timeout is None:
                 raise FieldError(
                     f"downstream.outages.{i}.mode",
-                    "a blackhole outage needs downstream.timeout (calls hang until it)",
+                    f"a {outage.name()} outage needs downstream.timeout (calls hang until it)",
                 )
 
     def _check_callers(self) -> None:
@@ -207,7 +207,7 @@ class Scenario(Section):
                 or ds.network_delay is not None or ds.request_delay is not None
                 or (workers.count is not None and workers.retry_mode == "requeue")):
             return False
-        return (any(o.mode == "down" for o in ds.outages) or ds.rate_limit is not None
+        return (any(o.refuses for o in ds.outages) or ds.rate_limit is not None
                 or ds.defends()
                 or ds.queue_limit is not None or ds.overload.collapse is not None
                 or (workers.count is None and self.breaker.enabled))

@@ -20,6 +20,8 @@ from pydantic import (
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
 from herdsim.policies import limiters, presets, strategies
+from herdsim.policies.distributions import Distribution as Service
+from herdsim.policies.distributions import Exponential
 from herdsim.policies.durations import format_duration, parse_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -30,6 +32,7 @@ from herdsim.policies.fields import (
     Section,
     number_text,
 )
+from herdsim.policies.outages import Outage
 
 
 def _retry_after(value: object) -> object:
@@ -182,24 +185,6 @@ class Workers(Section):
         0.0, description="what one attempt costs the client before the call leaves")
 
 
-class Service(Section):
-    distribution: Literal["constant", "exponential", "lognormal"] = "exponential"
-    mean: PositiveDuration = 0.1
-    sigma: float = Field(0.5, gt=0, le=10, description="lognormal shape (std-dev of log)")
-
-
-class Outage(Section):
-    start: NonNegativeDuration
-    duration: PositiveDuration
-    mode: Literal["down", "blackhole", "error", "slow"] = "down"
-    error_rate: float = Field(1.0, gt=0, le=1, description="mode error: fraction failing")
-    factor: float = Field(5.0, gt=0, description="mode slow: service-time multiplier")
-
-    @property
-    def end(self) -> float:
-        return self.start + self.duration
-
-
 class RateLimit(Section):
     rate: float = Field(gt=0, description="calls per second")
     burst: float = Field(100.0, ge=1, description="bucket size, calls")
@@ -256,7 +241,7 @@ class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
     concurrency: int = Field(100, ge=1)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
-    service: Service = Service()
+    service: Service = Exponential()
     timeout: PositiveDuration | None = None
     network_delay: Service | None = None
     request_delay: Service | None = Field(

@@ -119,9 +119,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         parts.append(f"{len(sc.services) + 1} tiers")
     for where, tier in [("", d), *((f"{name} ", t) for name, t in sc.services.items())]:
         for o in tier.outages:
-            what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
-                    "error": f"{o.error_rate:.0%} errors"}[o.mode]
-            parts.append(f"{where}{what} {format_duration(o.duration)} at "
+            parts.append(f"{where}{o.label()} {format_duration(o.duration)} at "
                          f"{format_duration(o.start)}")
     if not sc.all_outages and queueing:
         parts.append("no outage")

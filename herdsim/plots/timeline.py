@@ -361,7 +361,7 @@ def tier_downs(c: Comparison, replication: int = 0) -> dict[str, dict[str, list]
         spans = {}
         for arm in c.arms:
             tier = graph.tiers(arm.scenario.downstream, arm.scenario.services)[name]
-            mine = [(o.start, o.duration) for o in tier.outages if o.mode == "down"]
+            mine = [(o.start, o.duration) for o in tier.outages if o.refuses]
             collapse = tier.overload.collapse
             if c.crashes is not None and collapse is not None:
                 crashed = one(c.crashes, arm.label, replication)
