@@ -4,11 +4,12 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import distributions, limiters, outages
+from herdsim.policies import autoscale, distributions, limiters, outages
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family, ...] = (
     outages.FAMILY,
     distributions.FAMILY,
     limiters.FAMILY,
+    autoscale.FAMILY,
 )

@@ -20,6 +20,7 @@ from pydantic import (
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
 from herdsim.policies import limiters, presets, strategies
+from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
 from herdsim.policies.durations import format_duration, parse_duration
@@ -145,31 +146,6 @@ class Workload(Section):
     def profile_rates(self) -> list[float]:
         """Every rate the profile reaches (the base rate without one)."""
         return [step.rate for step in self.profile] or [self.rate]
-
-
-class Autoscale(Section):
-    """Workers added and removed as KEDA (queue_depth) or the HPA (busy_fraction) would."""
-
-    metric: Literal["queue_depth", "busy_fraction"]
-    target: float = Field(gt=0, description="queue_depth: jobs queued per worker; "
-                                            "busy_fraction: the busy fraction aimed at")
-    min: int = Field(1, ge=1)
-    max: int = Field(ge=1)
-    interval: Period = Field(15.0, description="how often the autoscaler decides")
-    step_limit: int | None = Field(None, ge=1, description="workers added or removed per "
-                                                           "decision at most")
-    cooldown: NonNegativeDuration = Field(
-        0.0, description="no scale-in until this long after the last scaling")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Autoscale:
-        if self.min > self.max:
-            raise FieldError("min", f"min ({self.min}) is above max "
-                                                      f"({self.max})")
-        if self.metric == "busy_fraction" and self.target > 1:
-            raise FieldError("target",
-                             "busy_fraction: the target is a fraction in (0, 1]")
-        return self
 
 
 class Workers(Section):
