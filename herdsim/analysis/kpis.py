@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
-from herdsim.model.downstream import family
+from herdsim.policies import downstreams
 from herdsim.policies.durations import format_duration
 
 Kind = Literal["count", "real", "fraction", "flag", "text"]
@@ -346,7 +346,7 @@ def missing_text(key: str, summary: dict | None = None) -> str:
     if key == "recovery_time":
         return NOT_RECOVERED
     if key == "capacity_rate" and summary is not None \
-            and not family.named(summary.get("model", "queue")).queueing:
+            and not downstreams.named(summary.get("model", "queue")).queueing:
         return f"{NA} ({summary['model']}: no service rate)"
     if key == "capacity_rate" and summary is not None:
         return f"{NA} (unbounded)"

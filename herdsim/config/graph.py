@@ -23,7 +23,7 @@ from herdsim.config.sections import (
     Downstream,
     Retry,
 )
-from herdsim.policies import presets
+from herdsim.policies import downstreams, presets
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -151,7 +151,7 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
     every = tiers(downstream, services)
     for name, tier in every.items():
         where = "downstream" if tier is downstream else f"services.{name}"
-        if tier.calls and downstream.model != "queue":
+        if tier.calls and not downstreams.named(downstream.model).queueing:
             raise FieldError(f"{where}.calls", "calls need model: queue")
         if tier.calls and tier.overload.latency_model != "at_start":
             raise FieldError(f"{where}.calls", "a tier that calls others needs "

@@ -23,6 +23,7 @@ from herdsim.config.sections import (
     Workers,
     Workload,
 )
+from herdsim.policies import downstreams
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
     MAX_NAME,
@@ -164,6 +165,7 @@ class Scenario(Section):
         """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor
         a main queue for keys)."""
         scaling = self.workers.autoscale
+        model = downstreams.named(self.downstream.model)
         if scaling is not None:
             if self.workers.count is None:
                 raise FieldError("workers.autoscale", "open-loop callers are not a pool to "
@@ -172,13 +174,14 @@ class Scenario(Section):
                 raise FieldError("workers.count", f"{self.workers.count} workers at t=0 is "
                                                   f"outside autoscale's min..max "
                                                   f"({scaling.min}..{scaling.max})")
-            if self.downstream.model == "occ":
-                raise FieldError("workers.autoscale", "the occ model has no queue workers "
-                                                      "to scale")
-        if self.downstream.model == "occ" and self.workers.count is None:
-            raise FieldError("workers.count", "the occ model needs a number of clients")
+            if not model.queue_workers:
+                raise FieldError("workers.autoscale", f"the {model.name()} model has no "
+                                                      "queue workers to scale")
+        if not model.queue_workers and self.workers.count is None:
+            raise FieldError("workers.count", f"the {model.name()} model needs a number of "
+                                              "clients")
         if self.workload.keys is not None and (self.workers.count is None
-                                               or self.downstream.model == "occ"):
+                                               or not model.queue_workers):
             raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
                                               "need queue workers (workers.count) and the "
                                               "queue model")

@@ -19,7 +19,7 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import limiters, presets, strategies
+from herdsim.policies import downstreams, limiters, presets, strategies
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
@@ -187,16 +187,6 @@ class Overload(Section):
                                 "in service slow down together as concurrency grows")
 
 
-class Occ(Section):
-    """The optimistic-concurrency row (``downstream.model: occ``; the model:
-    herdsim/model/downstream/occ.py)."""
-
-    hop_mean: PositiveDuration = 0.010
-    hop_sd: NonNegativeDuration = 0.002
-    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
-                                                     "retry (1: the AWS 2015 simulator)")
-
-
 class Codel(Section):
     """Facebook's CoDel for the waiting room ("Fail at Scale")."""
 
@@ -214,7 +204,7 @@ class Shedding(Section):
 
 
 class Downstream(Section):
-    model: Literal["queue", "occ"] = "queue"
+    model: downstreams.Name = "queue"
     concurrency: int = Field(100, ge=1)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
     service: Service = Exponential()
@@ -230,7 +220,7 @@ class Downstream(Section):
                           "or limiter (until the rate limiter next has a token)")
     outages: list[Outage] = []
     overload: Overload = Overload()
-    occ: Occ = Occ()
+    occ: downstreams.OccFields | None = Field(None, description="model: occ only")
     discipline: Literal["fifo", "lifo", "adaptive_lifo"] = Field(
         "fifo", description="the waiting room's order; adaptive_lifo: FIFO until "
                             "lifo_threshold calls wait, then LIFO")
@@ -239,6 +229,12 @@ class Downstream(Section):
     codel: Codel | None = None
     shedding: Shedding | None = None
     admission: limiters.Admission | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """The model's own fields (``occ``) only with that model."""
+        return downstreams.FAMILY.flat(data, info)
 
     @model_validator(mode="after")
     def _threshold_with_adaptive_lifo(self) -> Downstream:

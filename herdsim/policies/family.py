@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Union
 
-from pydantic import BaseModel, BeforeValidator, Discriminator, Tag, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Discriminator,
+    Tag,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from herdsim.policies.fields import FieldError, Section
 
@@ -46,16 +54,19 @@ class Member(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _only_its_own_fields(cls, data: Any) -> Any:
+    def _only_its_own_fields(cls, data: Any, info: ValidationInfo) -> Any:
         """A field another member reads is refused naming who reads it (null is unset:
-        how older herdsim wrote every member's fields)."""
+        how older herdsim wrote every member's fields). A run folder's sealed scenario
+        (read with ``trust_code`` off) written by an older herdsim holds every member's
+        fields with their defaults: there they are dropped (the run did not read them)."""
         if not isinstance(data, dict):
             return data
+        sealed = (info.context or {}).get("trust_code", True) is False
         kept = {}
         for key, value in data.items():
             owners = [] if key in cls.model_fields or not isinstance(key, str) else \
                 [m.name() for m in cls.family.members if key in m.model_fields]
-            if owners and value is not None:
+            if owners and value is not None and not sealed:
                 raise FieldError(key, cls.family.only(owners, key, cls.name()))
             if not owners:
                 kept[key] = value
@@ -128,6 +139,15 @@ class Family:
             raise FieldError(self.tag, f"unknown {self.tag} {name!r}: one of "
                              + ", ".join(self.names()))
         return value
+
+    def flat(self, data: Any, info: ValidationInfo) -> Any:
+        """For a section holding its member's tag and fields flat among its own
+        (``downstream.model`` beside ``occ``; ``workload.arrivals`` beside ``trace``): the
+        checks of :meth:`union` and :class:`Member` on *data*, the section's input."""
+        if not isinstance(data, dict):
+            return data
+        name = self._known(data).get(self.tag, self.default)
+        return self.member(name)._only_its_own_fields(data, info)
 
     def rows(self) -> Iterator[tuple[str, str, str, str, str]]:
         """``(member, about, fast path, emulated, fluid form)`` for listings and docs."""
