@@ -4,10 +4,11 @@ rest: see :mod:`herdsim.policies.family`)."""
 
 from __future__ import annotations
 
-from herdsim.policies import autoscale, distributions, downstreams, limiters, outages
+from herdsim.policies import arrivals, autoscale, distributions, downstreams, limiters, outages
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family, ...] = (
+    arrivals.FAMILY,
     downstreams.FAMILY,
     outages.FAMILY,
     distributions.FAMILY,

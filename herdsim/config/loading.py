@@ -66,8 +66,13 @@ def read_trace(scenario: Scenario, base: Path) -> None:
                               f"({format_duration(scenario.duration)})")])
     trace.file = str(path)
     trace.sha256 = found.sha256
+    mean = found.within / scenario.duration
     if scenario.workload.rate is None:
-        scenario.workload.rate = found.within / scenario.duration
+        scenario.workload.rate = mean
+    elif scenario.workload.rate != mean:  # a dump holds the mean it was given
+        raise ScenarioError([("workload.rate",
+                              f"{scenario.workload.rate:g} jobs/s beside a trace, whose mean "
+                              f"over the run sets the rate ({mean:g}): remove rate")])
 
 
 def load_scenario(

@@ -19,6 +19,7 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
+from herdsim.policies import arrivals as sources
 from herdsim.policies import downstreams, limiters, presets, strategies
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.distributions import Distribution as Service
@@ -67,30 +68,19 @@ class Step(Section):
     ramp: NonNegativeDuration = 0.0
 
 
-class Trace(Section):
-    """Recorded arrivals: every job arrives at a time of the file (× time_scale, + start)."""
-
-    file: str = Field(min_length=1, description="path, relative to the scenario file")
-    format: Literal["csv", "osdi"] = Field(
-        "csv", description="csv: a time column in seconds; osdi: the OSDI'22 metastability "
-                           "artifact's whitespace lines (arrival_s request_type size key)")
-    time_scale: float = Field(1.0, gt=0, description="multiplies every time of the file")
-    start: NonNegativeDuration = Field(0.0, description="added to every (scaled) time")
-    sha256: str | None = Field(None, description="the file's SHA-256, filled on load; a "
-                                                 "different file is refused")
-
-
 MAX_SKEWED_KEYS = 10_000_000  # key_skew keeps one float per key
 
 
 class Workload(Section):
-    arrivals: Literal["poisson", "constant", "burst", "trace"] = "poisson"
+    arrivals: sources.Name = "poisson"
     rate: float = Field(  # type: ignore[assignment]  # None until the load fills it in
         None, gt=0, description="jobs per second (a profile's first step or a trace's mean "
                                 "by default)")
     profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
-    trace: Trace | None = Field(None, description="arrivals: trace reads arrivals from here")
-    burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
+    trace: sources.TraceFile | None = Field(None, description="arrivals: trace reads "
+                                                              "arrivals from here")
+    burst_size: int | None = Field(None, ge=1, description="jobs per burst (arrivals: "
+                                                           "burst; default 100)")
     backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
@@ -101,6 +91,12 @@ class Workload(Section):
                                 "collapses into it (client-go's workqueue)")
     key_skew: float = Field(0.0, ge=0, le=10, description="0: keys drawn uniformly; s > 0: "
                                                           "key i with weight (i + 1)^-s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """The arrival source's own fields (``burst_size``, ``trace``) only with it."""
+        return sources.FAMILY.flat(data, info)
 
     @model_validator(mode="after")
     def _skewed_keys(self) -> Workload:
@@ -138,10 +134,20 @@ class Workload(Section):
                                      "the ramp runs past the next step's at")
             if self.rate is None:
                 self.rate = steps[0].rate
+            elif self.rate != steps[0].rate:
+                raise FieldError("rate", f"{self.rate:g} jobs/s beside a profile, whose first "
+                                         f"step sets the rate ({steps[0].rate:g}): remove "
+                                         "rate")
         if self.rate is None and self.trace is None:
             raise FieldError("rate", "required field is missing (or give a "
                                               "profile or a trace)")
         return self
+
+    def source(self) -> sources.Source:
+        """The arrival source's member, with its own fields."""
+        member = sources.FAMILY.member(self.arrivals)
+        return member.model_validate({name: getattr(self, name) for name in
+                                      member.model_fields if getattr(self, name) is not None})
 
     def profile_rates(self) -> list[float]:
         """Every rate the profile reaches (the base rate without one)."""

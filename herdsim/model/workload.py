@@ -134,8 +134,9 @@ class ArrivalClock:
 
     def __init__(self, cfg: Workload, sample: Sample):
         self.schedule = Piecewise(cfg)
-        self.poisson = cfg.arrivals == "poisson"
-        self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
+        source = cfg.source()
+        self.poisson = source.poisson
+        self.burst = source.jobs_per_arrival()
         self.gap_draw = draws(sample)
         self._enter(0.0)
         self.next_at = 0.0
@@ -239,8 +240,8 @@ def clock(cfg: Workload, sample: Sample) -> Clock:
         return TraceClock(cfg)
     _, rate, slope, end = Piecewise(cfg).piece(0.0)
     if slope == 0.0 and rate > 0 and end == math.inf:
-        return SteadyClock(rate, cfg.arrivals == "poisson",
-                           cfg.burst_size if cfg.arrivals == "burst" else 1, sample)
+        source = cfg.source()
+        return SteadyClock(rate, source.poisson, source.jobs_per_arrival(), sample)
     return ArrivalClock(cfg, sample)
 
 

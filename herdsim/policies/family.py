@@ -147,7 +147,8 @@ class Family:
         if not isinstance(data, dict):
             return data
         name = self._known(data).get(self.tag, self.default)
-        return self.member(name)._only_its_own_fields(data, info)
+        kept = self.member(name)._only_its_own_fields(data, info)
+        return {**{k: v for k, v in data.items() if v is None}, **kept}  # the section's
 
     def rows(self) -> Iterator[tuple[str, str, str, str, str]]:
         """``(member, about, fast path, emulated, fluid form)`` for listings and docs."""
