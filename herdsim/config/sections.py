@@ -110,9 +110,6 @@ class Workload(Section):
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:
-        if (self.arrivals == "trace") != (self.trace is not None):
-            field = "trace" if self.trace is None else "arrivals"
-            raise FieldError(field, "arrivals: trace and a workload.trace go together")
         if self.profile and self.trace is not None:
             raise FieldError("profile", "a profile and a trace both set the rate; "
                                                  "give one")

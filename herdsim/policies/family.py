@@ -147,7 +147,11 @@ class Family:
         if not isinstance(data, dict):
             return data
         name = self._known(data).get(self.tag, self.default)
-        kept = self.member(name)._only_its_own_fields(data, info)
+        member = self.member(name)
+        kept = member._only_its_own_fields(data, info)
+        for key, field in member.model_fields.items():
+            if field.is_required() and kept.get(key) is None:
+                raise FieldError(key, f"required field is missing ({self.tag}: {name})")
         return {**{k: v for k, v in data.items() if v is None}, **kept}  # the section's
 
     def rows(self) -> Iterator[tuple[str, str, str, str, str]]:
