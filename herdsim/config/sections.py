@@ -7,7 +7,7 @@ Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     BeforeValidator,
@@ -143,8 +143,9 @@ class Workload(Section):
     def source(self) -> sources.Source:
         """The arrival source's member, with its own fields."""
         member = sources.FAMILY.member(self.arrivals)
-        return member.model_validate({name: getattr(self, name) for name in
-                                      member.model_fields if getattr(self, name) is not None})
+        own = {name: getattr(self, name) for name in member.model_fields
+               if getattr(self, name) is not None}
+        return cast(sources.Source, member.model_validate(own))
 
     def profile_rates(self) -> list[float]:
         """Every rate the profile reaches (the base rate without one)."""

@@ -55,10 +55,15 @@ class Member(Section):
     @model_validator(mode="before")
     @classmethod
     def _only_its_own_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        """A field another member reads is refused naming who reads it (null is unset:
-        how older herdsim wrote every member's fields). A run folder's sealed scenario
-        (read with ``trust_code`` off) written by an older herdsim holds every member's
-        fields with their defaults: there they are dropped (the run did not read them)."""
+        return cls.own_fields(data, info)
+
+    @classmethod
+    def own_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """*data* without another member's fields, each refused naming who reads it (null
+        is unset: how older herdsim wrote every member's fields). A run folder's sealed
+        scenario (read with ``trust_code`` off) written by an older herdsim holds every
+        member's fields with their defaults: there they are dropped (the run did not
+        read them)."""
         if not isinstance(data, dict):
             return data
         sealed = (info.context or {}).get("trust_code", True) is False
@@ -148,7 +153,7 @@ class Family:
             return data
         name = self._known(data).get(self.tag, self.default)
         member = self.member(name)
-        kept = member._only_its_own_fields(data, info)
+        kept = member.own_fields(data, info)
         for key, field in member.model_fields.items():
             if field.is_required() and kept.get(key) is None:
                 raise FieldError(key, f"required field is missing ({self.tag}: {name})")
