@@ -16,8 +16,10 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 import herdsim
+from herdsim.cli import app
 from herdsim.config.families import FAMILIES
 from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
@@ -197,8 +199,8 @@ def test_every_bundled_scenario_round_trips(path):
 def test_an_older_dump_with_every_members_fields_is_read_from_a_run_folder_only():
     """Older herdsim sealed every mode's fields with their defaults (factor on a down
     outage, sigma on an exponential service, burst_size with Poisson, occ with the
-    queue): a run folder's scenario (read with trust_code off) drops them; a scenario
-    file the user writes is refused."""
+    queue): a run folder's scenario (read sealed) drops them; a scenario file the user
+    writes is refused, also by ``herdsim validate`` (which reads with trust_code off)."""
     old = _base()
     old["workload"].update(arrivals="poisson", burst_size=100)
     old["downstream"].update(
@@ -206,12 +208,24 @@ def test_an_older_dump_with_every_members_fields_is_read_from_a_run_folder_only(
         service={"distribution": "exponential", "mean": 0.01, "sigma": 0.5},
         outages=[{"start": 0.5, "duration": 0.5, "mode": "down", "error_rate": 1.0,
                   "factor": 5.0}])
-    with pytest.raises(ScenarioError):
-        validate(old)
+    for trust_code in (True, False):
+        with pytest.raises(ScenarioError):
+            validate(old, trust_code=trust_code)
     clean = _base()
     clean["downstream"].update(service={"mean": 0.01},
                                outages=[{"start": 0.5, "duration": 0.5}])
-    assert validate(old, trust_code=False) == validate(clean)
+    assert validate(old, trust_code=False, sealed=True) == validate(clean)
+
+
+def test_herdsim_validate_refuses_another_kinds_field_in_one_line(tmp_path):
+    doc = _base()
+    _outage(doc, {"factor": 3})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(app, ["validate", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 's.yaml'}: downstream.outages.0.factor: only a slow outage "
+        "has factor (this one is mode: down)"]
 
 
 # -- the rules ---------------------------------------------------------------------------

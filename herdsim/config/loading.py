@@ -22,17 +22,21 @@ from herdsim.errors import ScenarioError, UsageError
 from herdsim.policies.durations import format_duration
 
 
-def validate(data: Any, source: str | None = None, trust_code: bool = True) -> Scenario:
+def validate(data: Any, source: str | None = None, trust_code: bool = True,
+             sealed: bool = False) -> Scenario:
     """Validate plain data (as parsed from YAML) into a :class:`Scenario`.
 
     ``trust_code=False`` keeps a ``retry.strategy: module:Class`` as a name without
-    importing it (for readers of someone else's files).
+    importing it (for readers of someone else's files). ``sealed``: *data* is what
+    herdsim wrote of a run (a run folder's scenario), perhaps an older herdsim that wrote
+    every kind's fields: a field its kind does not read is dropped, not refused.
     """
     if not isinstance(data, dict):
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
     fill_preset(data, source)
     try:
-        scenario = Scenario.model_validate(data, context={"trust_code": trust_code})
+        scenario = Scenario.model_validate(data, context={"trust_code": trust_code,
+                                                          "sealed": sealed})
     except ValidationError as exc:
         raise ScenarioError(problems(exc), source) from None
     trace = scenario.workload.trace
@@ -77,13 +81,14 @@ def read_trace(scenario: Scenario, base: Path) -> None:
 
 def load_scenario(
     source: str | Path | dict, overrides: dict[str, Any] | None = None,
-    trust_code: bool = True,
+    trust_code: bool = True, sealed: bool = False,
 ) -> Scenario:
     """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
 
     A ``retry.strategy`` that is not herdsim's own (``module:Class``, or an installed
     entry point's name) is code: it is resolved only with ``trust_code`` (the default);
-    readers of output directories pass ``trust_code=False``.
+    readers of output directories pass ``trust_code=False`` and ``sealed`` (see
+    :func:`validate`).
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
     label = None
@@ -120,6 +125,6 @@ def load_scenario(
     except ScenarioError as exc:
         exc.source = label
         raise ScenarioError(exc.problems, label) from None
-    return validate(data, label, trust_code).overridden(
+    return validate(data, label, trust_code, sealed).overridden(
         {path: raw if isinstance(raw, str) else value_text(raw)
          for path, raw in (overrides or {}).items()})

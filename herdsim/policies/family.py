@@ -61,12 +61,12 @@ class Member(Section):
     def own_fields(cls, data: Any, info: ValidationInfo) -> Any:
         """*data* without another member's fields, each refused naming who reads it (null
         is unset: how older herdsim wrote every member's fields). A run folder's sealed
-        scenario (read with ``trust_code`` off) written by an older herdsim holds every
-        member's fields with their defaults: there they are dropped (the run did not
-        read them)."""
+        scenario (read with ``sealed`` in the context) written by an older herdsim holds
+        every member's fields with their defaults: there they are dropped (the run did
+        not read them)."""
         if not isinstance(data, dict):
             return data
-        sealed = (info.context or {}).get("trust_code", True) is False
+        sealed = (info.context or {}).get("sealed", False)
         kept = {}
         for key, value in data.items():
             owners = [] if key in cls.model_fields or not isinstance(key, str) else \
