@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import ClassVar
 
 from pydantic import Field, model_validator
@@ -32,7 +33,7 @@ class Autoscale(Member):
             raise FieldError("min", f"min ({self.min}) is above max ({self.max})")
         return self
 
+    @abstractmethod
     def ratio(self, current: int, depth: int, busy: float) -> float:
         """The workers the metric wishes for, before rounding up: *current* workers,
         *depth* jobs queued, *busy* the fraction of workers holding a job."""
-        raise NotImplementedError

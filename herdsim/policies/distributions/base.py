@@ -3,6 +3,7 @@ times from a numpy generator, used by the model and the testbed's emulator alike
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -22,6 +23,6 @@ class Distribution(Member):
     emulated: ClassVar[bool] = True  # the emulator draws its service times with it
     fluid: ClassVar[str | None] = "rate 1/mean per slot (only the mean)"
 
+    @abstractmethod
     def sampler(self, rng: np.random.Generator) -> Sampler:
         """``sample(n)``: *n* times drawn from *rng*."""
-        raise NotImplementedError

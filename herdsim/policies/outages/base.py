@@ -5,6 +5,7 @@ the outages holding at a moment do to a call, as pure bookkeeping (no SimPy): th
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import ClassVar
 
 from herdsim.policies.family import Member
@@ -57,10 +58,10 @@ class Outage(Member):
         """The outage in a few words (a scenario described: ``slow ×5``)."""
         return self.name()
 
+    @abstractmethod
     def begin(self, state: OutageState) -> None:
         """The outage starts: enter it into *state* (then ``state.refresh()``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def cease(self, state: OutageState) -> None:
         """The outage ends: take it out of *state* (then ``state.refresh()``)."""
-        raise NotImplementedError
