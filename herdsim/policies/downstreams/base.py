@@ -3,7 +3,7 @@ report ask the member, never its name)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from herdsim.policies.family import Member
 
@@ -17,9 +17,3 @@ class Model(Member):
     queueing: ClassVar[bool] = True
     done_when: ClassVar[str | None] = None
     queue_workers: ClassVar[bool] = True  # served by queue workers (False: clients of its own)
-
-    @classmethod
-    def capacity_rate(cls, downstream: Any) -> float | None:
-        """Calls/s *downstream* (a scenario's section) serves when healthy; None: the
-        model has no service rate."""
-        return downstream.capacity_rate() if cls.queueing else None
