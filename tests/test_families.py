@@ -6,8 +6,10 @@ rule is the one both the model and the testbed use."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
+import time
 import typing
 from pathlib import Path
 
@@ -24,11 +26,13 @@ from herdsim.config.families import FAMILIES
 from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError
+from herdsim.model.calls import ERROR, OK
 from herdsim.model.simulation import _service_draws
 from herdsim.model.streams import generators
 from herdsim.policies import arrivals, autoscale, distributions, downstreams, outages
 from herdsim.policies.outages import OutageState
-from herdsim.testbed.emulator import service_draws
+from herdsim.testbed.emulator import Emulator, service_draws
+from herdsim.testbed.timing import Clock
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = sorted((ROOT / "herdsim" / "scenarios").glob("*.yaml"))
@@ -288,6 +292,38 @@ def test_the_model_and_the_testbed_draw_the_same_service_times(section):
     model = _service_draws(scenario.downstream.service, generators(scenario.seed)["service"])
     testbed = service_draws(scenario)
     assert [model() for _ in range(1000)] == [testbed() for _ in range(1000)]
+
+
+def test_the_testbeds_emulator_keeps_error_and_slow_outages_by_their_rule():
+    """A slow outage (factor 3) and an error outage (error_rate 1) over [0, 0.5 s): a
+    constant 100 ms service takes 300 ms and fails; after them, 100 ms and served.
+    (Wall-clock: LATE allows for a loaded machine.)"""
+    late = 0.15
+    doc = _base()
+    doc["downstream"] = {"concurrency": 2, "service": {"distribution": "constant",
+                                                       "mean": "100ms"},
+                         "outages": [{"start": 0, "duration": "0.5s", "mode": "slow",
+                                      "factor": 3},
+                                     {"start": 0, "duration": "0.5s", "mode": "error",
+                                      "error_rate": 1.0}]}
+    scenario = validate(doc)
+
+    async def calls():
+        clock = Clock(0.0)
+        emulator = Emulator(scenario, clock)
+        clock.t0 = time.monotonic()
+        emulator.start()
+        answers = []
+        for at in (0.01, 0.6):
+            await clock.sleep_until(at)
+            start = clock.now()
+            outcome, _ = await emulator.call()
+            answers.append((outcome, clock.now() - start))
+        return answers
+
+    (during, took_during), (after, took_after) = asyncio.run(calls())
+    assert during == ERROR and 0.3 <= took_during <= 0.3 + late
+    assert after == OK and 0.1 <= took_after <= 0.1 + late
 
 
 def test_a_rate_beside_a_trace_is_refused_unless_it_is_the_traces_mean(trace_file):
