@@ -15,6 +15,7 @@ from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import Alarm
 from herdsim.model.streams import BLOCK, Sample, draws
+from herdsim.policies.arrivals import TraceFile
 
 
 class Job:
@@ -208,9 +209,7 @@ class TraceClock:
 
     burst = 1
 
-    def __init__(self, cfg: Workload):
-        trace = cfg.trace
-        assert trace is not None, "arrivals: trace has a trace (validated)"
+    def __init__(self, trace: TraceFile):
         self._times = traces.times(trace.file, trace.format)
         self._scale, self._start = trace.time_scale, trace.start
         self.next_at = 0.0
@@ -237,7 +236,7 @@ def clock(cfg: Workload, sample: Sample) -> Clock:
     """The arrival clock *cfg* describes: a trace's, else the rate's (steady for good, or
     a profile, spikes); *sample(n)* draws *n* unit exponentials (Poisson gaps)."""
     if cfg.trace is not None:
-        return TraceClock(cfg)
+        return TraceClock(cfg.trace)
     _, rate, slope, end = Piecewise(cfg).piece(0.0)
     if slope == 0.0 and rate > 0 and end == math.inf:
         source = cfg.source()
