@@ -14,9 +14,9 @@ from test_graph import graph
 from typer.testing import CliRunner
 
 import herdsim
-from herdsim.policies.durations import format_duration
 from herdsim.plots import callgraph
 from herdsim.plots.metastability_map import COLORS
+from herdsim.policies.durations import format_duration
 from herdsim.results.comparison import Comparison
 
 DIAMOND = {  # front -> api (x2) -> db (x3), and front -> db directly: db sits below api
