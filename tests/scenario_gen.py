@@ -3,8 +3,10 @@ models of :class:`herdsim.config.scenario.Scenario` field by field.
 
 Every field is drawn from its own annotation and constraints (``Literal`` members,
 ``ge``/``gt``/``le``/``lt`` bounds, optional sections present or absent, lists, maps,
-unions of sections), so a field or a member the schema gains is drawn without a change
-here, and a constraint it tightens narrows what is drawn. The few things a type cannot
+unions of sections: a family's union draws one member and only its fields; a family
+held flat in its section keeps only the chosen member's), so a field or a member the
+schema gains is drawn without a change here, and a constraint it tightens narrows what
+is drawn. The few things a type cannot
 say are given here, and only those:
 
 * **size** (:data:`SIZES`): the fields that size a run (its duration, rates, counts) draw
@@ -37,8 +39,10 @@ from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at
 from herdsim.errors import ScenarioError
+from herdsim.policies import arrivals, downstreams
 from herdsim.policies.backoff import BUILT_IN
 from herdsim.policies.durations import parse_duration
+from herdsim.policies.family import Family
 from herdsim.policies.presets import PRESETS
 
 SERVICE_NAMES = ("api", "db", "cache")
@@ -252,7 +256,22 @@ def scenarios(draw) -> dict:
     if workload.get("arrivals") == "trace" or workload.get("trace") is not None:
         workload["arrivals"] = "trace"  # they go together
         workload["trace"] = {"file": _trace_file(), **(workload.get("trace") or {})}
+        workload.pop("rate", None)  # the trace's mean
+    elif workload.get("profile"):
+        workload["rate"] = workload["profile"][0]["rate"]  # the profile's first step
+    _only_chosen(workload, arrivals.FAMILY)
+    for tier in tiers:
+        _only_chosen(tier, downstreams.FAMILY)
     return doc
+
+
+def _only_chosen(section: dict, family: Family) -> None:
+    """A family held flat in its section (``workload.arrivals``, a tier's ``model``):
+    only the chosen member's fields are kept (the schema's union draws only them)."""
+    chosen = family.member(section.get(family.tag, family.default))
+    for member in family.members:
+        for name in set(member.model_fields) - set(chosen.model_fields):
+            section.pop(name, None)
 
 
 def _wire(draw, tiers: list[dict], names: list[str]) -> None:

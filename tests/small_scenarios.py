@@ -109,11 +109,13 @@ def scenarios(draw) -> dict:
     steps = draw(st.integers(0, 3)) if draw(st.integers(0, 3)) == 0 else 0
     ats = sorted(draw(st.lists(st.floats(0.01, duration), min_size=steps, max_size=steps,
                                unique=True)))
-    profile = [{"at": 0, "rate": draw(st.floats(1.0, 300.0))}]
+    rate = draw(st.floats(1.0, 300.0))
+    profile = [{"at": 0, "rate": rate}]  # a profile's first step is the rate
     for i, at in enumerate(ats):
         room = (ats[i + 1] if i + 1 < len(ats) else duration) - at
         profile.append({"at": at, "rate": draw(st.floats(0.0, 300.0)),
                         "ramp": draw(st.floats(0.0, room))})
+    arrivals = draw(st.sampled_from(["poisson", "constant", "burst"]))
     autoscale = None
     if count is not None and draw(st.integers(0, 3)) == 0:
         autoscale = {"metric": draw(st.sampled_from(["queue_depth", "busy_fraction"])),
@@ -127,9 +129,9 @@ def scenarios(draw) -> dict:
         "duration": duration,
         "bin": bin_width,
         "workload": {
-            "arrivals": draw(st.sampled_from(["poisson", "constant", "burst"])),
-            "rate": draw(st.floats(1.0, 300.0)),
-            "burst_size": draw(st.integers(1, 40)),
+            "arrivals": arrivals,
+            "rate": rate,
+            **({"burst_size": draw(st.integers(1, 40))} if arrivals == "burst" else {}),
             "backlog": draw(st.integers(0, 80)),
             "poison_fraction": draw(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0])),
             "queue_limit": draw(maybe(st.integers(1, 60))),

@@ -2,8 +2,9 @@
 
 Scenarios are drawn from the schema itself (``tests/scenario_gen.py``): graphs of 1-4
 tiers with fan-out, hedged and retried edges, deadlines and cancellation, every
-discipline, CoDel, shedding, each admission kind, every outage mode on any tier, keys,
-autoscaling, rate profiles and traces, breakers and budgets of each scope, presets, open
+discipline, CoDel, shedding, each admission kind, every outage mode and service
+distribution on any tier, each arrival source, downstream model and autoscaler metric, keys,
+rate profiles and traces, breakers and budgets of each scope, presets, open
 and closed loop. Each one that validation accepts must run, and:
 
 * every job ends in exactly one place (succeeded, dead-lettered, merged or pending; a job
@@ -37,6 +38,7 @@ from scenario_gen import _trace_file, repaired, scenarios
 import herdsim
 from herdsim.model.simulation import Simulation
 from herdsim.planning.estimate import estimate
+from herdsim.policies import arrivals, autoscale, distributions, downstreams, outages
 from herdsim.results.result import Result
 
 PROFILE = int(os.environ.get("HERDSIM_SCENARIOS", "60"))
@@ -104,6 +106,11 @@ def features(scenario) -> set[str]:
     found = {f"tiers={len(tiers)}", "open loop" if scenario.workers.count is None
              else "closed loop"}
     found.update(f"outage={o.mode}" for t in tiers for o in t.outages)
+    found.update(f"service={t.service.distribution}" for t in tiers)
+    found.add(f"arrivals={scenario.workload.arrivals}")
+    found.add(f"model={scenario.downstream.model}")
+    if scenario.workers.autoscale is not None:
+        found.add(f"metric={scenario.workers.autoscale.metric}")
     found.update(f"admission={t.admission.kind}" for t in tiers if t.admission)
     found.update(f"discipline={t.discipline}" for t in tiers)
     found.update(name for t in tiers for e in t.calls for name, on in (
@@ -117,7 +124,11 @@ def features(scenario) -> set[str]:
 
 CORNERS = ["tiers=1", "tiers=4", "hedged edge", "fan-out", "cancel", "open loop",
            "closed loop", "trace", "profile", "autoscale", "keys", "preset",
-           *(f"outage={m}" for m in ("down", "blackhole", "error", "slow")),
+           *(f"outage={m}" for m in outages.FAMILY.names()),
+           *(f"service={m}" for m in distributions.FAMILY.names()),
+           *(f"arrivals={m}" for m in arrivals.FAMILY.names()),
+           *(f"model={m}" for m in downstreams.FAMILY.names()),
+           *(f"metric={m}" for m in autoscale.FAMILY.names()),
            *(f"admission={k}" for k in ("fixed", "aimd", "vegas", "gradient2", "envoy")),
            *(f"discipline={d}" for d in ("fifo", "lifo", "adaptive_lifo"))]
 

@@ -39,7 +39,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from herdsim.model.workload import Piecewise
+from herdsim.policies.arrivals.piecewise import Piecewise
 
 CLASSES = ("recovered", "degraded", "metastable")  # from best to worst
 SLOW_FACTOR = 2.0  # recovery slower than twice the ideal drain time is degraded

@@ -15,8 +15,8 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.config.scenario import Scenario
-from herdsim.model.downstream import family
-from herdsim.model.workload import Piecewise
+from herdsim.policies import downstreams
+from herdsim.policies.arrivals.piecewise import Piecewise
 
 RECOVERY_RATE_WINDOW = 1.0  # s, trailing window of the success-rate check (at least)
 RECOVERY_EXPECTED = 100  # successes the window must expect: widened until it does
@@ -243,7 +243,7 @@ def goodput(jobs: pd.DataFrame, scenario: Scenario) -> float | None:
     to the run's end, over :func:`offered_rate` in that window. Above 1 while a backlog is
     worked off; None for a model that serves no offered load (occ), or with no window
     left."""
-    if not family.of(scenario).queueing:
+    if not downstreams.named(scenario.downstream.model).queueing:
         return None
     start = scenario.last_outage_end or 0.0
     end = scenario.duration
@@ -300,7 +300,7 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
     A model with an end of its own (occ: ``completion_time``): recovered when it came,
     else degraded. *kpis* replaces :func:`~herdsim.analysis.metastability.frame_kpis`
     (a call graph's tier: its own load and goodput)."""
-    done_when = family.of(scenario).done_when
+    done_when = downstreams.named(scenario.downstream.model).done_when
     if done_when is not None:
         return "recovered" if summary.get(done_when) is not None else "degraded"
     recovery = summary["recovery_time"]

@@ -94,7 +94,7 @@ def _up(times: np.ndarray, crashes, cfg: graph.Caller) -> np.ndarray:
     for start in crashes:
         down |= (times >= start) & (times < start + restart)
     for outage in cfg.outages:
-        if outage.mode == "down":
+        if outage.refuses:
             down |= (times >= outage.start) & (times < outage.end)
     return (~down).astype(float)
 

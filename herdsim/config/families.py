@@ -6,18 +6,27 @@ from __future__ import annotations
 
 from herdsim.policies import (
     adaptive,
+    arrivals,
+    autoscale,
     backoff,
     breaker,
     budgets,
     codel,
     disciplines,
+    distributions,
+    downstreams,
     limiters,
+    outages,
     shedding,
 )
 from herdsim.policies.backoff.registry import Registry
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
+    arrivals.FAMILY,
+    downstreams.FAMILY,
+    outages.FAMILY,
+    distributions.FAMILY,
     disciplines.FAMILY,
     codel.FAMILY,
     shedding.FAMILY,
@@ -25,6 +34,7 @@ FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     budgets.FAMILY,
     breaker.FAMILY,
     adaptive.FAMILY,
+    autoscale.FAMILY,
     backoff.FAMILY,
 )
 

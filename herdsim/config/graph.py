@@ -21,7 +21,7 @@ from herdsim.config.sections import (
     Downstream,
     Retry,
 )
-from herdsim.policies import budgets, presets
+from herdsim.policies import budgets, downstreams, presets
 from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
 from herdsim.policies.fields import (
@@ -150,7 +150,7 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
     every = tiers(downstream, services)
     for name, tier in every.items():
         where = "downstream" if tier is downstream else f"services.{name}"
-        if tier.calls and downstream.model != "queue":
+        if tier.calls and not downstreams.named(downstream.model).queueing:
             raise FieldError(f"{where}.calls", "calls need model: queue")
         if tier.calls and tier.overload.latency_model != "at_start":
             raise FieldError(f"{where}.calls", "a tier that calls others needs "
@@ -169,10 +169,11 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
                 raise FieldError(f"{where}.calls.{i}.cancel",
                                  f"{edge.service} serves abandoned calls (serve_abandoned: "
                                  "true): a cancelled call would still be served")
-            if edge.timeout is None and any(o.mode == "blackhole" for o in callee.outages):
+            hangs = next((o for o in callee.outages if o.needs_timeout), None)
+            if edge.timeout is None and hangs is not None:
                 raise FieldError(f"{where}.calls.{i}.timeout",
-                                 f"{edge.service} has a blackhole outage: calls hang until "
-                                 "this timeout")
+                                 f"{edge.service} has a {hangs.name()} outage: calls hang "
+                                 "until this timeout")
             if edge.retry.max_retries is None and edge.retry.preset is None \
                     and not edge.retry._untrusted \
                     and getattr(edge.retry.build(), "min_sleep", None) == 0.0:

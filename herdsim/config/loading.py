@@ -23,20 +23,20 @@ from herdsim.policies.durations import format_duration
 
 
 def validate(data: Any, source: str | None = None, trust_code: bool = True,
-             written: bool = False) -> Scenario:
+             sealed: bool = False) -> Scenario:
     """Validate plain data (as parsed from YAML) into a :class:`Scenario`.
 
     ``trust_code=False`` keeps a ``retry.strategy: module:Class`` as a name without
-    importing it (for readers of someone else's files). ``written``: the data is a
-    scenario herdsim wrote (an output directory's), whose older releases wrote a default
-    for every member's fields (:class:`~herdsim.policies.family.Member`).
+    importing it (for readers of someone else's files). ``sealed``: *data* is what
+    herdsim wrote of a run (a run folder's scenario), perhaps an older herdsim that wrote
+    every kind's fields: a field its kind does not read is dropped, not refused.
     """
     if not isinstance(data, dict):
         raise ScenarioError([("", "a scenario must be a mapping of sections")], source)
     fill_preset(data, source)
     try:
         scenario = Scenario.model_validate(data, context={"trust_code": trust_code,
-                                                          "written": written})
+                                                          "sealed": sealed})
     except ValidationError as exc:
         raise ScenarioError(problems(exc), source) from None
     trace = scenario.workload.trace
@@ -70,19 +70,24 @@ def read_trace(scenario: Scenario, base: Path) -> None:
                               f"({format_duration(scenario.duration)})")])
     trace.file = str(path)
     trace.sha256 = found.sha256
+    mean = found.within / scenario.duration
     if scenario.workload.rate is None:
-        scenario.workload.rate = found.within / scenario.duration
+        scenario.workload.rate = mean
+    elif scenario.workload.rate != mean:  # a dump holds the mean it was given
+        raise ScenarioError([("workload.rate",
+                              f"{scenario.workload.rate:g} jobs/s beside a trace, whose mean "
+                              f"over the run sets the rate ({mean:g}): remove rate")])
 
 
 def load_scenario(
     source: str | Path | dict, overrides: dict[str, Any] | None = None,
-    trust_code: bool = True, written: bool = False,
+    trust_code: bool = True, sealed: bool = False,
 ) -> Scenario:
     """Load a scenario from a YAML file (or a dict), apply overrides, and validate it.
 
     A ``retry.strategy`` that is not herdsim's own (``module:Class``, or an installed
     entry point's name) is code: it is resolved only with ``trust_code`` (the default);
-    readers of output directories pass ``trust_code=False`` and ``written=True`` (see
+    readers of output directories pass ``trust_code=False`` and ``sealed`` (see
     :func:`validate`).
     Raises :class:`ScenarioError` naming the file, the field and the problem.
     """
@@ -120,6 +125,6 @@ def load_scenario(
     except ScenarioError as exc:
         exc.source = label
         raise ScenarioError(exc.problems, label) from None
-    return validate(data, label, trust_code, written).overridden(
+    return validate(data, label, trust_code, sealed).overridden(
         {path: raw if isinstance(raw, str) else value_text(raw)
          for path, raw in (overrides or {}).items()})

@@ -20,7 +20,7 @@ from herdsim.config.sections import (
     Workers,
     Workload,
 )
-from herdsim.policies import budgets
+from herdsim.policies import budgets, downstreams
 from herdsim.policies.adaptive import ClientLimiter
 from herdsim.policies.breaker import Breaker, Resilience4j
 from herdsim.policies.durations import format_duration
@@ -114,10 +114,10 @@ class Scenario(Section):
                     f"outage ends at {format_duration(outage.end)}, after the run's "
                     f"end ({format_duration(self.duration)})",
                 )
-            if outage.mode == "blackhole" and self.downstream.timeout is None:
+            if outage.needs_timeout and self.downstream.timeout is None:
                 raise FieldError(
                     f"downstream.outages.{i}.mode",
-                    "a blackhole outage needs downstream.timeout (calls hang until it)",
+                    f"a {outage.name()} outage needs downstream.timeout (calls hang until it)",
                 )
 
     def _check_callers(self) -> None:
@@ -164,6 +164,7 @@ class Scenario(Section):
         """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor
         a main queue for keys)."""
         scaling = self.workers.autoscale
+        model = downstreams.named(self.downstream.model)
         if scaling is not None:
             if self.workers.count is None:
                 raise FieldError("workers.autoscale", "open-loop callers are not a pool to "
@@ -172,13 +173,14 @@ class Scenario(Section):
                 raise FieldError("workers.count", f"{self.workers.count} workers at t=0 is "
                                                   f"outside autoscale's min..max "
                                                   f"({scaling.min}..{scaling.max})")
-            if self.downstream.model == "occ":
-                raise FieldError("workers.autoscale", "the occ model has no queue workers "
-                                                      "to scale")
-        if self.downstream.model == "occ" and self.workers.count is None:
-            raise FieldError("workers.count", "the occ model needs a number of clients")
+            if not model.queue_workers:
+                raise FieldError("workers.autoscale", f"the {model.name()} model has no "
+                                                      "queue workers to scale")
+        if not model.queue_workers and self.workers.count is None:
+            raise FieldError("workers.count", f"the {model.name()} model needs a number of "
+                                              "clients")
         if self.workload.keys is not None and (self.workers.count is None
-                                               or self.downstream.model == "occ"):
+                                               or not model.queue_workers):
             raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
                                               "need queue workers (workers.count) and the "
                                               "queue model")
@@ -207,7 +209,7 @@ class Scenario(Section):
                 or ds.network_delay is not None or ds.request_delay is not None
                 or (workers.count is not None and workers.retry_mode == "requeue")):
             return False
-        return (any(o.mode == "down" for o in ds.outages) or ds.rate_limit is not None
+        return (any(o.refuses for o in ds.outages) or ds.rate_limit is not None
                 or ds.defends()
                 or ds.queue_limit is not None or ds.overload.collapse is not None
                 or (workers.count is None and self.breaker.enabled))

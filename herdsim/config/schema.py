@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
 from herdsim.policies.durations import parse_duration
-from herdsim.policies.family import Family
+from herdsim.policies.family import Family, Member
 
 
 class GatesCalls:
@@ -43,6 +43,9 @@ def section_type(annotation: Any) -> type[BaseModel] | None:
         if isinstance(candidate, Family):
             return candidate.fields
     for candidate in (annotation, *nested(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, Member):
+            return candidate.family.fields  # a required union: pydantic keeps the family
+            # in the field's metadata, not in its annotation
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
     return None

@@ -7,7 +7,7 @@ Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     BeforeValidator,
@@ -20,9 +20,13 @@ from pydantic import (
 
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
-from herdsim.policies import disciplines, limiters, presets
+from herdsim.policies import arrivals as sources
+from herdsim.policies import disciplines, downstreams, limiters, presets
+from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.codel import Codel
+from herdsim.policies.distributions import Distribution as Service
+from herdsim.policies.distributions import Exponential
 from herdsim.policies.durations import format_duration, json_schema, parse_duration
 from herdsim.policies.fields import (
     FieldError,
@@ -33,6 +37,7 @@ from herdsim.policies.fields import (
     Section,
     number_text,
 )
+from herdsim.policies.outages import Outage
 from herdsim.policies.shedding import Shedding
 
 
@@ -70,30 +75,19 @@ class Step(Section):
     ramp: NonNegativeDuration = 0.0
 
 
-class Trace(Section):
-    """Recorded arrivals: every job arrives at a time of the file (× time_scale, + start)."""
-
-    file: str = Field(min_length=1, description="path, relative to the scenario file")
-    format: Literal["csv", "osdi"] = Field(
-        "csv", description="csv: a time column in seconds; osdi: the OSDI'22 metastability "
-                           "artifact's whitespace lines (arrival_s request_type size key)")
-    time_scale: float = Field(1.0, gt=0, description="multiplies every time of the file")
-    start: NonNegativeDuration = Field(0.0, description="added to every (scaled) time")
-    sha256: str | None = Field(None, description="the file's SHA-256, filled on load; a "
-                                                 "different file is refused")
-
-
 MAX_SKEWED_KEYS = 10_000_000  # key_skew keeps one float per key
 
 
 class Workload(Section):
-    arrivals: Literal["poisson", "constant", "burst", "trace"] = "poisson"
+    arrivals: sources.Name = "poisson"
     rate: float = Field(  # type: ignore[assignment]  # None until the load fills it in
         None, gt=0, description="jobs per second (a profile's first step or a trace's mean "
                                 "by default)")
     profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
-    trace: Trace | None = Field(None, description="arrivals: trace reads arrivals from here")
-    burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
+    trace: sources.TraceFile | None = Field(None, description="arrivals: trace reads "
+                                                              "arrivals from here")
+    burst_size: int | None = Field(None, ge=1, description="jobs per burst (arrivals: "
+                                                           "burst; default 100)")
     backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
@@ -104,6 +98,12 @@ class Workload(Section):
                                 "collapses into it (client-go's workqueue)")
     key_skew: float = Field(0.0, ge=0, le=10, description="0: keys drawn uniformly; s > 0: "
                                                           "key i with weight (i + 1)^-s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """The arrival source's own fields (``burst_size``, ``trace``) only with it."""
+        return sources.FAMILY.flat(data, info)
 
     @model_validator(mode="after")
     def _skewed_keys(self) -> Workload:
@@ -117,9 +117,6 @@ class Workload(Section):
 
     @model_validator(mode="after")
     def _one_source(self) -> Workload:
-        if (self.arrivals == "trace") != (self.trace is not None):
-            field = "trace" if self.trace is None else "arrivals"
-            raise FieldError(field, "arrivals: trace and a workload.trace go together")
         if self.profile and self.trace is not None:
             raise FieldError("profile", "a profile and a trace both set the rate; "
                                                  "give one")
@@ -141,39 +138,25 @@ class Workload(Section):
                                      "the ramp runs past the next step's at")
             if self.rate is None:
                 self.rate = steps[0].rate
+            elif self.rate != steps[0].rate:
+                raise FieldError("rate", f"{self.rate:g} jobs/s beside a profile, whose first "
+                                         f"step sets the rate ({steps[0].rate:g}): remove "
+                                         "rate")
         if self.rate is None and self.trace is None:
             raise FieldError("rate", "required field is missing (or give a "
                                               "profile or a trace)")
         return self
 
+    def source(self) -> sources.Source:
+        """The arrival source's member, with its own fields."""
+        member = sources.FAMILY.member(self.arrivals)
+        own = {name: getattr(self, name) for name in member.model_fields
+               if getattr(self, name) is not None}
+        return cast(sources.Source, member.model_validate(own))
+
     def profile_rates(self) -> list[float]:
         """Every rate the profile reaches (the base rate without one)."""
         return [step.rate for step in self.profile] or [self.rate]
-
-
-class Autoscale(Section):
-    """Workers added and removed as KEDA (queue_depth) or the HPA (busy_fraction) would."""
-
-    metric: Literal["queue_depth", "busy_fraction"]
-    target: float = Field(gt=0, description="queue_depth: jobs queued per worker; "
-                                            "busy_fraction: the busy fraction aimed at")
-    min: int = Field(1, ge=1)
-    max: int = Field(ge=1)
-    interval: Period = Field(15.0, description="how often the autoscaler decides")
-    step_limit: int | None = Field(None, ge=1, description="workers added or removed per "
-                                                           "decision at most")
-    cooldown: NonNegativeDuration = Field(
-        0.0, description="no scale-in until this long after the last scaling")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Autoscale:
-        if self.min > self.max:
-            raise FieldError("min", f"min ({self.min}) is above max "
-                                                      f"({self.max})")
-        if self.metric == "busy_fraction" and self.target > 1:
-            raise FieldError("target",
-                             "busy_fraction: the target is a fraction in (0, 1]")
-        return self
 
 
 class Workers(Section):
@@ -187,24 +170,6 @@ class Workers(Section):
     poll_interval: Period = 1.0
     attempt_overhead: Annotated[NonNegativeDuration, GatesCalls()] = Field(
         0.0, description="what one attempt costs the client before the call leaves")
-
-
-class Service(Section):
-    distribution: Literal["constant", "exponential", "lognormal"] = "exponential"
-    mean: PositiveDuration = 0.1
-    sigma: float = Field(0.5, gt=0, le=10, description="lognormal shape (std-dev of log)")
-
-
-class Outage(Section):
-    start: NonNegativeDuration
-    duration: PositiveDuration
-    mode: Literal["down", "blackhole", "error", "slow"] = "down"
-    error_rate: float = Field(1.0, gt=0, le=1, description="mode error: fraction failing")
-    factor: float = Field(5.0, gt=0, description="mode slow: service-time multiplier")
-
-    @property
-    def end(self) -> float:
-        return self.start + self.duration
 
 
 class RateLimit(Section):
@@ -233,21 +198,13 @@ class Overload(Section):
                                 "in service slow down together as concurrency grows")
 
 
-class Occ(Section):
-    """The optimistic-concurrency row (``downstream.model: occ``; the model:
-    herdsim/model/downstream/occ.py)."""
-
-    hop_mean: PositiveDuration = 0.010
-    hop_sd: NonNegativeDuration = 0.002
-    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
-                                                     "retry (1: the AWS 2015 simulator)")
 
 
 class Downstream(Section):
-    model: Literal["queue", "occ"] = "queue"
+    model: downstreams.Name = "queue"
     concurrency: int = Field(100, ge=1)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
-    service: Service = Service()
+    service: Service = Exponential()
     timeout: PositiveDuration | None = None
     network_delay: Service | None = None
     request_delay: Service | None = Field(
@@ -260,7 +217,7 @@ class Downstream(Section):
                           "or limiter (until the rate limiter next has a token)")
     outages: list[Outage] = []
     overload: Overload = Overload()
-    occ: Occ = Occ()
+    occ: downstreams.OccFields | None = Field(None, description="model: occ only")
     discipline: Literal["fifo", "lifo", "adaptive_lifo"] = Field(
         "fifo", description="the waiting room's order; adaptive_lifo: FIFO until "
                             "lifo_threshold calls wait, then LIFO")
@@ -269,6 +226,12 @@ class Downstream(Section):
     codel: Codel | None = None
     shedding: Shedding | None = None
     admission: limiters.Admission | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """The model's own fields (``occ``) only with that model."""
+        return downstreams.FAMILY.flat(data, info)
 
     @model_validator(mode="after")
     def _room_and_retry_after(self) -> Downstream:

@@ -23,6 +23,7 @@ OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")
+SHED = ("shed_admission", "shed_shedding", "shed_codel")  # a defended server's, by mechanism
 GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "breaker_open")
 CHUNK = 1 << 20  # events binned at a time: the temporaries of a 10-million-call run stay small
 

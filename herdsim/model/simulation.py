@@ -14,7 +14,6 @@ import numpy as np
 
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
-from herdsim.config.sections import Service
 from herdsim.model import hedging
 from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
@@ -40,15 +39,12 @@ from herdsim.model.worker import (
 )
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
 from herdsim.policies.adaptive import ClientRateLimiter
+from herdsim.policies.distributions.base import Distribution
 
 
-def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
-    if cfg.distribution == "constant":
-        return draws(lambda n: np.full(n, cfg.mean))
-    if cfg.distribution == "exponential":
-        return draws(lambda n: rng.exponential(cfg.mean, n))
-    mu = math.log(cfg.mean) - cfg.sigma**2 / 2  # so that the mean is cfg.mean
-    return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+def _service_draws(cfg: Distribution, rng: np.random.Generator) -> Draws:
+    """Times drawn one at a time by the distribution's own sampler."""
+    return draws(cfg.sampler(rng))
 
 
 Progress = Callable[[float, float], None]

@@ -4,7 +4,6 @@ profiles with ramps, or the times of a recorded trace."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import chain, repeat
 from typing import cast
@@ -15,6 +14,8 @@ from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import Alarm
 from herdsim.model.streams import BLOCK, Sample, draws
+from herdsim.policies.arrivals import TraceFile
+from herdsim.policies.arrivals.piecewise import Piecewise
 
 
 class Job:
@@ -46,65 +47,6 @@ def make_job(job_id: int, poison: bool, prev: float, kind: type[Job] = Job) -> J
     return job
 
 
-class Piecewise:
-    """The arrival rate over time as linear pieces: the profile's steps and ramps (or the
-    steady ``rate``), each spike replacing it while it lasts. ``at(t)`` gives the rate at
-    *t*, its slope and the time the piece ends."""
-
-    def __init__(self, cfg: Workload):
-        starts, rates, slopes = [], [], []
-        steps = [(step.at, step.rate, step.ramp) for step in cfg.profile] \
-            or [(0.0, cfg.rate, 0.0)]  # no profile: the steady rate
-        previous = steps[0][1]
-        for begin, rate, ramp in steps:
-            if ramp:
-                starts.append(begin)
-                rates.append(previous)
-                slopes.append((rate - previous) / ramp)
-            starts.append(begin + ramp)
-            rates.append(rate)
-            slopes.append(0.0)
-            previous = rate
-        self._profile = (starts, rates, slopes)
-        edges = set(starts)
-        windows = sorted((s.at, s.at + s.duration, s.rate) for s in cfg.spikes)
-        for begin, end, _ in windows:
-            edges.update((begin, end))
-        self.edges = sorted(edges)
-        self.pieces = [self._piece(t, windows) for t in self.edges]
-
-    def _piece(self, t: float, windows) -> tuple[float, float]:
-        for begin, end, rate in windows:
-            if begin <= t < end:
-                return rate, 0.0
-        starts, rates, slopes = self._profile
-        i = bisect_right(starts, t) - 1
-        return rates[i] + slopes[i] * (t - starts[i]), slopes[i]
-
-    def at(self, t: float) -> tuple[float, float, float]:
-        """The rate at *t*, its slope (per second) and the time the piece ends."""
-        start, rate, slope, end = self.piece(t)
-        return max(rate + slope * (t - start), 0.0), slope, end
-
-    def piece(self, t: float) -> tuple[float, float, float, float]:
-        """The piece in force at *t*: its start, its rate there, its slope and its end."""
-        i = bisect_right(self.edges, t) - 1
-        rate, slope = self.pieces[i]
-        end = self.edges[i + 1] if i + 1 < len(self.edges) else math.inf
-        return self.edges[i], rate, slope, end
-
-
-    def integral(self, start: float, end: float) -> float:
-        """Jobs expected in [*start*, *end*): the rate's integral (exact: pieces are
-        linear)."""
-        points = [start, *(e for e in self.edges if start < e < end), end]
-        total = 0.0
-        for a, b in zip(points[:-1], points[1:], strict=True):
-            rate, slope, _ = self.at(a)
-            total += (rate + slope * (b - a) / 2) * (b - a)
-        return total
-
-
 def gap(rate: float, slope: float, area: float) -> float:
     """The time after which a rate starting at *rate* and moving by *slope* per second has
     integrated to *area* (inf if it never does): the root of slope/2·g² + rate·g = area,
@@ -134,8 +76,9 @@ class ArrivalClock:
 
     def __init__(self, cfg: Workload, sample: Sample):
         self.schedule = Piecewise(cfg)
-        self.poisson = cfg.arrivals == "poisson"
-        self.burst = cfg.burst_size if cfg.arrivals == "burst" else 1
+        source = cfg.source()
+        self.poisson = source.poisson
+        self.burst = source.jobs_per_arrival()
         self.gap_draw = draws(sample)
         self._enter(0.0)
         self.next_at = 0.0
@@ -207,9 +150,7 @@ class TraceClock:
 
     burst = 1
 
-    def __init__(self, cfg: Workload):
-        trace = cfg.trace
-        assert trace is not None, "arrivals: trace has a trace (validated)"
+    def __init__(self, trace: TraceFile):
         self._times = traces.times(trace.file, trace.format)
         self._scale, self._start = trace.time_scale, trace.start
         self.next_at = 0.0
@@ -236,11 +177,11 @@ def clock(cfg: Workload, sample: Sample) -> Clock:
     """The arrival clock *cfg* describes: a trace's, else the rate's (steady for good, or
     a profile, spikes); *sample(n)* draws *n* unit exponentials (Poisson gaps)."""
     if cfg.trace is not None:
-        return TraceClock(cfg)
+        return TraceClock(cfg.trace)
     _, rate, slope, end = Piecewise(cfg).piece(0.0)
     if slope == 0.0 and rate > 0 and end == math.inf:
-        return SteadyClock(rate, cfg.arrivals == "poisson",
-                           cfg.burst_size if cfg.arrivals == "burst" else 1, sample)
+        source = cfg.source()
+        return SteadyClock(rate, source.poisson, source.jobs_per_arrival(), sample)
     return ArrivalClock(cfg, sample)
 
 

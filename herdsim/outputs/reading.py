@@ -37,7 +37,7 @@ def scenario(directory: Path) -> Scenario:
     of its ``overrides.json``."""
     verify(directory, "scenario.yaml")
     try:
-        sc = load_scenario(directory / "scenario.yaml", trust_code=False, written=True)
+        sc = load_scenario(directory / "scenario.yaml", trust_code=False, sealed=True)
     except ScenarioError as exc:
         if exc.problems == [("", "no such file")]:
             raise OutputDirError(f"{directory}: scenario.yaml is missing") from None

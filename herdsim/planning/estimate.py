@@ -29,7 +29,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
 from herdsim.model.downstream import family
-from herdsim.model.workload import Piecewise
+from herdsim.policies.arrivals.piecewise import Piecewise
 
 BYTES_PER_JOB = 200  # arrival, outcome, finish arrays + the jobs frame + a queued Job
 BYTES_PER_OPEN_LOOP_JOB = 2_000  # open loop: each job is a SimPy process

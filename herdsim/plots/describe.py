@@ -15,9 +15,8 @@ from herdsim.config import graph
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import fields, is_duration, section_type
-from herdsim.model.downstream import family
 from herdsim.plots.style import policy
-from herdsim.policies import presets
+from herdsim.policies import downstreams, presets
 from herdsim.policies.durations import format_duration
 
 
@@ -69,7 +68,7 @@ def capacity(sc: Scenario) -> float | None:
     """The downstream's capacity in calls/s as the summary's ``capacity_rate`` has it
     (:func:`~herdsim.analysis.summary.bounded_capacity`): None for the occ model or an
     effectively unbounded downstream."""
-    return bounded_capacity(sc) if family.of(sc).queueing else None
+    return bounded_capacity(sc) if downstreams.named(sc.downstream.model).queueing else None
 
 
 UNBOUNDED_TEXT = ("the downstream is effectively unbounded (its capacity is over "
@@ -94,7 +93,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
     """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget; the
     sections in *varied* (which differ between arms) are left to the arms' labels."""
     w, d, r = sc.workers, sc.downstream, sc.retry
-    queueing = family.of(sc).queueing
+    queueing = downstreams.named(sc.downstream.model).queueing
     if not queueing:
         parts = [f"{w.count:,} clients start together, updating one row under optimistic "
                  "concurrency"]
@@ -119,9 +118,7 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         parts.append(f"{len(sc.services) + 1} tiers")
     for where, tier in [("", d), *((f"{name} ", t) for name, t in sc.services.items())]:
         for o in tier.outages:
-            what = {"down": "down", "blackhole": "blackhole", "slow": f"slow ×{o.factor:g}",
-                    "error": f"{o.error_rate:.0%} errors"}[o.mode]
-            parts.append(f"{where}{what} {format_duration(o.duration)} at "
+            parts.append(f"{where}{o.label()} {format_duration(o.duration)} at "
                          f"{format_duration(o.start)}")
     if not sc.all_outages and queueing:
         parts.append("no outage")

@@ -9,7 +9,6 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLoca
 
 from herdsim.analysis.kpis import BY_KEY, number_text, percent
 from herdsim.config import graph
-from herdsim.model.downstream import family
 from herdsim.plots import describe
 from herdsim.plots.style import (
     CAPACITY_STYLE,
@@ -28,6 +27,7 @@ from herdsim.plots.style import (
     text_width,
     wide_size,
 )
+from herdsim.policies import downstreams
 from herdsim.policies.durations import format_duration
 
 # Rows whose peaks differ by more than this share a logarithmic scale: on a linear one the
@@ -147,7 +147,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         _draw_arms(panels, c, styles, names, replication)
         ax = panels["success"]
         offered = ""
-        if family.of(base).queueing:
+        if downstreams.named(base.downstream.model).queueing:
             ax.axhline(base.workload.rate, color="0.3", linestyle=":", lw=1.6)
             offered = f"; dotted: offered {base.workload.rate:,.4g} jobs/s"
         ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
@@ -361,7 +361,7 @@ def tier_downs(c: Comparison, replication: int = 0) -> dict[str, dict[str, list]
         spans = {}
         for arm in c.arms:
             tier = graph.tiers(arm.scenario.downstream, arm.scenario.services)[name]
-            mine = [(o.start, o.duration) for o in tier.outages if o.mode == "down"]
+            mine = [(o.start, o.duration) for o in tier.outages if o.refuses]
             collapse = tier.overload.collapse
             if c.crashes is not None and collapse is not None:
                 crashed = one(c.crashes, arm.label, replication)

@@ -56,21 +56,24 @@ class Member(Section):
     @model_validator(mode="before")
     @classmethod
     def _only_its_own_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        """A field another member reads is refused naming who reads it. Null is unset,
-        and in a scenario herdsim wrote (``written`` in the validation context: an
-        output directory's), so is another member's default: older releases wrote every
-        member's fields with their defaults."""
+        return cls.own_fields(data, info)
+
+    @classmethod
+    def own_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        """*data* without another member's fields, each refused naming who reads it (null
+        is unset: how older herdsim wrote every member's fields). A run folder's sealed
+        scenario (read with ``sealed`` in the context) written by an older herdsim holds
+        every member's fields with their defaults: there they are dropped (the run did
+        not read them)."""
         if not isinstance(data, dict):
             return data
-        written = bool((info.context or {}).get("written"))
+        sealed = (info.context or {}).get("sealed", False)
         kept = {}
         for key, value in data.items():
             owners = [] if key in cls.model_fields or not isinstance(key, str) else \
-                [m for m in cls.family.members if key in m.model_fields]
-            if owners and value is not None and not (
-                    written and any(m.model_fields[key].default == value for m in owners)):
-                raise FieldError(key, cls.family.only([m.name() for m in owners], key,
-                                                      cls.name()))
+                [m.name() for m in cls.family.members if key in m.model_fields]
+            if owners and value is not None and not sealed:
+                raise FieldError(key, cls.family.only(owners, key, cls.name()))
             if not owners:
                 kept[key] = value
         return kept
@@ -142,6 +145,20 @@ class Family:
             raise FieldError(self.tag, f"unknown {self.tag} {name!r}: one of "
                              + ", ".join(self.names()))
         return value
+
+    def flat(self, data: Any, info: ValidationInfo) -> Any:
+        """For a section holding its member's tag and fields flat among its own
+        (``downstream.model`` beside ``occ``; ``workload.arrivals`` beside ``trace``): the
+        checks of :meth:`union` and :class:`Member` on *data*, the section's input."""
+        if not isinstance(data, dict):
+            return data
+        name = self._known(data).get(self.tag, self.default)
+        member = self.member(name)
+        kept = member.own_fields(data, info)
+        for key, field in member.model_fields.items():
+            if field.is_required() and kept.get(key) is None:
+                raise FieldError(key, f"required field is missing ({self.tag}: {name})")
+        return {**{k: v for k, v in data.items() if v is None}, **kept}  # the section's
 
     def rows(self) -> Iterator[tuple[str, str, str, str, str]]:
         """``(member, about, fast path, emulated, fluid form)`` for listings and docs."""

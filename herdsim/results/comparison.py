@@ -36,7 +36,7 @@ from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
-from herdsim.model.downstream.defences import SHED
+from herdsim.model.recorder import SHED
 from herdsim.plots import figures
 
 

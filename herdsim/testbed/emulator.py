@@ -18,18 +18,16 @@ model's recorder logs them.
 from __future__ import annotations
 
 import asyncio
-import math
 from array import array
 from collections import deque
 from collections.abc import Callable
-
-import numpy as np
 
 from herdsim.config.scenario import Scenario
 from herdsim.config.sections import Downstream
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.downstream.collapse import CollapseGuard
 from herdsim.model.streams import draws, generators
+from herdsim.policies.outages import OutageState
 from herdsim.policies.rate_limit import TokenBucket
 from herdsim.testbed.timing import Clock, Lateness
 
@@ -41,14 +39,7 @@ OUTCOME_NAMES = {OK: "ok", ERROR: "error", DOWN: "down", REJECTED: "rejected",
 
 def service_draws(scenario: Scenario):
     """The service-time draws of the simulation's ``service`` stream."""
-    cfg = scenario.downstream.service
-    rng = generators(scenario.seed)["service"]
-    if cfg.distribution == "constant":
-        return draws(lambda n: np.full(n, cfg.mean))
-    if cfg.distribution == "exponential":
-        return draws(lambda n: rng.exponential(cfg.mean, n))
-    mu = math.log(cfg.mean) - cfg.sigma**2 / 2
-    return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
+    return draws(scenario.downstream.service.sampler(generators(scenario.seed)["service"]))
 
 
 class Emulator:
@@ -81,10 +72,8 @@ class Emulator:
         self.busy = 0
         self.waiting: deque[asyncio.Future] = deque()
         self.active: set[asyncio.Future] = set()  # every call in service or waiting
-        self.down = 0  # down outages holding, plus one while crashed
-        self.blackhole = 0
-        self._error_rates: list[float] = []
-        self._slow: list[float] = []
+        self.outages = OutageState()  # what the outages holding do (their members' rule)
+        self.crashed = 0  # one while crashed
         self.log = {name: array("d") for name in EVENTS}
         self.outcomes = dict.fromkeys(OUTCOME_NAMES.values(), 0)
 
@@ -102,41 +91,30 @@ class Emulator:
 
     def _begin(self, outage) -> None:
         self._timer_late(outage.start)
-        if outage.mode == "down":
-            self.down += 1
+        outage.begin(self.outages)
+        self.outages.refresh()
+        if outage.refuses:
             self._fail_in_flight()
-        elif outage.mode == "blackhole":
-            self.blackhole += 1
-        elif outage.mode == "error":
-            self._error_rates.append(outage.error_rate)
-        else:
-            self._slow.append(outage.factor)
 
     def _end(self, outage) -> None:
         self._timer_late(outage.end)
-        if outage.mode == "down":
-            self.down -= 1
-        elif outage.mode == "blackhole":
-            self.blackhole -= 1
-        elif outage.mode == "error":
-            self._error_rates.remove(outage.error_rate)
-        else:
-            self._slow.remove(outage.factor)
+        outage.cease(self.outages)
+        self.outages.refresh()
 
     @property
     def up(self) -> bool:
-        return not self.down
+        return not (self.outages.down or self.crashed)
 
     def _crash(self, now: float) -> None:
         self.log["crashes"].append(now)
-        self.down += 1
+        self.crashed += 1
         self._fail_in_flight()
         due = now + self._restart
         asyncio.get_running_loop().call_at(self.clock.t0 + due, self._restarted, due)
 
     def _restarted(self, due: float) -> None:
         self._timer_late(due)
-        self.down -= 1
+        self.crashed -= 1
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""
@@ -161,10 +139,10 @@ class Emulator:
         now = self.clock.now()
         self.log["attempts"].append(now)
         timeout = self.cfg.timeout
-        if self.down:
+        if not self.up:
             self.log["rejected"].append(now)
             return DOWN, None
-        if self.blackhole:
+        if self.outages.blackhole:
             if timeout is None:  # hangs until the client gives up (or the run ends)
                 await asyncio.Event().wait()
             else:
@@ -203,7 +181,7 @@ class Emulator:
 
     async def _serve(self, now: float, deadline: float | None, loop) -> tuple[int, None]:
         """Service in a slot (counted in ``busy``) from *now*, then the answer."""
-        s = self._service() * math.prod(self._slow)
+        s = self._service() * self.outages.slow
         per_call = self.cfg.overload.latency_per_call
         if per_call:
             s += per_call * self.busy
@@ -217,7 +195,7 @@ class Emulator:
         if deadline is not None and end > deadline:  # the client left at its deadline
             self.log["wasted"].append(self.clock.now())
             return TIMEOUT, None
-        failing = 1.0 - math.prod(1.0 - rate for rate in self._error_rates)
+        failing = self.outages.error_rate
         if failing and self._outage_draw() < failing:
             self.log["errors"].append(self.clock.now())
             return ERROR, None

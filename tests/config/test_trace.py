@@ -102,7 +102,7 @@ def test_bad_lines_are_one_error_naming_the_line(tmp_path, fmt, text, problem):
 @pytest.mark.parametrize("trace, workload, field", [
     ({"file": "t.csv", "format": "parquet"}, {}, "workload.trace.format"),
     ({"file": "missing.csv"}, {}, "workload.trace.file"),
-    ({"file": "t.csv"}, {"arrivals": "poisson"}, "workload.arrivals"),
+    ({"file": "t.csv"}, {"arrivals": "poisson"}, "workload.trace"),  # poisson reads none
     ({"file": "t.csv"}, {"profile": [{"at": 0, "rate": 1}]}, "workload.profile"),
 ])
 def test_bad_trace_settings_name_the_field(tmp_path, trace, workload, field):

@@ -11,14 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import herdsim
-from herdsim.config.sections import Autoscale
 from herdsim.errors import ScenarioError
-from herdsim.policies.autoscale import Autoscaler
+from herdsim.policies.autoscale import Autoscaler, BusyFraction, QueueDepth
 
 
 def test_keda_asks_for_one_worker_per_target_jobs_queued():
     """KEDA hands the HPA an AverageValue target: ceil(queue length / target)."""
-    scaler = Autoscaler(Autoscale(metric="queue_depth", target=10, max=1000))
+    scaler = Autoscaler(QueueDepth(metric="queue_depth", target=10, max=1000))
     assert [scaler.desired(5, depth, 0.0) for depth in (0, 1, 10, 95, 100, 101)] == \
         [0, 1, 1, 10, 10, 11]
 
@@ -26,10 +25,10 @@ def test_keda_asks_for_one_worker_per_target_jobs_queued():
 def test_hpa_scales_by_the_ratio_of_utilisation_to_target():
     """The HPA's ceil(current × utilisation / target): the docs' example of 200m used
     against 100m target doubles the replicas; 0.7 of 10 at target 0.7 keeps 10."""
-    scaler = Autoscaler(Autoscale(metric="busy_fraction", target=0.5, max=1000))
+    scaler = Autoscaler(BusyFraction(metric="busy_fraction", target=0.5, max=1000))
     assert scaler.desired(3, 0, 1.0) == 6
     assert scaler.desired(3, 0, 0.9) == 6  # ceil(5.4)
-    assert Autoscaler(Autoscale(metric="busy_fraction", target=0.7, max=99)).desired(
+    assert Autoscaler(BusyFraction(metric="busy_fraction", target=0.7, max=99)).desired(
         10, 0, 0.7) == 10
 
 
@@ -38,7 +37,7 @@ def test_hpa_scales_by_the_ratio_of_utilisation_to_target():
        st.floats(0, 200))
 def test_a_decision_respects_min_max_step_and_cooldown(lo, extra, depth, busy, step,
                                                        cooldown, now):
-    cfg = Autoscale(metric="queue_depth", target=3, min=lo, max=lo + extra,
+    cfg = QueueDepth(metric="queue_depth", target=3, min=lo, max=lo + extra,
                     step_limit=step, cooldown=cooldown)
     scaler = Autoscaler(cfg)
     current = lo + extra // 2

@@ -48,7 +48,8 @@ def test_a_downstream_without_waiting_room_blocks_as_erlang_b(distribution):
         "workload": {"arrivals": "poisson", "rate": lam},
         "workers": {"count": None},
         "downstream": {"concurrency": servers, "queue_limit": 0,
-                       "service": {"distribution": distribution, "mean": mean, "sigma": 1.5}},
+                       "service": {"distribution": distribution, "mean": mean,
+                                   **({"sigma": 1.5} if distribution == "lognormal" else {})}},
         "retry": {"max_retries": 0},
     }
     shares = []

@@ -14,7 +14,7 @@ import pandas as pd
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.run import REGISTRY
 from herdsim.config.scenario import Scenario
-from herdsim.model.downstream import family
+from herdsim.policies import downstreams
 
 
 class Run(Mapping[str, Any]):
@@ -59,7 +59,7 @@ class Run(Mapping[str, Any]):
     @cached_property
     def queueing(self) -> bool:
         """Whether the downstream model serves a queue (occ does not)."""
-        return family.of(self.scenario).queueing
+        return downstreams.named(self.scenario.downstream.model).queueing
 
     @cached_property
     def outcomes(self) -> dict[str, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.base import KPI, Panel
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
-from herdsim.model.downstream import family
+from herdsim.policies import downstreams
 
 STATES = CLASSES  # the metastability classes, best first
 STATE_MEANING = {  # one vocabulary for tables, figures, the map and the report
@@ -27,7 +27,7 @@ class Capacity(KPI):
         if summary is None:
             return self.missing
         model = summary.get("model", "queue")
-        if not family.named(model).queueing:
+        if not downstreams.named(model).queueing:
             return f"{model}: no service rate"
         return "unbounded"
 

@@ -42,7 +42,6 @@ from herdsim.model.calls import (
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.kernel import trigger_later
 
-SHED = ("shed_admission", "shed_shedding", "shed_codel")  # the counters, by mechanism
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
 NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 

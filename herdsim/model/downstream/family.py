@@ -1,10 +1,7 @@
-"""The downstream models, as one family: what each one tells the rest of herdsim.
-
-``downstream.model`` names a member. The rest of the package asks the member, never the
-name: how to simulate a scenario, whether it serves offered load at a capacity (a
-capacity line, an offered rate, goodput, rejections, a dead-letter queue to speak of),
-and when a run of it counts as recovered. A new model is a new
-member here, with the schema's ``Literal`` of names extended to match.
+"""The downstream models' runners: how to simulate a scenario of each member of
+:mod:`herdsim.policies.downstreams` (what each declares to analysis and plots —
+``queueing``, ``done_when`` — is the member's). A new model is a member there and its
+runner here.
 """
 
 from __future__ import annotations
@@ -16,20 +13,25 @@ from herdsim.config.scenario import Scenario
 from herdsim.model.downstream import occ
 from herdsim.model.finished import Finished
 from herdsim.model.simulation import Progress, Simulation
+from herdsim.policies import downstreams
 
 
 @dataclass(frozen=True)
 class DownstreamModel:
-    """One member of the family."""
+    """One member's runner, with the member's declarations."""
 
     name: str
     run: Callable[[Scenario, Progress | None], Finished]
-    queueing: bool  # jobs offered at a rate to slots with a capacity, outages, a DLQ
-    done_when: str | None = None  # a KPI of its own (``Finished.extra``): defined = recovered
 
-    def capacity_rate(self, scenario: Scenario) -> float | None:
-        """Calls/s its downstream can serve (None: the model has no service rate)."""
-        return scenario.downstream.capacity_rate() if self.queueing else None
+    @property
+    def queueing(self) -> bool:
+        """The member's: jobs offered at a rate to slots with a capacity, outages, a DLQ."""
+        return downstreams.named(self.name).queueing
+
+    @property
+    def done_when(self) -> str | None:
+        """The member's: a KPI of its own (``Finished.extra``), defined = recovered."""
+        return downstreams.named(self.name).done_when
 
 
 def _queue(scenario: Scenario, progress: Progress | None) -> Finished:
@@ -43,8 +45,8 @@ def _occ(scenario: Scenario, progress: Progress | None) -> Finished:
     return finished
 
 
-QUEUE = DownstreamModel("queue", _queue, queueing=True)
-OCC = DownstreamModel("occ", _occ, queueing=False, done_when="completion_time")
+QUEUE = DownstreamModel("queue", _queue)
+OCC = DownstreamModel("occ", _occ)
 MODELS = {m.name: m for m in (QUEUE, OCC)}
 
 

@@ -1,15 +1,18 @@
 """The downstream's health: outages and crashes, and what they make of a call.
 
-``up`` is false while a ``down`` outage holds or the downstream has crashed;
-``blackhole`` counts the blackhole outages holding; ``error_rate`` and ``slow`` combine
-the ``error`` and ``slow`` outages holding (see docs/model.md, Outages). ``on_down`` is
-called when every call in flight must fail together: a ``down`` outage starts or the
-downstream crashes.
+What each outage mode does is its member's rule (:mod:`herdsim.policies.outages`), kept
+in an :class:`~herdsim.policies.outages.OutageState`; here the outages are timed and the
+crashes added. ``up`` is false while an outage that refuses calls (``down``) holds or the
+downstream has crashed; ``blackhole``, ``error_rate`` and ``slow`` are the state's (see
+docs/model.md, Outages). ``on_down`` is called when every call in flight must fail
+together: a ``down`` outage starts or the downstream crashes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from herdsim.policies.outages import OutageState
 
 
 class Health:
@@ -25,10 +28,8 @@ class Health:
         self._on_down = on_down
         self._crashes = crashes
         self._restart_time = restart_time
-        self._down_outages = 0
+        self._outages = OutageState()
         self._crashed = False
-        self._errors_active: list[float] = []
-        self._slows_active: list[float] = []
         for outage in outages:
             env.process(self._outage(outage))
 
@@ -46,36 +47,19 @@ class Health:
         self._refresh()
 
     def _refresh(self) -> None:
-        self.up = not (self._down_outages or self._crashed)
-        failing = 1.0
-        for rate in self._errors_active:
-            failing *= 1.0 - rate
-        self.error_rate = 1.0 - failing
-        slow = 1.0
-        for factor in self._slows_active:
-            slow *= factor
-        self.slow = slow
+        state = self._outages
+        state.refresh()
+        self.up = not (state.down or self._crashed)
+        self.blackhole = state.blackhole
+        self.error_rate = state.error_rate
+        self.slow = state.slow
 
     def _outage(self, outage):
         yield self.env.timeout(outage.start)
-        mode = outage.mode
-        if mode == "down":
-            self._down_outages += 1
+        outage.begin(self._outages)
+        if outage.refuses:
             self._on_down()
-        elif mode == "blackhole":
-            self.blackhole += 1
-        elif mode == "error":
-            self._errors_active.append(outage.error_rate)
-        else:
-            self._slows_active.append(outage.factor)
         self._refresh()
         yield self.env.timeout(outage.duration)
-        if mode == "down":
-            self._down_outages -= 1
-        elif mode == "blackhole":
-            self.blackhole -= 1
-        elif mode == "error":
-            self._errors_active.remove(outage.error_rate)
-        else:
-            self._slows_active.remove(outage.factor)
+        outage.cease(self._outages)
         self._refresh()

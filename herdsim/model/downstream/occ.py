@@ -33,6 +33,7 @@ from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED, Recorder
 from herdsim.model.streams import draws, generators
 from herdsim.model.workload import Job, make_job
+from herdsim.policies.downstreams import Occ
 
 _READ, _WRITE = 0, 1  # a read or a write reaching the row
 
@@ -56,7 +57,7 @@ class Contention:
 def contend(scenario: Scenario, recorder: Recorder) -> Contention:
     """Run the contention of *scenario* until every client is done or ``duration`` ends,
     appending what happens to *recorder* (times in seconds)."""
-    cfg = scenario.downstream.occ
+    cfg = Occ.fields(scenario.downstream.occ)
     retry = scenario.retry
     rngs = generators(scenario.seed)
     network = rngs["network"]

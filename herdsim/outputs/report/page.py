@@ -318,7 +318,7 @@ def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = No
     scenario = manifest.get("scenario")
     name = "sweep"
     if isinstance(scenario, dict):
-        base = load_scenario(scenario, trust_code=False, written=True)
+        base = load_scenario(scenario, trust_code=False, sealed=True)
         name = base.name
         body.append(scenario_section(base).replace("Scenario as written",
                                                    "Base scenario as written"))

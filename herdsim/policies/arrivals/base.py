@@ -1,0 +1,20 @@
+"""What every arrival source declares: how the gaps between arrivals are drawn and how
+many jobs each arrival brings. The rate (``workload.rate``, a profile's steps, spikes) is
+the workload's; a trace brings its own times."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from herdsim.policies.family import Member
+
+
+class Source(Member):
+    """An arrival source (``workload.arrivals``); its fields sit flat in ``workload``."""
+
+    poisson: ClassVar[bool] = False  # gaps are unit exponentials over the rate (else fixed)
+    emulated: ClassVar[bool] = True  # the testbed's producer runs the model's own clock
+
+    def jobs_per_arrival(self) -> int:
+        """Jobs that arrive together at each arrival time."""
+        return 1

@@ -1,0 +1,19 @@
+"""What every downstream model declares to the rest of herdsim (analysis, plots, the
+report ask the member, never its name)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from herdsim.policies.family import Member
+
+
+class Model(Member):
+    """A downstream model (``downstream.model``): the tag, its own fields, and whether it
+    serves offered load at a capacity (``queueing``: a capacity line, an offered rate,
+    goodput, rejections, a dead-letter queue to speak of) and when a run of it counts as
+    recovered (``done_when``: a KPI of its own, defined = recovered)."""
+
+    queueing: ClassVar[bool] = True
+    done_when: ClassVar[str | None] = None
+    queue_workers: ClassVar[bool] = True  # served by queue workers (False: clients of its own)
