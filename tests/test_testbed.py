@@ -32,10 +32,10 @@ import redis.asyncio as aioredis
 
 from herdsim import run as herdsim_run
 from herdsim.analysis import promql
-from herdsim.policies.durations import format_duration
 from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
+from herdsim.policies.durations import format_duration
 from herdsim.testbed import agreement
 from herdsim.testbed import run as testbed_run
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob, move_due
