@@ -26,6 +26,7 @@ from herdsim.cli.app import (
     parse_formats,
     safe,
 )
+from herdsim.config import bundled
 
 
 def _stop_on_signals() -> None:
@@ -40,24 +41,28 @@ def _interrupt(signum, frame) -> None:
 
 @app.command()
 def serve(scenario: ScenarioArg, set_: SetOpt = None,
-          port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+          port: Annotated[int, typer.Option(
+              "--port", help="Port to listen on (1-65535; 0: one the system picks).")] = 8000,
           host: Annotated[str, typer.Option(
-              "--host", help="Address to listen on (loopback unless you say otherwise).")
-          ] = "127.0.0.1") -> None:
+              "--host", help="Address to listen on: loopback unless you say otherwise "
+              "(0.0.0.0 or :: for every interface).")] = "127.0.0.1") -> None:
     """Serve the scenario's downstream over HTTP until Ctrl-C: point your own client at it.
 
     POST /call is one call (200 served, 500 error, 503 down or waiting room full, 429
     rate limited, 504 past the client timeout); GET /metrics is Prometheus text. Outages
     are timed from the moment it listens."""
-    from herdsim.testbed import run as testbed_run
-    from herdsim.testbed.server import serve_forever
+    from herdsim.testbed.emulates import check_supported
+    from herdsim.testbed.server import WILDCARDS, listen_on, serve_forever
 
+    host = listen_on(host, port)
     sc = load(scenario, set_)
-    testbed_run.check_supported(sc, downstream_only=True)
+    check_supported(sc, downstream_only=True, source=str(bundled.resolve(scenario)))
     _stop_on_signals()
 
+    where = f" (listening on every interface, {host})" if host in WILDCARDS else ""
+
     def ready(url: str) -> None:
-        console.print(f"{safe(sc.name)}'s downstream: [bold]{url}/call[/] (metrics: "
+        console.print(f"{safe(sc.name)}'s downstream: [bold]{url}/call[/]{where} (metrics: "
                       f"{url}/metrics); outages from now; Ctrl-C stops it", soft_wrap=True)
 
     import asyncio  # not for the other commands' start
@@ -85,15 +90,19 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     reason."""
     from herdsim.cli.tables import summary_table
     from herdsim.testbed import run as testbed_run
+    from herdsim.testbed.emulates import check_supported
 
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
+    source = str(bundled.resolve(scenario))
+    check_supported(sc, source=source)  # before anything is created or started
     target = output_dir(out, sc.name)
     _stop_on_signals()
     say = (lambda _line: None) if (quiet or json_) else (
         lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     try:
-        done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus)
+        done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus,
+                                   source=source)
     except KeyboardInterrupt:
         err_console.print("interrupted: every testbed process stopped, nothing was written")
         raise typer.Exit(130) from None

@@ -30,7 +30,6 @@ import redis
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError
-from herdsim.model.downstream import family
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job, make_job
@@ -40,6 +39,7 @@ from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
 from herdsim.testbed import agreement, live, timing
+from herdsim.testbed.emulates import check_supported
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.processes import Fleet, redis_binary
 
@@ -60,49 +60,18 @@ class Testbed:
     prometheus: dict | None = None  # --prometheus: what it scraped (live.read)
 
 
-def check_supported(scenario: Scenario, downstream_only: bool = False) -> None:
-    """Refuse, in one line naming the field, what the testbed (or, *downstream_only*,
-    ``herdsim serve``) does not emulate."""
-    ds, workers = scenario.downstream, scenario.workers
-    unsupported = [
-        ("downstream.model", not family.of(scenario).queueing, f"the {ds.model} model"),
-        ("downstream.network_delay", ds.network_delay is not None, "a network delay"),
-        ("downstream.request_delay", ds.request_delay is not None, "a request delay"),
-        ("downstream.overload.latency_model", ds.overload.latency_model == "continuous",
-         "processor sharing (latency_model: continuous)"),
-        ("downstream.serve_abandoned", ds.serve_abandoned, "serving abandoned calls"),
-        ("downstream.discipline", ds.discipline != "fifo", "a LIFO waiting room"),
-        ("downstream.codel", ds.codel is not None, "CoDel"),
-        ("downstream.shedding", ds.shedding is not None, "probabilistic shedding"),
-        ("downstream.admission", ds.admission is not None, "an admission limit"),
-    ]
-    unsupported += [] if downstream_only else [
-        ("workers.count", workers.count is None, "open-loop callers (workers.count: null)"),
-        ("workers.attempt_overhead", workers.attempt_overhead > 0, "a per-attempt overhead"),
-        ("breaker.scope", scenario.breaker.enabled and scenario.breaker.scope == "client",
-         "per-client breakers"),
-        ("budget.scope", scenario.budget is not None and scenario.budget.scope == "client",
-         "per-client budgets"),
-        ("workers.autoscale", workers.autoscale is not None, "autoscaling workers"),
-        ("client_limiter", scenario.client_limiter is not None, "a client rate limiter"),
-        ("retry.bucket", scenario.retry.bucket is not None, "a retry bucket"),
-        ("workload.keys", scenario.workload.keys is not None, "keys (client-go's dedup)"),
-    ]
-    for field, present, what in unsupported:
-        if present:
-            raise TestbedError(f"{scenario.name}: {field}: the testbed does not emulate {what}; "
-                               "'herdsim run' simulates it")
-
-
 def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
-            bound: float = timing.BOUND, prometheus: bool = False) -> Testbed:
+            bound: float = timing.BOUND, prometheus: bool = False,
+            source: str | None = None) -> Testbed:
     """Run *scenario* for real with its workers spread over *processes* worker
     processes, write the output directory *out*, and return the real and simulated runs.
     *say* hears what is happening (one line at a time). With *prometheus*, a real
     Prometheus scrapes every process during the run (:mod:`herdsim.testbed.live`); what
-    it scraped is written to ``prometheus.json``."""
-    check_supported(scenario)
+    it scraped is written to ``prometheus.json``. What the testbed does not run is refused
+    first (:mod:`herdsim.testbed.emulates`), naming *source* (the scenario's file) or the
+    scenario."""
+    check_supported(scenario, source=source)
     redis_binary()  # missing: said before anything starts
     if prometheus:
         live.check_installed()

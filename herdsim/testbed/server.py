@@ -21,6 +21,8 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 from collections.abc import Callable, Sequence
 
 from aiohttp import web
@@ -29,11 +31,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from herdsim.config.scenario import Scenario
-from herdsim.errors import TestbedError
+from herdsim.errors import TestbedError, UsageError
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.testbed.emulator import OUTCOME_NAMES, Emulator
 from herdsim.testbed.timing import Clock
 
+# a wildcard as written (every interface) -> the loopback address a URL can reach it on
+WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
 OUTCOME_HEADER = "X-Outcome"
 
@@ -93,10 +97,41 @@ async def start_site(app: web.Application, host: str, port: int
     return runner, server.sockets[0].getsockname()[1]
 
 
+def listen_on(host: str, port: int) -> str:
+    """*host* and *port* checked for listening: a port of 1-65535 (0: the system picks
+    one), a named host, and every interface only when written as a wildcard (0.0.0.0 or
+    ::). Raises :class:`UsageError` in one line."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: a port is 1-65535 (or 0: one the system picks)")
+    if not host.strip():
+        raise UsageError(f"--host {host!r}: name the address to listen on (127.0.0.1, the "
+                         "default, is loopback; 0.0.0.0 or :: is every interface)")
+    if host in WILDCARDS:
+        return host
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"--host {host!r}: not an address to listen on "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
+    if any(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_unspecified
+           for info in found):
+        raise UsageError(f"--host {host!r} means every interface: write 0.0.0.0 or :: to "
+                         "listen on every interface")
+    return host
+
+
+def url_of(host: str, port: int) -> str:
+    """The URL a client on this machine reaches *host*:*port* at (a wildcard's loopback)."""
+    shown = WILDCARDS.get(host, host)
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
 async def serve_forever(scenario: Scenario, host: str, port: int,
                         ready: Callable[[str], None]) -> None:
     """``herdsim serve``: the downstream of *scenario* on *host*:*port* until cancelled,
-    its outages timed from the moment it listens; ``ready(url)`` once it does."""
+    its outages timed from the moment it listens; ``ready(url)`` once it does (a URL a
+    client on this machine can use: :func:`url_of`). Check *host* and *port* first
+    (:func:`listen_on`)."""
     clock = Clock(0.0)
     emulator = Emulator(scenario, clock)
     try:
@@ -106,8 +141,7 @@ async def serve_forever(scenario: Scenario, host: str, port: int,
                            f"({exc.strerror or exc}); choose another --port") from None
     clock.t0 = asyncio.get_running_loop().time()
     emulator.start()
-    shown = f"[{host}]" if ":" in host else host
-    ready(f"http://{shown}:{bound}")
+    ready(url_of(host, bound))
     try:
         await asyncio.Event().wait()
     finally:

@@ -29,7 +29,7 @@ class Fixed(Admission):
     kind: Literal["fixed"]
     limit: int = Field(ge=1, description="calls admitted at once")
     about: ClassVar[str] = "a semaphore: at most limit calls admitted (Netflix FixedLimit)"
-    emulated: ClassVar[bool] = True
+    emulated: ClassVar[bool] = False  # the emulator has no admission limit
     fluid: ClassVar[str | None] = "a cap on calls in service plus waiting"
 
     def build(self, draw: Callable[[], float]) -> FixedLimit:
