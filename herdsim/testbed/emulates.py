@@ -160,6 +160,8 @@ def settings(model: BaseModel, key: str = "", where: str = "") -> Iterator[Setti
         elif isinstance(value, (list, dict)):
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for index, item in items:
+                if isinstance(item, Member):  # judged by its declaration, as one alone
+                    yield Setting(path, f"{at}.{index}", item, None)
                 if isinstance(item, BaseModel):
                     yield from settings(item, f"{path}.", f"{at}.{index}.")
 
@@ -179,9 +181,9 @@ def what_is_not_run(setting: Setting) -> str | None:
     value = setting.value
     if isinstance(value, Member):
         return None if value.emulated else f"the {value.name()} {value.family.noun}"
-    if setting.member is not None:  # a member's own field: its declaration decided
-        return None
     rule = RUNS.get(setting.key)
+    if setting.member is not None:  # a member's own field: its declaration decided, unless
+        return None if rule is None or rule.ok(value) else rule.unless  # some values only
     if rule is None:
         return "this field yet"
     return None if rule.ok(value) else rule.unless

@@ -31,6 +31,7 @@ from herdsim.config.loading import load_scenario, validate
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at, fields, nested, section_type, value_at
 from herdsim.errors import TestbedError, UsageError
+from herdsim.policies import arrivals, backoff, disciplines, downstreams
 from herdsim.policies.family import Family, Member
 from herdsim.policies.limiters.fixed import Fixed
 from herdsim.testbed import emulates
@@ -38,7 +39,7 @@ from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.server import listen_on, serve_forever, url_of
 from herdsim.testbed.timing import Clock
 
-BUNDLED = Path(__file__).parents[1] / "herdsim" / "scenarios"
+BUNDLED = Path(__file__).parents[2] / "herdsim" / "scenarios"
 BASE = {"name": "t", "duration": 3, "workload": {"rate": 10}, "workers": {"count": 5},
         "downstream": {"timeout": 1}}
 DRAWN = settings(max_examples=2, deadline=None, database=None, derandomize=True,
@@ -150,11 +151,21 @@ def test_the_bundled_scenarios_the_testbed_ran_before_it_still_runs():
 def places() -> list[tuple[str, Family]]:
     """Where each family sits in the schema (``downstream.admission``, …)."""
     return [(path, family) for path, field in fields(Scenario)
-            for family in nested(field.annotation) if isinstance(family, Family)]
+            for family in {*nested(field.annotation), *field.metadata}
+            if isinstance(family, Family)]
+
+
+FLAT = {arrivals.FAMILY, downstreams.FAMILY, disciplines.FAMILY, backoff.FAMILY}  # a tag field
 
 
 def test_every_family_of_the_scenario_has_a_place_the_walk_judges():
-    assert {family for _, family in places()} == set(FAMILIES)
+    """Each family chosen by a union field sits somewhere the walk sees a member; the flat
+    ones (a tag field in a section: ``workload.arrivals``, ``downstream.model``,
+    ``downstream.discipline``, ``retry.strategy``) are judged by their field's path."""
+    assert {family for _, family in places()} == set(FAMILIES) - FLAT
+    assert all(f"{path}" in emulates.RUNS or emulates._refused_place(path)
+               for path in ("workload.arrivals", "downstream.model", "downstream.discipline",
+                            "retry.strategy"))
 
 
 @st.composite
@@ -229,7 +240,7 @@ def with_value(draw, path: str, value: Any) -> dict:
         at = f"{at}.{part}".lstrip(".")  # where it sits: with an index, a service's name
         field = model.model_fields[part]
         if i == len(parts) - 1:
-            node[part] = value
+            node[part] = [value] if _inner(field.annotation) is list else value
             if part in BESIDE:
                 node.setdefault(*BESIDE[part])
             break
