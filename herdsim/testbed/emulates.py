@@ -34,7 +34,9 @@ GRAPH = "a call graph (services and downstream.calls)"
 # Places the testbed has no room for, with what each is, in the order a refusal names
 # them first (the most sweeping first). Checked before a member's declaration: a member
 # the testbed runs in one place (a service distribution) is not run in another
-# (downstream.network_delay).
+# (downstream.network_delay). A place that holds a family's member and nothing else
+# (CoDel, shedding, the client limiter, the autoscaler) is not here: its members declare
+# whether they are run, and a new member is judged by its own declaration.
 REFUSED: dict[str, str] = {
     "services": GRAPH,
     "downstream.calls": GRAPH,
@@ -44,7 +46,6 @@ REFUSED: dict[str, str] = {
     "downstream.model": "the {value} model",
     "downstream.occ": "the occ model's settings",
     "workers.clients": "open-loop clients (workers.clients)",
-    "workers.autoscale": "autoscaling workers",
     "workers.attempt_overhead": "a per-attempt overhead",
     "downstream.network_delay": "a network delay",
     "downstream.request_delay": "a request delay",
@@ -52,9 +53,6 @@ REFUSED: dict[str, str] = {
     "downstream.serve_abandoned": "serving abandoned calls",
     "downstream.discipline": "a LIFO waiting room (discipline: {value})",
     "downstream.lifo_threshold": "a LIFO waiting room (lifo_threshold)",
-    "downstream.codel": "CoDel",
-    "downstream.shedding": "probabilistic shedding",
-    "client_limiter": "a client rate limiter",
     "retry.bucket": "a retry bucket",
     "retry.retry_on": "a choice of the failures retried (retry_on: its workers retry every "
                       "failure)",

@@ -114,9 +114,9 @@ DENIED = [  # (the field, what the message calls it, any setting it needs)
      {**OPEN, "breaker.enabled": True, "breaker.scope": "client"}),
     ("budget.scope", "per-client budgets", {**OPEN, "budget": {"kind": "ratio",
                                                                "scope": "client"}}),
-    ("workers.autoscale", "autoscaling workers",
+    ("workers.autoscale", "autoscaler",
      {"workers.autoscale": {"metric": "queue_depth", "target": 1, "max": 1000}}),
-    ("client_limiter", "a client rate limiter", {"client_limiter": {}}),
+    ("client_limiter", "client limiter", {"client_limiter": {}}),
     ("retry.bucket", "a retry bucket", {"retry.bucket": {"rate": 10, "burst": 5}}),
     ("workload.keys", "keys", {"workload.keys": 10}),
 ]
