@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from herdsim.analysis import metastability
+from herdsim.config import arguments
 from herdsim.config.loading import load_scenario, validate
 from herdsim.config.overrides import apply_overrides
 from herdsim.config.scenario import Scenario
@@ -351,7 +352,18 @@ def sweep(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[s
     """Run *scenario* over *grid* (``"path=v1,v2"`` or ``"path=start:stop:n[:log]"``) x
     *strategies* (or *presets*) x *replications*, as ``herdsim sweep`` does, and return
     the finished sweep (:class:`~herdsim.results.sweep_result.SweepResult`). *out*
-    (default ``runs/<name>-sweep-<digest>``) holds it; the same call resumes it."""
+    (default ``runs/<name>-sweep-<digest>``) holds it; the same call resumes it. A wrong
+    argument is a :class:`~herdsim.errors.UsageError` naming it."""
+    scenario = arguments.path("scenario", scenario)
+    grid = arguments.texts("grid", grid)
+    strategies = arguments.names("strategies", strategies or None) or []
+    replications = arguments.whole("replications", replications)  # type: ignore[assignment]
+    out = None if out is None else arguments.path("out", out)
+    sets = arguments.mapping("sets", sets)
+    presets = arguments.names("presets", presets or None) or []
+    processes = arguments.whole("processes", processes, optional=True)
+    scheduler = arguments.text("scheduler", scheduler, optional=True)
+    progress, force = arguments.flag("progress", progress), arguments.flag("force", force)
     planned = plan(scenario, grid, strategies, replications, sets, presets, force)
     target = Path(out) if out is not None else planned.default_out()
     sweep_dir.check(target, planned.manifest())
