@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from herdsim.errors import OutputDirError, OutputExistsError
+from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError
 from herdsim.system.children import alive
 from herdsim.system.signals import as_interrupt
 from herdsim.system.timings import phase
@@ -214,6 +214,8 @@ def named(path: Path, staging: Path | None = None) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        if isinstance(exc, HerdsimError):  # herdsim's own: it names what it means
+            raise
         where = None if exc.filename is None else os.fsdecode(exc.filename)
         if where is not None and staging is not None and Path(where).is_relative_to(staging):
             where = str(path / Path(where).relative_to(staging))
