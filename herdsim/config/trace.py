@@ -147,14 +147,14 @@ def scan(path: str | Path, fmt: str, time_scale: float = 1.0, start: float = 0.0
 def bin_counts(path: str | Path, fmt: str, width: float) -> list[int]:
     """Arrivals of the trace per *width*-second bin from 0 to its last time (streamed;
     memory grows with the span, not the count: a time past :data:`MAX_BINS` bins is
-    refused, naming its line, before anything is allocated for it)."""
+    refused, naming the arrival, before anything is allocated for it)."""
     counts: list[int] = []
     for number, value in enumerate(times(path, fmt), start=1):
         bins = value / width
         if bins >= MAX_BINS:
-            raise _error(path, None, f"arrival {number:,} at {value:g} s lies {bins:.3g} bins "
-                                     f"of {width:g} s from 0 (at most {MAX_BINS:,}); choose "
-                                     "a wider --bin")
+            raise _error(Path(path), None, f"arrival {number:,} at {value:g} s lies "
+                                           f"{bins:.3g} bins of {width:g} s from 0 (at most "
+                                           f"{MAX_BINS:,}); choose a wider --bin")
         index = int(value // width)
         if index >= len(counts):
             counts.extend([0] * (index + 1 - len(counts)))
