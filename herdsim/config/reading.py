@@ -20,7 +20,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping, and reading whole
     numbers as YAML 1.2 does (``017`` is seventeen, not YAML 1.1's octal fifteen)."""
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | TooLong:
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:  # an int or a TooLong
         text = str(self.construct_scalar(node)).replace("_", "")
         digits = text.lstrip("+-")
         if len(digits) > MAX_DIGITS:  # named with its field by :func:`plain`
