@@ -46,7 +46,7 @@ class _Voice(logging.Handler):
         if self.glyphs:
             fonts = ", ".join(sorted(set(self.glyphs.values())))
             self.say(f"figures: the font ({fonts}) has no glyph for "
-                     f"{', '.join(self.glyphs)}; they are drawn as empty boxes")
+                     f"{', '.join(self.glyphs)}; drawn as boxes")
 
 
 @contextlib.contextmanager
