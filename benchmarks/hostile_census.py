@@ -367,10 +367,10 @@ def cases() -> list[Case]:
              check=quiet_stderr, bound=120),
         Case("7", "plot of a glyph run: no raw library text", "herdsim plot r", "ok",
              check=no_library_text,
-             setup=lambda folder: (folder / "g.yaml").write_text(GLYPH) or subprocess.run(
+             setup=both(write("g.yaml", GLYPH), lambda folder: subprocess.run(
                  [sys.executable, "-m", "herdsim", "run", "g.yaml", "-q", "--out", "r",
                   "--format", "svg"], cwd=folder, env=os.environ | {"PYTHONPATH": TREE},
-                 capture_output=True, timeout=120)),
+                 capture_output=True, timeout=120, check=True))),
         # 8: messages
         Case("8", "a full disk while saving a run", "API ENOSPC run tiny.yaml -q --out r",
              "refuse", "r/", setup=write("tiny.yaml", TINY), script=ENOSPC, leftover="r"),
