@@ -69,19 +69,10 @@ def demand(configs: dict[str, graph.Caller]) -> dict[str, float]:
     edge the caller's demand times the edge's ``count``, summed over the paths (0 for a
     tier no path reaches)."""
     top = next(iter(configs))
-    order: list[str] = []
-
-    def visit(name: str) -> None:  # depth first: callers before their callees, reversed
-        if name in order:
-            return
-        for edge in configs[name].calls:
-            visit(edge.service)
-        order.append(name)
-
-    visit(top)
+    order = graph.callers_first(configs)  # a walk without recursion
     need = dict.fromkeys(configs, 0.0)
     need[top] = 1.0
-    for name in reversed(order):
+    for name in order:
         for edge in configs[name].calls:
             need[edge.service] += need[name] * edge.count
     return need

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import sys
 import tempfile
 from datetime import datetime
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from herdsim.cli import complete
+from herdsim.cli import complete, libraries
 from herdsim.config import bundled
 from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError, UsageError
 from herdsim.system import heap, signals
@@ -38,6 +39,11 @@ class Boundary(TyperGroup):
         except HerdsimError as exc:
             error_lines(str(exc).splitlines() or [type(exc).__name__])
             raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+        except BrokenPipeError:
+            if not stdout_gone():
+                raise
+            sink_stdout()  # a reader that stopped early (| head): not an error
+            raise typer.Exit(0) from None
         except OSError as exc:  # the environment said no: the path and the cause
             error_lines([os_problem(exc)])
             raise typer.Exit(2) from None
@@ -47,21 +53,35 @@ class Boundary(TyperGroup):
 
     def main(self, *args, **kwargs):
         """Text that the terminal's encoding cannot show is escaped, a closed stdout is a
-        sink, and a stdout that fails (a full disk, ``/dev/full``) is one line on stderr."""
+        sink (said in one line on stderr), a reader that stops early (``| head``) ends
+        nothing, a stdout that fails (a full disk, ``/dev/full``) is one line on stderr,
+        and libraries' warnings and logs are said through stderr (:mod:`.libraries`)."""
         heap.freeze_at_exit()  # the teardown after a command need not scan the heap
+        closed = []
         for name in ("stdout", "stderr"):
             stream = getattr(sys, name)
             if stream is None:  # started with the descriptor closed
                 setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (as long as we live)
+                closed.append(name)
             elif hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors="backslashreplace")
+        if "stdout" in closed:
+            err_console.print("warning: stdout is closed; what herdsim prints there is "
+                              "discarded", highlight=False)
+        argv = list(kwargs.get("args") or (args[0] if args else None) or sys.argv[1:])
+        words = argv[:argv.index("--")] if "--" in argv else argv
         try:
-            return super().main(*args, **kwargs)
+            with libraries.routed(lambda line: err_console.print(
+                    f"warning: {safe(line)}", highlight=False, soft_wrap=True),
+                    quiet=bool({"-q", "--quiet"} & set(words))):
+                return super().main(*args, **kwargs)
         finally:
             try:
                 sys.stdout.flush()
+            except BrokenPipeError:
+                sink_stdout()  # the reader stopped early: what is left goes nowhere
             except OSError as exc:  # only an error line is left to say, and exit code 2
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sink_stdout()
                 with contextlib.suppress(OSError):
                     sys.stderr.write(f"error: stdout: {exc.strerror or exc}\n")
                 raise SystemExit(2) from None
@@ -74,6 +94,31 @@ class Boundary(TyperGroup):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def sink_stdout() -> None:
+    """From now on what is written to stdout goes nowhere (its reader is gone)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll (Windows), no descriptor
+        return False
+
+
+class _Console(Console):
+    """A rich console whose broken pipe (stdout's reader gone) is a sink, not an exit."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        if not self.stderr:
+            sink_stdout()
 
 
 def error_lines(lines: list[str]) -> None:
@@ -92,8 +137,7 @@ def os_problem(exc: OSError) -> str:
         while tb is not None:
             if tb.tb_frame.f_locals.get("self") is console:
                 where = "stdout"
-                with contextlib.suppress(OSError, ValueError):
-                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sink_stdout()
                 break
             tb = tb.tb_next
     return f"{where}: {exc.strerror or str(exc) or type(exc).__name__}"
@@ -108,8 +152,8 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: wrapped, never cut with "…", no <bool> after flags
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console(width=None if sys.stdout and sys.stdout.isatty() else 120)  # pipes: wide
-err_console = Console(stderr=True, emoji=False)
+console = _Console(width=None if sys.stdout and sys.stdout.isatty() else 120)  # pipes: wide
+err_console = _Console(stderr=True, emoji=False)
 
 ScenarioArg = Annotated[Path, typer.Argument(
     help="Scenario YAML file, or the name of a bundled one (herdsim scenarios).",
@@ -298,8 +342,13 @@ FailIfOpt = Annotated[list[str] | None, typer.Option(
 
 
 def emit_json(data: object) -> None:
-    """*data* as JSON on stdout, alone (NaN and missing values as null)."""
-    typer.echo(json.dumps(data, indent=2, default=_plain, allow_nan=False))
+    """*data* as JSON on stdout, alone (NaN and missing values as null); a reader gone
+    (``| head``) ends nothing."""
+    text = json.dumps(data, indent=2, default=_plain, allow_nan=False)
+    try:
+        typer.echo(text)
+    except BrokenPipeError:
+        sink_stdout()
 
 
 def _plain(value: object) -> object:

@@ -92,7 +92,7 @@ def sweep_command(
     if talk:
         console.print(f"sweep {safe(plan.name)}: {plan.n_tasks} tasks ({plan.n_cells} cells, "
                       f"{len(plan.strategies)} strategies, {replications} replications), "
-                      f"{len(sweep_dir.finished(target))} already done -> "
+                      f"{len(sweep_dir.finished(target, plan.identity))} already done -> "
                       f"[bold]{safe(target)}[/]")
     try:
         sweep.run_sweep(plan, target, processes, scheduler, progress=talk)

@@ -9,7 +9,9 @@ import typer
 import yaml
 
 from herdsim.cli.app import app, console
+from herdsim.config import files
 from herdsim.config import trace as traces
+from herdsim.config.reading import parse_yaml
 from herdsim.errors import OutputExistsError, ScenarioError, UsageError
 from herdsim.outputs.atomic import write_file
 from herdsim.policies.durations import format_duration, parse_duration
@@ -50,6 +52,11 @@ def trace(
     total = sum(counts)
     if total == 0:
         raise UsageError(f"{file}: no arrival in the trace")
+    if profile is not None:  # refused before anything is said or written
+        steps = traces.profile(counts, width)
+        text = yaml.safe_dump({"workload": {"profile": steps}}, sort_keys=False,
+                              default_flow_style=None)
+        _readable(text, len(steps), profile, width)
     rates = np.asarray(counts, dtype=float) / width
     first = next(i for i, c in enumerate(counts) if c) * width
     p50, p90, p99 = np.percentile(rates, [50, 90, 99])
@@ -61,11 +68,23 @@ def trace(
                   f"p99 {p99:,.4g}, max {rates.max():,.4g}", highlight=False, soft_wrap=True)
     if profile is None:
         return
-    steps = traces.profile(counts, width)
-    text = yaml.safe_dump({"workload": {"profile": steps}}, sort_keys=False,
-                          default_flow_style=None)
     write_file(profile, text)
     note = (f"; the first {format_duration(first)} hold no arrival, the profile starts at "
             "the first non-empty bin's rate (a base rate must be > 0)" if first else "")
     console.print(f"profile: {len(steps)} steps written to {profile}{note}",
                   highlight=False, markup=False, soft_wrap=True)
+
+
+def _readable(text: str, steps: int, profile: Path, width: float) -> None:
+    """Refuse a profile herdsim's own scenario reader would refuse (over 1 MiB, or over
+    its count of values), before anything is written."""
+    size = len(text.encode())
+    try:
+        if size > files.SCENARIO_LIMIT:
+            raise ValueError(f"{size:,} bytes, more than the {files.SCENARIO_LIMIT:,} a "
+                             "scenario file may hold")
+        parse_yaml(text)
+    except (ValueError, ScenarioError) as exc:
+        problem = str(exc).removeprefix(": ")
+        raise UsageError(f"--profile {profile}: {steps:,} steps would be {problem}; choose "
+                         f"a wider --bin than {format_duration(width)}") from None

@@ -1,8 +1,10 @@
 """Checks of the Python API's arguments, so a wrong one is a :class:`UsageError` naming
-the argument, as the CLI's options are, rather than a raw ``AttributeError`` deep inside."""
+the argument, as the CLI's options are, rather than a raw ``AttributeError`` or
+``TypeError`` deep inside. A numpy scalar counts as its Python value."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,9 +41,42 @@ def whole(argument: str, value: Any, minimum: int = 1, optional: bool = False) -
     """A whole number >= *minimum* (None allowed when *optional*)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)  # numpy too
+    except TypeError:
+        number = None
+    if number is None or number < minimum:
         raise UsageError(f"{argument}={_show(value)}: expected a whole number >= {minimum}")
+    return number
+
+
+def flag(argument: str, value: Any) -> bool:
+    """True or False (a numpy bool too)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
+    if not isinstance(value, bool):
+        raise UsageError(f"{argument}={_show(value)}: expected True or False")
     return value
+
+
+def text(argument: str, value: Any, optional: bool = False) -> str | None:
+    """Non-empty text (None allowed when *optional*)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{argument}={_show(value)}: expected text")
+    return value
+
+
+def texts(argument: str, value: Any) -> list[str]:
+    """A list of texts, each kept whole (a grid's ``"path=v1,v2"``); one text is a list of
+    one."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, Sequence) or not all(isinstance(item, str) for item in value):
+        raise UsageError(f"{argument}={_show(value)}: expected a list of texts such as "
+                         "['workload.rate=50,100']")
+    return list(value)
 
 
 def mapping(argument: str, value: Any) -> dict[str, Any]:

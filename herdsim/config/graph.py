@@ -13,6 +13,7 @@ of the graph's keys.
 from __future__ import annotations
 
 import re
+from graphlib import CycleError, TopologicalSorter
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -34,6 +35,8 @@ from herdsim.policies.fields import (
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
 TOP = "downstream"  # the workers' downstream's name unless it sets ``name``
 MAX_COUNT = 1000  # parallel calls of one edge
+MAX_SERVICES = 100  # services in one scenario (a real call graph is a handful)
+MAX_DEPTH = 16  # tiers on the longest path of calls, the workers' downstream included
 
 
 def _tier_name(name: str) -> str:
@@ -104,7 +107,10 @@ class Caller(Downstream):
 
 
 def names_ok(services: dict[str, Caller]) -> dict[str, Caller]:
-    """``services``' keys are valid tier names (the field validator of ``services``)."""
+    """``services``' keys are valid tier names, at most :data:`MAX_SERVICES` of them (the
+    field validator of ``services``)."""
+    if len(services) > MAX_SERVICES:
+        raise ValueError(f"{len(services):,} services; at most {MAX_SERVICES}")
     for name in services:
         _tier_name(name)
     return services
@@ -180,34 +186,32 @@ def check(downstream: Caller, services: dict[str, Caller], duration: float) -> N
                 raise FieldError(f"{where}.calls.{i}.retry.max_retries",
                                  "a strategy that may retry at once needs a limit on this "
                                  "edge (time would stand still against a fast failure)")
-    cycle = _cycle(every)
-    if cycle:
-        raise FieldError("services", "the calls form a cycle: " + " -> ".join(cycle))
-
-
-def _cycle(every: dict[str, Caller]) -> list[str]:
-    """A cycle of calls (its names, the first repeated at the end), or ``[]``."""
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-
-    def visit(name: str, path: list[str]) -> list[str]:
-        state[name] = 1
+    order = callers_first(every)
+    depth = {name: 1 for name in every}
+    for name in order:
         for edge in every[name].calls:
-            nxt = edge.service
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt] if nxt in path else [*path, nxt]
-            if nxt in every and state.get(nxt) is None:
-                found = visit(nxt, [*path, nxt])
-                if found:
-                    return found
-        state[name] = 2
-        return []
+            depth[edge.service] = max(depth[edge.service], depth[name] + 1)
+    deepest = max(depth, key=depth.__getitem__)
+    if depth[deepest] > MAX_DEPTH:
+        raise FieldError(f"services.{deepest}", f"{depth[deepest]} tiers deep (a path of "
+                                                f"calls); at most {MAX_DEPTH}")
 
-    for name in every:
-        if state.get(name) is None:
-            found = visit(name, [name])
-            if found:
-                return found
-    return []
+
+def callers_first(every: dict[str, Caller]) -> list[str]:
+    """The tiers' names, each before every tier it calls (walked without recursion, so
+    any structure is safe). Raises :class:`FieldError` naming a cycle of calls."""
+    sorter = TopologicalSorter({name: [] for name in every})
+    for name, tier in every.items():
+        for edge in tier.calls:
+            sorter.add(edge.service, name)  # the callee after its caller
+    try:
+        return list(sorter.static_order())
+    except CycleError as exc:
+        cycle = exc.args[1]  # each calls the next, the first repeated at the end
+        shown = cycle if len(cycle) <= 8 else [*cycle[:3], "…", *cycle[-3:]]
+        raise FieldError("services", "the calls form a cycle: " + " -> ".join(shown)
+                         + (f" ({len(cycle) - 1} services)" if len(cycle) > 8 else "")
+                         ) from None
 
 
 def fill_presets(data: dict) -> None:

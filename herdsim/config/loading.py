@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import (
     ValidationError,
 )
@@ -16,6 +15,7 @@ from herdsim.config import arguments, files
 from herdsim.config import trace as traces
 from herdsim.config.messages import problems
 from herdsim.config.overrides import apply_overrides, fill_preset, value_text
+from herdsim.config.plain import plain
 from herdsim.config.reading import parse_yaml, read_text
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError, UsageError
@@ -97,7 +97,7 @@ def load_scenario(
         raise UsageError(f"load_scenario({type(source).__name__}): expected a YAML file's "
                          "path, a bundled scenario's file, or a dict")
     if isinstance(source, dict):
-        data = yaml.safe_load(yaml.safe_dump(source))
+        data = plain(source)
     else:
         path = Path(source)
         label = str(path)

@@ -7,6 +7,7 @@ from typing import Any
 
 from herdsim.config import graph
 from herdsim.config.messages import suggest
+from herdsim.config.plain import plain
 from herdsim.config.reading import parse_yaml
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import section_type
@@ -65,9 +66,12 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
 
     def parsed(path: str, raw: Any) -> Any:
         try:
-            return parse_yaml(raw) if isinstance(raw, str) else raw
+            return parse_yaml(raw) if isinstance(raw, str) else plain(raw)
         except ValueError as exc:
             raise ScenarioError([(path, f"--set value {raw!r} is not YAML: {exc}")]) from None
+        except ScenarioError as exc:  # a value no field means, named at its path
+            raise ScenarioError([(".".join(filter(None, (path, where))), problem)
+                                 for where, problem in exc.problems]) from None
 
     if "retry.preset" in overrides:
         value = parsed("retry.preset", overrides.pop("retry.preset"))

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from herdsim.config import files
+from herdsim.config.plain import MAX_DIGITS, TooLong, plain
 from herdsim.errors import ScenarioError
 
 MAX_NODES = 100_000  # YAML nodes of one scenario, aliases expanded (a "billion laughs" guard)
@@ -19,9 +20,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping, and reading whole
     numbers as YAML 1.2 does (``017`` is seventeen, not YAML 1.1's octal fifteen)."""
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:  # an int or a TooLong
         text = str(self.construct_scalar(node)).replace("_", "")
         digits = text.lstrip("+-")
+        if len(digits) > MAX_DIGITS:  # named with its field by :func:`plain`
+            return TooLong(len(digits), node.start_mark.line + 1)
         if len(digits) > 1 and digits.startswith("0") and digits.isdigit():
             return int(text, 10)
         return super().construct_yaml_int(node)
@@ -64,8 +67,9 @@ def _count_nodes(data: Any, budget: int = MAX_NODES) -> None:
 
 
 def parse_yaml(text: str) -> Any:
-    """Parse YAML *text* (duplicate keys refused); raise ``ValueError`` with a one-line
-    reason naming the line and column."""
+    """Parse YAML *text* (duplicate keys refused) into plain data (:func:`plain`); raise
+    ``ValueError`` with a one-line reason naming the line and column, or
+    :class:`ScenarioError` naming a field whose value no scenario can mean."""
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
@@ -76,7 +80,7 @@ def parse_yaml(text: str) -> Any:
     except RecursionError:
         raise ValueError("YAML nested too deeply") from None
     _count_nodes(data)
-    return data
+    return plain(data)
 
 
 def read_text(path: Path) -> str:

@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from herdsim.config import files
 from herdsim.errors import ScenarioError
 
 FORMATS = ("csv", "osdi")
 MAX_LINE = 65_536  # bytes of one line: a longer one is not a trace
+MAX_BINS = 10_000_000  # bins of a trace's rate profile: 116 days of 1 s bins, 80 MB
 
 
 def _error(path: Path, line: int | None, problem: str) -> ScenarioError:
@@ -31,11 +33,13 @@ def _error(path: Path, line: int | None, problem: str) -> ScenarioError:
 def _lines(path: Path, digest=None) -> Iterator[tuple[int, str]]:
     """``(number, text)`` of each line of *path* (UTF-8), feeding *digest* the raw bytes."""
     try:
-        handle = path.open("rb")
+        handle = open(files.open_regular(path), "rb")  # noqa: SIM115 (closed below)
     except FileNotFoundError:
         raise _error(path, None, "no such file") from None
     except IsADirectoryError:
         raise _error(path, None, "a directory, not a trace file") from None
+    except files.NotRegularFile as exc:
+        raise _error(path, None, f"{exc.strerror}; not a trace file") from None
     except OSError as exc:
         raise _error(path, None, f"cannot read: {exc.strerror}") from None
     with handle:
@@ -142,9 +146,15 @@ def scan(path: str | Path, fmt: str, time_scale: float = 1.0, start: float = 0.0
 
 def bin_counts(path: str | Path, fmt: str, width: float) -> list[int]:
     """Arrivals of the trace per *width*-second bin from 0 to its last time (streamed;
-    memory grows with the span, not the count)."""
+    memory grows with the span, not the count: a time past :data:`MAX_BINS` bins is
+    refused, naming the arrival, before anything is allocated for it)."""
     counts: list[int] = []
-    for value in times(path, fmt):
+    for number, value in enumerate(times(path, fmt), start=1):
+        bins = value / width
+        if bins >= MAX_BINS:
+            raise _error(Path(path), None, f"arrival {number:,} at {value:g} s lies "
+                                           f"{bins:.3g} bins of {width:g} s from 0 (at most "
+                                           f"{MAX_BINS:,}); choose a wider --bin")
         index = int(value // width)
         if index >= len(counts):
             counts.extend([0] * (index + 1 - len(counts)))

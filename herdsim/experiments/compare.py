@@ -215,6 +215,8 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     replications = arguments.whole("replications", replications)  # type: ignore[assignment]
     processes = arguments.whole("processes", processes, optional=True)
+    force = arguments.flag("force", force)
+    progress = None if progress is None else arguments.flag("progress", progress)
     arms = build_arms(base, arguments.names("strategies", strategies),
                       arguments.mapping("vary", vary), arguments.names("presets", presets))
     tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]

@@ -45,6 +45,7 @@ from herdsim.system.progress import Lines, progress_bar
 T = TypeVar("T")
 AHEAD = 2  # tasks submitted per worker before waiting for a result
 CONNECT_TIMEOUT = "10s"
+HANDSHAKE_TIMEOUT = 15.0  # seconds to connect (CONNECT_TIMEOUT) and hear the handshake
 STOP_GRACE = 2.0  # seconds a stopped pool worker has to die before it is killed
 PACKAGE = Path(__file__).resolve().parents[1]  # herdsim/: where a bug's frame is named from
 
@@ -219,6 +220,36 @@ def _pool(func: Callable[[Any], T], args: Iterable[Any], processes: int
             _stop_now(pool)
 
 
+def _handshake(scheduler: str) -> None:
+    """Connect to *scheduler* and complete Dask's handshake within
+    :data:`HANDSHAKE_TIMEOUT` (Dask bounds the connection, not the handshake: a peer that
+    accepts and never answers would hang ``Client`` for ever), or raise
+    :class:`ExecutorError`."""
+    import asyncio
+
+    from dask.utils import parse_timedelta
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    seconds = parse_timedelta(CONNECT_TIMEOUT)
+
+    async def shake() -> None:
+        comm = await asyncio.wait_for(connect(
+            scheduler, timeout=seconds, **Security().get_connection_args("client")),
+            HANDSHAKE_TIMEOUT)
+        await comm.close()
+
+    try:
+        asyncio.run(shake())
+    except (asyncio.TimeoutError, TimeoutError):
+        raise ExecutorError(f"--scheduler {scheduler}: no Dask handshake within "
+                            f"{HANDSHAKE_TIMEOUT:g} s (something listens there, but not a "
+                            "Dask scheduler?)") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise ExecutorError(
+            f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+
+
 def _dask(func: Callable[[Any], T], args: Iterable[Any], scheduler: str, processes: int
           ) -> Iterator[tuple[int, Any, T | Failure]]:
     try:
@@ -235,6 +266,7 @@ def _dask(func: Callable[[Any], T], args: Iterable[Any], scheduler: str, process
                 silence_logs=logging.CRITICAL))  # failures: ours to say
         else:
             address = scheduler
+            _handshake(scheduler)
         try:
             client = stack.enter_context(Client(address, timeout=CONNECT_TIMEOUT))
         except (OSError, ValueError) as exc:

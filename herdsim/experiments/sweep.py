@@ -23,23 +23,26 @@ import math
 import re
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
+from rich.console import Console
 
 from herdsim.analysis import metastability
+from herdsim.config import arguments
 from herdsim.config.loading import load_scenario, validate
 from herdsim.config.overrides import apply_overrides
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at, is_duration
 from herdsim.errors import ScenarioError, SweepError
-from herdsim.experiments.design import seeded_data
+from herdsim.experiments.design import replication_seed, seeded_data
 from herdsim.experiments.parallel import imap_unordered
 from herdsim.outputs import sweep_dir
+from herdsim.planning.estimate import estimate
 from herdsim.policies.durations import parse_duration
 from herdsim.results.result import run
 from herdsim.results.sweep_result import SweepResult
@@ -161,6 +164,8 @@ class Sweep:
     replications: int
     resolved: list[tuple[Any, ...]]  # per axis, each value as the scenario holds it
     force: bool = False  # not part of what the sweep is: its digest ignores it
+    _cells: dict[tuple[int, int], tuple[Scenario, dict[str, Any]]] = field(
+        default_factory=dict, repr=False)  # (cell, arm) -> its scenario and keys
 
     @property
     def n_cells(self) -> int:
@@ -192,6 +197,27 @@ class Sweep:
         except ScenarioError as exc:
             cell = ", ".join(f"{path}={value}" for path, value in overrides.items())
             raise SweepError(f"{exc} (in the cell {cell})" if cell else str(exc)) from None
+
+    def identity(self, cell: int, arm: int, replication: int) -> dict[str, Any]:
+        """What the row of task (*cell*, *arm*, *replication*) must say of itself, as this
+        plan runs it: the scenario's name, the strategy, the seed (an axis's value, or the
+        replication's), and ``max_jobs``, more jobs than its workload can submit (the
+        expected arrivals, 10 standard deviations and a burst more). A resumed sweep
+        recomputes a task whose file says otherwise (:func:`sweep_dir.finished`)."""
+        if (cell, arm) not in self._cells:
+            where = np.unravel_index(cell, [len(a.values) for a in self.axes]) \
+                if self.axes else ()
+            given = {a.path: a.values[i] for a, i in zip(self.axes, where, strict=True)}
+            keys = {a.path: values[i] for a, values, i in zip(self.axes, self.resolved, where,
+                                                               strict=True)}
+            self._cells[(cell, arm)] = (self.scenario(given, self.strategies[arm]), keys)
+        scenario, keys = self._cells[(cell, arm)]
+        load = scenario.workload
+        burst = load.burst_size if load.arrivals == "burst" else 1
+        mean = estimate(scenario).jobs
+        return {"scenario": scenario.name, "strategy": scenario.retry.strategy,
+                "seed": keys.get("seed", replication_seed(scenario.seed, replication)),
+                "max_jobs": mean + 10 * math.sqrt(burst * mean) + 2 * burst + 10}
 
     def task_id(self, cell: int, arm: int, replication: int) -> str:
         return f"c{cell:05d}-a{arm:02d}-r{replication:04d}"
@@ -325,7 +351,12 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
     out = Path(out) if out is not None else sweep.default_out()
     fresh = not (out / sweep_dir.MANIFEST).exists()
     sweep_dir.prepare(out, sweep.manifest(), Scenario.model_validate(sweep.base).to_yaml())
-    done = sweep_dir.finished(out)
+    done = sweep_dir.finished(out, sweep.identity)
+    redo = sweep_dir.refused(out, sweep.identity)
+    if redo and progress:
+        Console(stderr=True, highlight=False).print(
+            f"{out}: {len(redo)} task file(s) do not prove their task and are recomputed "
+            f"(first: {redo[0][0]}: {redo[0][1]})", markup=False, soft_wrap=True)
     todo = sweep.n_tasks - len(done)
     label = f"{sweep.name}: {todo} tasks" if progress else None
     results = imap_unordered(run_task, sweep.tasks(done), processes, label, scheduler,
@@ -337,7 +368,7 @@ def run_sweep(sweep: Sweep, out: str | Path | None = None, processes: int | None
         if fresh and not sweep_dir.finished(out):  # nothing to resume: leave nothing behind
             shutil.rmtree(out, ignore_errors=True)
         raise
-    sweep_dir.combine(out)
+    sweep_dir.combine(out, sweep.identity)
     return out
 
 
@@ -351,7 +382,18 @@ def sweep(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[s
     """Run *scenario* over *grid* (``"path=v1,v2"`` or ``"path=start:stop:n[:log]"``) x
     *strategies* (or *presets*) x *replications*, as ``herdsim sweep`` does, and return
     the finished sweep (:class:`~herdsim.results.sweep_result.SweepResult`). *out*
-    (default ``runs/<name>-sweep-<digest>``) holds it; the same call resumes it."""
+    (default ``runs/<name>-sweep-<digest>``) holds it; the same call resumes it. A wrong
+    argument is a :class:`~herdsim.errors.UsageError` naming it."""
+    scenario = arguments.path("scenario", scenario)
+    grid = arguments.texts("grid", grid)
+    strategies = arguments.names("strategies", strategies or None) or []
+    replications = arguments.whole("replications", replications)  # type: ignore[assignment]
+    out = None if out is None else arguments.path("out", out)
+    sets = arguments.mapping("sets", sets)
+    presets = arguments.names("presets", presets or None) or []
+    processes = arguments.whole("processes", processes, optional=True)
+    scheduler = arguments.text("scheduler", scheduler, optional=True)
+    progress, force = arguments.flag("progress", progress), arguments.flag("force", force)
     planned = plan(scenario, grid, strategies, replications, sets, presets, force)
     target = Path(out) if out is not None else planned.default_out()
     sweep_dir.check(target, planned.manifest())

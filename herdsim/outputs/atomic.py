@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from herdsim.errors import OutputDirError, OutputExistsError
+from herdsim.errors import HerdsimError, OutputDirError, OutputExistsError
 from herdsim.system.children import alive
 from herdsim.system.signals import as_interrupt
 from herdsim.system.timings import phase
@@ -39,8 +39,11 @@ _cleared: set[str] = set()
 
 
 def sha256(path: Path) -> str:
+    """The SHA-256 of the regular file *path* (see :func:`~herdsim.config.files.open_regular`)."""
+    from herdsim.config.files import open_regular
+
     digest = hashlib.sha256()
-    with path.open("rb") as stream:
+    with open(open_regular(path), "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -169,7 +172,7 @@ def staged_dir(out: str | Path) -> Iterator[Path]:
     out = Path(out)
     if os.path.lexists(out):
         raise OutputExistsError(f"{out}: already exists; choose another --out or remove it")
-    with staging_dir(out.parent, out.name) as holder:
+    with staging_dir(out.parent, out.name) as holder, named(out, holder / out.name):
         yield holder / out.name
         with phase(f"save {CHECKSUMS}, publish the directory"):
             seal(holder / out.name)
@@ -203,6 +206,25 @@ def claim(staging: Path, target: Path) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def named(path: Path, staging: Path | None = None) -> Iterator[None]:
+    """An ``OSError`` that names no file (a full disk: ``ENOSPC`` on a write) names
+    *path*, the output being written, and one naming a file in *staging* (the hidden
+    folder that becomes *path*) names it under *path*, so the message says where."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, HerdsimError):  # herdsim's own: it names what it means
+            raise
+        where = None if exc.filename is None else os.fsdecode(exc.filename)
+        if where is not None and staging is not None and Path(where).is_relative_to(staging):
+            where = str(path / Path(where).relative_to(staging))
+        elif where is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc) or type(exc).__name__,
+                      where or str(path)) from exc
+
+
 NEW_FILE = 0o666  # the mode open() asks for a new file, before the umask
 
 
@@ -220,7 +242,7 @@ def write_file(path: Path, content: Any, writer=None, root: Path | None = None) 
     the write must stay in (see :func:`inside`)."""
     folder = inside(path.parent if root is None else root, path)
     clear_stale(folder)
-    with as_interrupt():
+    with as_interrupt(), named(path):
         handle, name = tempfile.mkstemp(prefix=_prefix(path.name), suffix=path.suffix,
                                         dir=folder)
         temporary = Path(name)

@@ -8,8 +8,10 @@
 - ``tasks/<task>.json``: one per finished task, written atomically as it finishes: the
   sweep's ``digest`` (as ``sweep``), the task's keys (``task``, ``cell``, ``replication``,
   one column per axis), its summary KPIs and the metastability KPIs. A rerun skips the
-  tasks whose file proves its sweep, its cell (the axis values of that cell) and a
-  result (a summary the KPI registry accepts); any other file is redone.
+  tasks whose file proves its sweep, its cell (the axis values of that cell), its
+  identity (the scenario, strategy and seed the sweep's plan runs there) and a
+  consistent result (a summary the KPI registry accepts, whose outcomes add up to the
+  jobs submitted, no more than the workload can submit); any other file is redone.
 - ``sweep.parquet`` and ``sweep.csv``: every task's row, by cell, strategy, replication.
 - ``checksums.json``: the SHA-256 of the top-level files, sealed when the folder is made
   and again when the tables are written; readers check the manifest and the tables
@@ -20,7 +22,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,49 +106,103 @@ def _axes_ok(axes: object) -> bool:
         and isinstance(a.get("values"), list) and a["values"] for a in axes)
 
 
-def _task(path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """A task file's row when it proves its task: this sweep's digest, the cell, arm and
-    replication its name says with that cell's axis values, and a valid summary; None
-    otherwise (the task is then rerun)."""
+Expect = Callable[[int, int, int], dict[str, Any]]  # (cell, arm, replication) -> identity
+OUTCOMES = ("jobs_succeeded", "jobs_dead_lettered", "jobs_pending", "jobs_merged")
+
+
+def _task(path: Path, manifest: dict[str, Any], expect: Expect | None = None
+          ) -> dict[str, Any] | None:
+    """A task file's row when it proves its task (see :func:`_problem`); None otherwise
+    (the task is then rerun)."""
+    row, problem = _read_task(path, manifest, expect)
+    return None if problem else row
+
+
+def _read_task(path: Path, manifest: dict[str, Any], expect: Expect | None
+               ) -> tuple[dict[str, Any] | None, str | None]:
     try:
         row = json.loads(files.read_bytes(path, 1 << 20).decode("utf-8"),
                          parse_constant=reading.no_constant)
         cell, arm, replication = (int(part[1:]) for part in path.stem.split("-"))
     except (OSError, ValueError, UnicodeDecodeError):
-        return None
+        return None, "unreadable, or not a task's file name"
+    return row, _problem(row, path.stem, (cell, arm, replication), manifest, expect)
+
+
+def _problem(row: Any, name: str, task: tuple[int, int, int], manifest: dict[str, Any],
+             expect: Expect | None) -> str | None:
+    """Why a task file's *row* does not prove task *name*, or None. It must carry this
+    sweep's digest, the cell, arm and replication its name says with that cell's axis
+    values, and a valid summary whose outcomes add up (succeeded, dead-lettered, pending
+    and merged jobs make the jobs submitted; the succeeded fraction is theirs); with
+    *expect* (the sweep's own plan: :meth:`~herdsim.experiments.sweep.Sweep.identity`),
+    the scenario's name, the strategy and the seed that task runs, and at most the jobs
+    its workload can submit."""
+    cell, arm, replication = task
     axes = manifest["axes"]
     shape = [len(axis["values"]) for axis in axes]
-    if not (isinstance(row, dict) and row.get("task") == path.stem
+    if not (isinstance(row, dict) and row.get("task") == name
             and row.get("sweep") == manifest["digest"] and row.get("cell") == cell
             and row.get("replication") == replication and cell < max(1, int(np.prod(shape)))
             and arm < len(manifest["strategies"])
             and replication < manifest.get("replications", 1)
-            and all(key in row for key in RESULT)
-            and reading.summary_problem(row) is None):
-        return None
+            and all(key in row for key in RESULT)):
+        return "not this sweep's task (its digest, cell, arm or replication)"
+    problem = reading.summary_problem(row)
+    if problem:
+        return problem
     where = np.unravel_index(cell, shape) if shape else ()
     if any(row.get(axis["path"]) != axis["values"][i] for axis, i in zip(axes, where,
                                                                           strict=True)):
-        return None
-    return row
+        return "its axis values are not its cell's"
+    outcomes = sum(row.get(key) or 0 for key in OUTCOMES)
+    submitted = row["jobs_submitted"]
+    if outcomes != submitted:
+        return f"its outcomes add up to {outcomes:,} jobs, not the {submitted:,} submitted"
+    fraction = row["succeeded_fraction"]
+    if (fraction is None) != (submitted == 0) or submitted and not math.isclose(
+            fraction, row["jobs_succeeded"] / submitted, rel_tol=1e-9):
+        return "its succeeded fraction is not its jobs succeeded over submitted"
+    identity = dict(expect(cell, arm, replication)) if expect is not None else {}
+    most = identity.pop("max_jobs", math.inf)
+    for key, value in identity.items():
+        if row.get(key) != value:
+            return f"{key} {row.get(key)!r}, where this task runs {value!r}"
+    if submitted > most:
+        return f"{submitted:,} jobs submitted, more than its workload can submit ({most:,.0f})"
+    return None
 
 
-def _tasks(out: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _tasks(out: Path, manifest: dict[str, Any], expect: Expect | None = None
+           ) -> dict[str, dict[str, Any]]:
     """The proven task rows of *out* by task id."""
     folder = out / TASKS
     if folder.is_symlink() or not folder.is_dir():
         return {}
-    rows = {path.stem: _task(path, manifest) for path in sorted(folder.glob("c*.json"))}
+    rows = {path.stem: _task(path, manifest, expect) for path in sorted(folder.glob("c*.json"))}
     return {task: row for task, row in rows.items() if row is not None}
 
 
-def finished(out: str | Path) -> set[str]:
+def finished(out: str | Path, expect: Expect | None = None) -> set[str]:
     """The ids of the tasks whose results are in *out* (none when it holds no sweep yet);
-    a task file that does not prove its task does not count, so the next run redoes it."""
+    a task file that does not prove its task does not count, so the next run redoes it
+    (*expect*: see :func:`_problem`)."""
     out = Path(out)
     if not os.path.lexists(out / MANIFEST):
         return set()
-    return set(_tasks(out, _manifest(out)))
+    return set(_tasks(out, _manifest(out), expect))
+
+
+def refused(out: str | Path, expect: Expect | None = None) -> list[tuple[str, str]]:
+    """``(task file, why)`` for each task file in *out* that does not prove its task."""
+    out = Path(out)
+    folder = out / TASKS
+    if not os.path.lexists(out / MANIFEST) or folder.is_symlink() or not folder.is_dir():
+        return []
+    manifest = _manifest(out)
+    found = ((path, _read_task(path, manifest, expect)[1])
+             for path in sorted(folder.glob("c*.json")))
+    return [(f"{TASKS}/{path.name}", problem) for path, problem in found if problem]
 
 
 def write_task(out: Path, row: dict[str, Any]) -> None:
@@ -154,9 +212,10 @@ def write_task(out: Path, row: dict[str, Any]) -> None:
     write_file(path, json.dumps(row) + "\n", root=out)
 
 
-def combine(out: Path) -> pd.DataFrame:
-    """Gather the task files of *out* into ``sweep.parquet`` and ``sweep.csv``, and seal."""
-    frame = pd.DataFrame(list(_tasks(out, _manifest(out)).values()))
+def combine(out: Path, expect: Expect | None = None) -> pd.DataFrame:
+    """Gather the task files of *out* that prove their task (*expect*: see
+    :func:`_problem`) into ``sweep.parquet`` and ``sweep.csv``, and seal."""
+    frame = pd.DataFrame(list(_tasks(out, _manifest(out), expect).values()))
     write_file(out / TABLES[0], frame, lambda f, path: f.to_parquet(path, index=False))
     write_file(out / TABLES[1], frame, lambda f, path: f.to_csv(path, index=False))
     verify(out, "scenario.yaml")

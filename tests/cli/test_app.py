@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from conftest import tiny
 from typer.testing import CliRunner
 
 from herdsim.cli import app
@@ -166,3 +167,39 @@ def test_the_real_entry_points_run_and_refuse_bad_input(tmp_path, command):
     helped = entry_point(*command, "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "reproduce" in helped.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
+
+
+# the boundary owns what the user sees: libraries' warnings, a reader gone (issue 36)
+GLYPHS = "herd 🔥 漢字"
+
+
+def test_missing_glyphs_are_one_line_and_nothing_under_quiet(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(tiny(name=GLYPHS)))
+    said = CliRunner().invoke(app, ["run", str(scenario), "--out", str(tmp_path / "a")])
+    assert said.exit_code == 0, said.output
+    warned = [line for line in said.output.splitlines() if "warning" in line.lower()]
+    assert warned == ["warning: figures: the font (DejaVu Sans) has no glyph for 🔥, 漢, "
+                      "字; drawn as boxes"]
+    quiet = CliRunner().invoke(app, ["run", str(scenario), "-q", "--out", str(tmp_path / "b")])
+    assert quiet.exit_code == 0 and quiet.output == ""
+
+
+def test_a_reader_that_stops_early_ends_nothing(tmp_path):
+    piped = subprocess.run(
+        ["bash", "-c", f"cd {tmp_path} && {sys.executable} -m herdsim kpis | head -c 0; "
+                       "echo ${PIPESTATUS[0]}"],
+        capture_output=True, text=True, timeout=120)
+    assert (piped.stdout, piped.stderr) == ("0\n", "")
+
+
+def _herdsim(shell: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", shell.replace("herdsim", f"{sys.executable} -m herdsim")],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_closed_stdout_is_one_line_on_stderr(tmp_path):
+    closed = _herdsim(f"cd {tmp_path} && herdsim kpis >&-")
+    assert closed.returncode == 0
+    assert closed.stderr.splitlines() == ["warning: stdout is closed; what herdsim prints "
+                                          "there is discarded"]

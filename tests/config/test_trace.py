@@ -153,3 +153,50 @@ def test_trace_command_summarises_and_writes_a_profile(tmp_path):
         assert step.rate == count / 0.5
     again = CliRunner().invoke(app, ["trace", str(tmp_path / "t.csv"), "--profile", str(out)])
     assert again.exit_code == 2 and "already exists" in again.output
+
+
+# bounds before allocating (issue 36): a span, a FIFO
+@pytest.mark.parametrize("last", ["1e15", "1e300", "1.7e308"])
+def test_a_span_past_the_bin_bound_is_refused_naming_the_arrival(tmp_path, last):
+    path = tmp_path / "far.csv"
+    path.write_text(f"time\n0\n1\n{last}\n")
+    with pytest.raises(ScenarioError, match=r"far.csv: arrival 3 at .* \(at most 10,000,000\)"):
+        traces.bin_counts(path, "csv", 1.0)
+    assert len(traces.bin_counts(path, "csv", float(last) / 1000)) <= 1001  # a wider bin
+
+
+def test_the_bin_bound_is_exact(tmp_path, monkeypatch):
+    monkeypatch.setattr(traces, "MAX_BINS", 100)
+    path = tmp_path / "t.csv"
+    path.write_text("time\n0\n99.5\n")
+    assert len(traces.bin_counts(path, "csv", 1.0)) == 100
+    path.write_text("time\n0\n100\n")
+    with pytest.raises(ScenarioError, match="at most 100"):
+        traces.bin_counts(path, "csv", 1.0)
+
+
+def test_a_fifo_as_the_trace_is_refused_at_once(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "trace.csv"
+    os.mkfifo(fifo)
+    outcome: list = []
+
+    def read() -> None:
+        try:
+            traces.scan(fifo, "csv")
+        except ScenarioError as exc:
+            outcome.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # the old reader blocks for ever: unblock it, then fail
+        with open(fifo, "w"):
+            pass
+        pytest.fail("reading a FIFO trace hangs")
+    assert outcome and "not a regular file" in outcome[0]
+    path = _scenario(tmp_path, {"file": str(fifo)})
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2 and "not a regular file" in result.output

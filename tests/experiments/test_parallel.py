@@ -324,3 +324,52 @@ def test_cli_sweep_on_a_local_dask_cluster_ends_at_once(tmp_path):
     assert code == 2 and len(workers) >= 2 and _alive(workers) == []
     assert stderr.count("\n") == 1
     assert stderr.startswith(f"error: task c00001-a00-r0000 ({FLAKY}, retry.base={FAIL}")
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_one_error_in_bounded_time(
+        monkeypatch):
+    """Every network handshake has a deadline: a peer that accepts the connection and
+    never says a word (not a Dask scheduler) ends the call, it does not hang it."""
+    import socket
+
+    from herdsim.errors import ExecutorError
+    from herdsim.experiments import parallel
+
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(parallel, "HANDSHAKE_TIMEOUT", 2.0)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list = []
+    stop = threading.Event()
+
+    def accept() -> None:  # accept every connection, answer nothing
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                accepted.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    outcome: list = []
+
+    def sweep() -> None:
+        try:
+            list(imap_unordered(abs, [1, 2], scheduler=address))
+        except ExecutorError as exc:
+            outcome.append(str(exc))
+
+    caller = threading.Thread(target=sweep, daemon=True)
+    started = time.monotonic()
+    caller.start()
+    caller.join(30)
+    took = time.monotonic() - started
+    stop.set()
+    for conn in accepted:
+        conn.close()
+    listener.close()
+    assert not caller.is_alive(), "the handshake has no deadline"
+    assert accepted, "the test's peer was never reached"
+    assert outcome and outcome[0].startswith(f"--scheduler {address}: no Dask handshake")
+    assert took < 10  # 2 s of handshake, plus Dask's import

@@ -62,3 +62,42 @@ def test_a_run_and_its_report_are_written_with_the_umask(tmp_path):
         os.umask(before)
     assert {"out", "out/report.html", "out/checksums.json"} <= set(modes(tmp_path))
     assert modes(tmp_path) == expected(tmp_path, 0o027)
+
+
+# a failure that names no file (a full disk) names the output written (issue 36)
+def _full(*_args, **_kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_while_writing_a_file_names_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "replace", _full)
+    with pytest.raises(OSError) as failed:
+        write_file(tmp_path / "summary.json", "{}")
+    assert failed.value.filename == str(tmp_path / "summary.json")
+    assert failed.value.strerror == "No space left on device"
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_a_full_disk_in_a_staged_directory_names_the_file_under_its_output(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(OSError) as failed, staged_dir(out) as staging:
+        _full(staging / "jobs.parquet")
+    assert failed.value.filename == str(out)
+    with pytest.raises(OSError) as failed, staged_dir(out) as staging:
+        (staging / "x.csv").write_text("")
+        raise OSError(28, "No space left on device", str(staging / "x.csv"))
+    assert failed.value.filename == str(out / "x.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_says_which_output_the_full_disk_stopped(tmp_path, monkeypatch):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(tiny()))
+    monkeypatch.setattr(os, "replace", _full)
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "s.yaml"), "-q", "--out",
+                                          str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert result.output == (f"error: {tmp_path / 'r' / 'checksums.json'}: No space left "
+                             "on device\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

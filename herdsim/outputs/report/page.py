@@ -28,6 +28,7 @@ from herdsim.analysis.kpis import (
     on,
 )
 from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
+from herdsim.config import files
 from herdsim.config.loading import load_scenario
 from herdsim.outputs.atomic import sealed
 from herdsim.outputs.report import interactive
@@ -85,7 +86,7 @@ def _png(directory: Path | None, figure_of, kind: str, fresh: bool = False) -> b
     if directory is not None:
         saved = directory / f"{kind}.png"
         if sealed(directory, saved.name) or fresh and saved.is_file():
-            return saved.read_bytes()
+            return files.read_bytes(saved)
     buffer = io.BytesIO()
     figure_of(kind).savefig(buffer, format="png")
     return buffer.getvalue()
