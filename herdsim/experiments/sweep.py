@@ -212,8 +212,7 @@ class Sweep:
                                                                strict=True)}
             self._cells[(cell, arm)] = (self.scenario(given, self.strategies[arm]), keys)
         scenario, keys = self._cells[(cell, arm)]
-        load = scenario.workload
-        burst = load.burst_size if load.arrivals == "burst" else 1
+        burst = scenario.workload.source().jobs_per_arrival()
         mean = estimate(scenario).jobs
         return {"scenario": scenario.name, "strategy": scenario.retry.strategy,
                 "seed": keys.get("seed", replication_seed(scenario.seed, replication)),
