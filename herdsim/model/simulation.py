@@ -41,6 +41,7 @@ from herdsim.model.worker import (
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
 from herdsim.policies import budget as budgets
 from herdsim.policies.adaptive import ClientRateLimiter
+from herdsim.policies.attempt import RetryRules
 from herdsim.policies.breaker import CircuitBreaker
 
 
@@ -89,10 +90,7 @@ class Simulation:
         self.env = env = Environment()
         rngs = generators(scenario.seed)
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
-        self.strategy = scenario.retry.build()
-        self.throttling_strategy = (scenario.retry.build(throttling=True)
-                                    if scenario.retry.throttling_base is not None else None)
-        self.strategy_rng = rngs["strategy"]
+        self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))

@@ -19,13 +19,12 @@ from herdsim.config.scenario import Scenario
 from herdsim.config.schema import gates, value_at
 from herdsim.config.sections import RESOLUTION
 from herdsim.errors import ScenarioError
-from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
+from herdsim.model.calls import OK
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.workload import Job
-from herdsim.policies import retry_after
-from herdsim.policies.workqueue import Bucket
+from herdsim.policies.attempt import RetryHooks, RetryStep, heard_step, retry_step
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -101,64 +100,14 @@ def make_give_up(sim, finish):
     return give_up
 
 
-HINTED = (THROTTLED, REJECTED)  # the refusals that carry the downstream's Retry-After
-
-
-def classes(retry_cfg) -> tuple[frozenset[int], frozenset[int]]:
-    """The outcomes a client with *retry_cfg* does not retry (``retry_on``), and those it
-    treats as throttling (``throttling``, among the answers 429 and 503)."""
-    skipped = frozenset(o for o, status in STATUS.items() if status not in retry_cfg.retry_on)
-    throttling = frozenset(o for o in HINTED if STATUS[o] in retry_cfg.throttling)
-    return skipped, throttling
-
-
-def make_retry(sim, give_up):
-    """``retry(job, now, outcome, budget)``: after a failed attempt, the sleep before the
-    next one (recorded), or None when the job gives up instead (max retries, a poison
-    job that may not retry, or *budget*, if any, refusing the retry)."""
+def make_retry(sim, give_up) -> RetryStep:
+    """``retry(job, now, outcome, budget)``: the workers' retry step
+    (:func:`herdsim.policies.attempt.retry_step`) with the scenario's retry rules, giving
+    up through *give_up*, recording into the run's recorder, reading the downstream's
+    Retry-After."""
     rec = sim.recorder
-    record_sleep, budget_refused = rec.record_sleep, rec.budget_refused.append
-    retry_cfg = sim.scenario.retry
-    max_retries, poison_retryable = retry_cfg.max_retries, retry_cfg.poison_retryable
-    draw, stateful, rng = sim.strategy.sleep, sim.strategy.stateful, sim.strategy_rng
-    skipped, throttling = classes(retry_cfg)
-    not_retried = skipped or None  # (None: every failure is retried, one check less)
-    # after a throttling answer when its base differs
-    throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
-    downstream = sim.downstream
-    heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)
-    bucket = Bucket(retry_cfg.bucket.rate, retry_cfg.bucket.burst) if retry_cfg.bucket else None
-
-    def retry(job, now, outcome, budget):
-        n = job.retries
-        if (job.poison and not poison_retryable) or (
-            max_retries is not None and n >= max_retries
-        ) or (not_retried is not None and outcome in not_retried):
-            give_up(job, now)
-            return None
-        throttled = outcome in throttling
-        if budget is not None:
-            allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
-            if not allowed:
-                budget_refused(now)
-                give_up(job, now)
-                return None
-        sleep = throttling_draw if throttled and throttling_draw else draw
-        if stateful:
-            pause, job.prev = sleep(n, job.prev, rng)
-        else:
-            pause = job.prev = sleep(n, job.prev, rng)
-        if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
-            pause = max(pause, bucket.reserve(now))
-        if heed is not None and outcome in HINTED:  # an answer that carries the header
-            hint = downstream.retry_after
-            if hint is not None:
-                pause = heed(pause, hint)
-        job.retries = n + 1
-        record_sleep(now, job.id, n, pause)
-        return pause
-
-    return retry
+    return retry_step(sim.retry_rules, RetryHooks(give_up, rec.record_sleep,
+                                                  rec.budget_refused.append, sim.downstream))
 
 
 def make_keyed(sim):
@@ -171,7 +120,7 @@ def make_keyed(sim):
     (``workload.keys`` only)."""
     failures: dict = {}  # key -> (failures so far, the strategy's memory after the last)
     finish, give_up, retry = sim.finish, sim.give_up, sim.retry
-    fresh = (0, sim.scenario.retry.base)  # a key never failed: as a new job
+    fresh = (0, sim.retry_rules.base)  # a key never failed: as a new job
 
     def keyed_finish(job, now, outcome):
         if outcome == SUCCEEDED:
@@ -221,26 +170,6 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
-def make_heard(sim):
-    """``heard(job, started, now, outcome, failed, breaker, limiter, budget)``: what the
-    guards learn from an answer: the breaker, the client limiter, and the budget (which
-    refunds or keeps what the job paid)."""
-    slow_threshold = sim.scenario.breaker.slow_call_threshold
-    throttling = classes(sim.scenario.retry)[1]
-
-    def heard(job, started, now, outcome, failed, breaker, limiter, budget):
-        if breaker is not None:
-            breaker.record(now, failed,
-                           slow_threshold is not None and now - started >= slow_threshold)
-        if limiter is not None:
-            limiter.after_response(now, outcome in throttling)
-        if budget is not None:
-            budget.on_result(now, not failed, job.paid)
-            job.paid = 0.0
-
-    return heard
-
-
 def make_run_job(sim):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
@@ -254,7 +183,7 @@ def make_run_job(sim):
     retries_only = breaker_cfg.retries_only
     overhead = workers.attempt_overhead
     hedged = sim.hedged  # None, or hedged(job): an event firing with a hedged call's outcome
-    heard = make_heard(sim)
+    heard = heard_step(sim.scenario.breaker.slow_call_threshold, sim.retry_rules.throttling)
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)

@@ -20,8 +20,9 @@ the slot and cancels its own calls for it. With ``deadline: propagate`` an edge'
 timeout is at most what is left of the call being served, and a call with nothing left
 is not sent.
 
-An edge's retries are the workers' own step, :func:`herdsim.model.worker.make_retry`
-(strategies, presets, Retry-After, the retry bucket, the budget), fed the edge's policy
+An edge's attempts are the workers' own steps (:mod:`herdsim.policies.attempt`: the
+retry with its strategies, presets, Retry-After, the retry bucket and the budget; what
+the breaker and the budget hear; a propagated deadline), fed the edge's rules and policy
 objects; the breaker is :class:`~herdsim.policies.breaker.CircuitBreaker`. A call from one
 tier to the next is a :class:`Branch`: plain callbacks on kernel timers, no process, a
 stale token (the call it waits for) instead of a cancellation.
@@ -30,7 +31,6 @@ stale token (the call it waits for) instead of a cancellation.
 from __future__ import annotations
 
 from array import array
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,8 @@ from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import DefendedDownstream
 from herdsim.model.kernel import at, call_later, trigger_later, urgent
 from herdsim.model.streams import draws
-from herdsim.model.worker import make_retry
 from herdsim.policies import budget as budgets
+from herdsim.policies.attempt import RetryHooks, RetryRules, call_timeout, heard_step, retry_step
 from herdsim.policies.breaker import CircuitBreaker
 
 GRAPH_STREAMS = 1000  # SeedSequence spawn key of the graph's streams (clear of PURPOSES)
@@ -303,7 +303,6 @@ class Edge:
         self.budget = (budgets.build(cfg.budget, draws(lambda n: rngs["budget"].random(n)))
                        if cfg.budget is not None else None)
         self.breaker = CircuitBreaker(cfg.breaker) if cfg.breaker.enabled else None
-        self.slow_threshold = cfg.breaker.slow_call_threshold
         # what the workers' retry step records, kept per edge: when each retry was
         # decided and when the budget refused one
         self.retries = array("d")
@@ -311,15 +310,11 @@ class Edge:
         self.sent = 0  # attempts that left (the callee counts them on its side)
         self.succeeded = 0
         self.failed = 0
-        self.base = cfg.retry.base
-        context = SimpleNamespace(
-            recorder=SimpleNamespace(record_sleep=self._record_sleep,
-                                     budget_refused=self.budget_refused),
-            scenario=SimpleNamespace(retry=cfg.retry), strategy=cfg.retry.build(),
-            throttling_strategy=(cfg.retry.build(throttling=True)
-                                 if cfg.retry.throttling_base is not None else None),
-            strategy_rng=rngs["strategy"], downstream=callee)
-        self.retry = make_retry(context, _give_up)
+        rules = RetryRules.of(cfg.retry, rngs["strategy"])
+        self.base = rules.base
+        self.heard = heard_step(cfg.breaker.slow_call_threshold, rules.throttling)
+        self.retry = retry_step(rules, RetryHooks(_give_up, self._record_sleep,
+                                                  self.budget_refused.append, callee))
 
     def _record_sleep(self, now: float, _job: int, _attempt: int, _sleep: float) -> None:
         self.retries.append(now)
@@ -332,8 +327,8 @@ def _give_up(branch: Branch, _now: float) -> None:
 class Branch:
     """One of an edge's ``count`` calls, retried by the edge's policy until it succeeds
     or gives up. It stands in for the process the callee's protocol expects (``interrupt``)
-    and for the job :func:`~herdsim.model.worker.make_retry` expects (``retries``,
-    ``prev``, ``paid``, ``poison``, ``id``)."""
+    and for the job the attempt's steps expect
+    (:class:`~herdsim.policies.attempt.Attempted`)."""
 
     __slots__ = ("edge", "serving", "retries", "prev", "paid", "waiting", "sent",
                  "cancelled", "hedge")
@@ -374,14 +369,10 @@ class Branch:
         now = self.sent = edge.env.now
         timeout = edge.timeout
         if edge.propagate:  # at most the caller's remaining time; none left: not sent
-            deadline = self.serving.call.deadline
-            if deadline is not None:
-                left = deadline - now
-                if left <= 0.0:
-                    self.serving.branch_done(False)
-                    return
-                if timeout is None or left < timeout:
-                    timeout = left
+            timeout = call_timeout(timeout, self.serving.call.deadline, now)
+            if timeout is False:
+                self.serving.branch_done(False)
+                return
         budget = edge.budget
         if budget is not None and budget.gates_calls and not budget.allow_call(
                 now, not self.retries):  # a budget that counts first tries (as the workers')
@@ -411,12 +402,10 @@ class Branch:
         deadline (``False``: nothing is left)."""
         edge = self.edge
         timeout = edge.timeout
-        if edge.propagate and self.serving.call.deadline is not None:
-            left = self.serving.call.deadline - edge.env.now
-            if left <= 0.0:
+        if edge.propagate:
+            timeout = call_timeout(timeout, self.serving.call.deadline, edge.env.now)
+            if timeout is False:
                 return False
-            if timeout is None or left < timeout:
-                timeout = left
         edge.sent += 1
         return timeout
 
@@ -430,10 +419,8 @@ class Branch:
         """A hedged call's answer (the breaker sees it whole): it is not retried."""
         self.hedge = None  # (a cycle less: the hedge holds this branch's methods)
         edge = self.edge
-        if edge.breaker is not None:
-            now = edge.env.now
-            edge.breaker.record(now, outcome != OK, edge.slow_threshold is not None
-                                and now - self.sent >= edge.slow_threshold)
+        edge.heard(self, self.sent, edge.env.now, outcome, outcome != OK, edge.breaker, None,
+                   None)
         if not self.cancelled:
             self.serving.branch_done(outcome == OK)
 
@@ -462,12 +449,7 @@ class Branch:
                 edge.failed += 1
             else:
                 edge.succeeded += 1
-        if counted and edge.breaker is not None:
-            slow = edge.slow_threshold is not None and now - self.sent >= edge.slow_threshold
-            edge.breaker.record(now, failed, slow)
-        if counted and edge.budget is not None:
-            edge.budget.on_result(now, not failed, self.paid)
-            self.paid = 0.0
+            edge.heard(self, self.sent, now, outcome, failed, edge.breaker, None, edge.budget)
         if self.cancelled:
             return
         if not failed:
