@@ -175,6 +175,7 @@ def make_run_job(sim):
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
     env, timeout = sim.env, sim.env.timeout
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, finish, give_up, retry = sim.in_hand, sim.finish, sim.give_up, sim.retry
     rec, delay, guards = sim.recorder, sim.delayed.add, make_guards(sim)
     short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
@@ -220,7 +221,7 @@ def make_run_job(sim):
                 if hedged is not None:
                     outcome = yield hedged(job)
                 else:
-                    outcome = call(proc)
+                    outcome = call(proc, client_timeout)
                     if outcome.__class__ is not int:
                         try:
                             outcome = settle(outcome, (yield outcome.event))
@@ -294,6 +295,7 @@ def make_plain_worker(sim):
     """
     env, take, get = sim.env, sim.queue.take, sim.queue.get
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, retry = sim.in_hand, sim.retry
     # (plain rules out keys, whose finish is not the plain row)
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
@@ -310,7 +312,7 @@ def make_plain_worker(sim):
             in_hand.add(job)
             while True:
                 job.attempts += 1
-                outcome = call(proc)
+                outcome = call(proc, client_timeout)
                 if outcome.__class__ is not int:
                     proc.target = event = outcome.event
                     event.callbacks.append(send)
@@ -349,6 +351,7 @@ def make_plain_caller(sim):
     protocol expects (``interrupt``)."""
     env = sim.env
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
     # (plain rules out keys, whose finish is not the plain row)
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
@@ -366,7 +369,7 @@ def make_plain_caller(sim):
             """Call the downstream now; a call in flight answers :meth:`heard`."""
             in_hand.add(self)  # (again at a retry: no change)
             self.attempts += 1
-            c = call(self)
+            c = call(self, client_timeout)
             if c.__class__ is int:
                 self.outcome(c)
                 return

@@ -102,9 +102,9 @@ class DefendedDownstream(Downstream):
             return refused
         return super()._overload(now)
 
-    def admit(self, proc) -> int | Call:
+    def admit(self, proc, timeout: float | None) -> int | Call:
         empty = not self.in_room()
-        c = super().admit(proc)
+        c = super().admit(proc, timeout)
         if c.__class__ is Call and c in self.active:  # in service or waiting: admitted
             self._admitted(c, self.env.now, empty)
         return c

@@ -14,9 +14,9 @@ the edge's policy. The call succeeds when every one of them succeeds; the first 
 fails for good (retries spent, or refused by the budget) ends it with ``ERROR`` (a
 dependency's failure is the tier's 5xx) and frees its slot, while its siblings go on
 to their own end unheard, as a fan-out's futures do. Its client's timeout is the
-caller's edge's: when it comes first, the client has its ``TIMEOUT`` and the tier works
-on (wasted work), unless the edge sets ``cancel``: then the tier stops serving it, frees
-the slot and cancels its own calls for it. With ``deadline: propagate`` an edge's
+caller's edge's, sent with the call: when it comes first, the client has its ``TIMEOUT``
+and the tier works on (wasted work), unless the edge sets ``cancel``: then the tier stops
+serving it, frees the slot and cancels its own calls for it. With ``deadline: propagate`` an edge's
 timeout is at most what is left of the call being served, and a call with nothing left
 is not sent.
 
@@ -99,8 +99,8 @@ class Tier(Downstream):
         ok, failed, env = record.succeeded.append, record.failed.append, self.env
         inner = self.call
 
-        def call(proc) -> Any:
-            c = inner(proc)
+        def call(proc, timeout) -> Any:
+            c = inner(proc, timeout)
             if c.__class__ is int:
                 failed(env.now)
             return c
@@ -388,9 +388,8 @@ class Branch:
                                        self._copy_counted, self._hedged, edge.cancel)
             self.hedge.start()
             return
-        edge.callee.timeout = timeout
         edge.sent += 1
-        c = edge.call(self)
+        c = edge.call(self, timeout)
         if c.__class__ is int:
             self.answer(c)
             return
