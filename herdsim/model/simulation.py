@@ -18,7 +18,8 @@ from herdsim.config.sections import Service
 from herdsim.model import hedging
 from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
-from herdsim.model.downstream.defences import DefendedDownstream
+from herdsim.model.downstream.defences import downstream_type
+from herdsim.model.downstream.edges import Edge
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
@@ -111,7 +112,7 @@ class Simulation:
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
-        self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
+        self.edges: dict[str, list[Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
@@ -164,8 +165,7 @@ class Simulation:
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
                                                              args, _service_draws)
             return downstream
-        return (DefendedDownstream if defended else Downstream)(
-            self.env, cfg, recorder=self.recorder, **args)
+        return downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
 
     def _start(self, progress: Progress | None) -> None:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the

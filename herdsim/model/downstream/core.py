@@ -91,6 +91,8 @@ class Downstream:
         self._deadline_armed = False
         self._on_deadlines_due = self._deadlines_due  # bound once, not once per timer
         self.on_deadline = self.expire  # the network's handler when calls cross one
+        # told how many calls in flight fail together at t0, before they do (a tier counts)
+        self.on_fail_in_flight: Callable[[int], None] | None = None
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -312,6 +314,8 @@ class Downstream:
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""
+        if self.on_fail_in_flight is not None:
+            self.on_fail_in_flight(len(self.active))
         self.epoch += 1
         active, self.active = self.active, {}
         for c in active:

@@ -47,6 +47,12 @@ GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined with
 NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 
 
+def downstream_type(cfg) -> type[Downstream]:
+    """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
+    defences when it has any, else the lean core."""
+    return DefendedDownstream if cfg.defends() else Downstream
+
+
 class DefendedDownstream(Downstream):
     """The downstream with its defences (see the module docstring)."""
 
