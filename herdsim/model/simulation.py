@@ -6,7 +6,7 @@ import gc
 import math
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, overload
 
@@ -20,6 +20,7 @@ from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
 from herdsim.model.downstream.edges import Edge
+from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
@@ -55,8 +56,6 @@ def _service_draws(cfg: Service, rng: np.random.Generator) -> Draws:
     return draws(lambda n: rng.lognormal(mu, cfg.sigma, n))
 
 
-Progress = Callable[[float, float], None]
-"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
 PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 # Allocations between the cyclic collector's young sweeps during a run (Python's default
 # is 700). A run allocates millions of short-lived events and heap entries that reference
@@ -333,3 +332,9 @@ class Simulation:
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
                         sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
+
+
+def run(scenario: Scenario, progress: Progress | None = None) -> Finished:
+    """The queue model's engine (see :mod:`~herdsim.model.downstream.family`): one run of
+    *scenario*, reporting *progress*."""
+    return Simulation(scenario, progress).run()

@@ -3,19 +3,29 @@
 ``downstream.model`` names a member. The rest of the package asks the member, never the
 name: how to simulate a scenario, whether it serves offered load at a capacity (a
 capacity line, an offered rate, goodput, rejections, a dead-letter queue to speak of),
-and when a run of it counts as recovered. A new model is a new
-member here, with the schema's ``Literal`` of names extended to match.
+and when a run of it counts as recovered. A new model is a new member here, with the
+schema's ``Literal`` of names extended to match, and a module with its ``run``.
+
+A member names the module that runs it (its ``engine``, with a function
+``run(scenario, progress) -> Finished``), loaded when a scenario of it first runs, as an
+entry point is: the family imports no engine, so the engines may import the family, and
+what reads only a member's declarations (analysis, plots) loads no SimPy.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from herdsim.config.scenario import Scenario
-from herdsim.model.downstream import occ
-from herdsim.model.finished import Finished
-from herdsim.model.simulation import Progress, Simulation
+
+if TYPE_CHECKING:
+    from herdsim.model.finished import Finished
+
+Progress = Callable[[float, float], None]
+"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
 
 
 @dataclass(frozen=True)
@@ -23,28 +33,22 @@ class DownstreamModel:
     """One member of the family."""
 
     name: str
-    run: Callable[[Scenario, Progress | None], Finished]
+    engine: str  # the module that runs it: ``run(scenario, progress) -> Finished``
     queueing: bool  # jobs offered at a rate to slots with a capacity, outages, a DLQ
     done_when: str | None = None  # a KPI of its own (``Finished.extra``): defined = recovered
+
+    def run(self, scenario: Scenario, progress: Progress | None = None) -> Finished:
+        """Run *scenario* once by this model's engine, reporting *progress*."""
+        return importlib.import_module(self.engine).run(scenario, progress)
 
     def capacity_rate(self, scenario: Scenario) -> float | None:
         """Calls/s its downstream can serve (None: the model has no service rate)."""
         return scenario.downstream.capacity_rate() if self.queueing else None
 
 
-def _queue(scenario: Scenario, progress: Progress | None) -> Finished:
-    return Simulation(scenario, progress).run()
-
-
-def _occ(scenario: Scenario, progress: Progress | None) -> Finished:
-    finished = occ.simulate(scenario)  # its own event loop: it reports only its end
-    if progress is not None:
-        progress(scenario.duration, scenario.duration)
-    return finished
-
-
-QUEUE = DownstreamModel("queue", _queue, queueing=True)
-OCC = DownstreamModel("occ", _occ, queueing=False, done_when="completion_time")
+QUEUE = DownstreamModel("queue", "herdsim.model.simulation", queueing=True)
+OCC = DownstreamModel("occ", "herdsim.model.downstream.occ", queueing=False,
+                      done_when="completion_time")
 MODELS = {m.name: m for m in (QUEUE, OCC)}
 
 
