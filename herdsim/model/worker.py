@@ -7,11 +7,16 @@ them: ``run_job`` (every feature; queue workers run it from ``worker``, open-loo
 ``workers.count: null`` for one job each), and the fast paths when :func:`plain` holds:
 ``plain_worker`` for queue workers, ``plain_caller`` for open-loop callers. A call that
 fails fast costs no event, a call that completes one.
+
+Each ``make_*`` reads of the run only what :class:`Ends` or :class:`Loops` lists. The
+decisions of an attempt (the retry, what the guards hear) are
+:mod:`herdsim.policies.attempt`'s, shared with a call graph's edges and the testbed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simpy import Interrupt
 
@@ -24,7 +29,14 @@ from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.workload import Job
-from herdsim.policies.attempt import RetryHooks, RetryStep, heard_step, retry_step
+from herdsim.policies.attempt import RetryHooks, RetryRules, RetryStep, heard_step, retry_step
+
+if TYPE_CHECKING:
+    from herdsim.model.downstream.core import Downstream
+    from herdsim.model.kernel import Environment
+    from herdsim.model.queues import DelayedQueue, JobQueue
+    from herdsim.model.recorder import Recorder
+    from herdsim.model.streams import Draws
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -61,13 +73,48 @@ class Stall:
             raise Frozen(now)
 
 
+class Ends(Protocol):
+    """What the steps that end an attempt read of the run (``make_finish``,
+    ``make_give_up``, ``make_retry``): the :class:`~herdsim.model.simulation.Simulation`
+    is one."""
+
+    scenario: Scenario
+    recorder: Recorder
+    delayed: DelayedQueue
+    downstream: Downstream
+    retry_rules: RetryRules
+
+
+class Loops(Ends, Protocol):
+    """What the loops read of the run besides (``make_keyed``, ``make_guards``,
+    ``make_run_job``, ``worker``, the plain loops): the steps, the queues, the jobs in
+    hand, the guards per owner."""
+
+    env: Environment
+    queue: JobQueue
+    in_hand: set[Job]
+    sleeping: int  # jobs sleeping before a retry (a gauge)
+    keyed: bool
+    finish: Callable[[Any, float, int], None]
+    give_up: Callable[[Any, float], None]
+    retry: RetryStep
+    run_job: Callable[[Any, BreakerGate | None], Any]
+    hedged: Callable[[Any], Any] | None  # the hedged call of a job, or None
+    clients: Draws | None  # draws a client for an open-loop caller, or None
+    client_gates: list[BreakerGate | None] | None
+
+    def budget_for(self, owner: object) -> object | None: ...
+
+    def limiter_for(self, owner: object) -> Any: ...
+
+
 def finish_rows(rec):
     """The appends of a job's row (id, time, attempts, outcome), bound once."""
     return (rec.finish_id.append, rec.finish_time.append, rec.finish_attempts.append,
             rec.finish_outcome.append)
 
 
-def make_finish(sim):
+def make_finish(sim: Ends):
     """``finish(job, now, outcome)``: the job's row in the per-job table."""
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
 
@@ -80,7 +127,7 @@ def make_finish(sim):
     return finish
 
 
-def make_give_up(sim, finish):
+def make_give_up(sim: Ends, finish):
     """``give_up(job, now)``: the job fails for good: to the DLQ, or without one back to
     the main queue once its redelivery delay has passed (like a visibility timeout)."""
     recycled, delay = sim.recorder.recycled.append, sim.delayed.add
@@ -100,7 +147,7 @@ def make_give_up(sim, finish):
     return give_up
 
 
-def make_retry(sim, give_up) -> RetryStep:
+def make_retry(sim: Ends, give_up) -> RetryStep:
     """``retry(job, now, outcome, budget)``: the workers' retry step
     (:func:`herdsim.policies.attempt.retry_step`) with the scenario's retry rules, giving
     up through *give_up*, recording into the run's recorder, reading the downstream's
@@ -110,7 +157,7 @@ def make_retry(sim, give_up) -> RetryStep:
                                                   rec.budget_refused.append, sim.downstream))
 
 
-def make_keyed(sim):
+def make_keyed(sim: Loops):
     """``(finish, give_up, retry)`` counting failures per key, as client-go's
     ``ItemExponentialFailureRateLimiter`` does (``default_rate_limiters.go`` @v0.36.3
     :116-149): a retry's index is its key's failures so far (``NumRequeues``), which it
@@ -143,7 +190,7 @@ def make_keyed(sim):
     return keyed_finish, keyed_give_up, keyed_retry
 
 
-def make_guards(sim):
+def make_guards(sim: Loops):
     """``guards(gate)``: the active process and the retry budget, breaker gate and client
     rate limiter that guard its calls (an open-loop caller's are its client's, the client
     drawn uniformly; else *gate* and the process's budget and limiter)."""
@@ -170,7 +217,7 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
-def make_run_job(sim):
+def make_run_job(sim: Loops):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
     env, timeout = sim.env, sim.env.timeout
@@ -251,13 +298,13 @@ def make_run_job(sim):
     return run_job
 
 
-def worker(sim, gate: BreakerGate | None, leaves=None):
+def worker(sim: Loops, gate: BreakerGate | None, leaves=None):
     """SimPy process of one queue worker: consume jobs while its breaker lets it; under an
     autoscaler, ``leaves()`` between jobs says whether it retires. With keys it tells the
     queue when it lets go of a job (``done``), and a wait may end with no job (every
     arrival collapsed into a key): it waits again."""
     env, take, get, run_job = sim.env, sim.queue.take, sim.queue.get, sim.run_job
-    done = sim.queue.done if sim.keyed else None
+    done = sim.queue.done if sim.keyed else None  # type: ignore[attr-defined]  # a KeyedQueue
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if leaves is not None and leaves():
@@ -286,7 +333,7 @@ def plain(scenario: Scenario) -> bool:
     return all(off(value_at(scenario, path)) for path, off in GATES.items())
 
 
-def make_plain_worker(sim):
+def make_plain_worker(sim: Loops):
     """A generator function ``plain_worker(proc)``: ``worker`` with ``run_job`` inlined
     and the checks :func:`plain` rules out dropped, the same steps in the same order, one
     generator frame per resume instead of two. *proc* is the
@@ -340,7 +387,7 @@ def make_plain_worker(sim):
     return plain_worker
 
 
-def make_plain_caller(sim):
+def make_plain_caller(sim: Loops):
     """The class of a job that is its own open-loop caller: ``run_job`` with the checks
     :func:`plain` rules out dropped, driven by callbacks instead of a ``simpy.Process``,
     the same steps in the same order, the same events, no generator, no process and no
@@ -374,7 +421,7 @@ def make_plain_caller(sim):
                 self.outcome(c)
                 return
             self.waiting = c
-            c.event.callbacks.append(self.heard)
+            c.event.callbacks.append(self.heard)  # type: ignore[union-attr]  # (a Call)
 
         def heard(self, event) -> None:
             c, self.waiting = self.waiting, None  # (no cycle with its call)
