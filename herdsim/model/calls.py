@@ -38,7 +38,7 @@ class Call(Lean):
                  "inflight")
     proc: Any  # the caller (a process, or what stands in for one: ``interrupt(cause)``)
     epoch: int
-    deadline: float | None
+    deadline: float | None  # when its caller gives up: sent + the caller's timeout (None: never)
     state: int
     event: Any  # its completion event (a kernel event, the call itself) or None
     retry_after: float | None

@@ -13,8 +13,6 @@ slot and cancels the tier's own calls for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from herdsim.model.calls import (
     ABANDONED,
     COMPLETED,
@@ -25,11 +23,8 @@ from herdsim.model.calls import (
     RUNNING,
     SERVING,
 )
-from herdsim.model.downstream.edges import Branch
+from herdsim.model.downstream.edges import Branch, Edge
 from herdsim.model.kernel import call_later, trigger_later
-
-if TYPE_CHECKING:
-    from herdsim.model.downstream.edges import Edge
 
 
 class Calling:

@@ -15,7 +15,7 @@ nothing left is not sent.
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,10 +28,20 @@ from herdsim.policies import budget as budgets
 from herdsim.policies.attempt import RetryHooks, RetryRules, call_timeout, heard_step, retry_step
 from herdsim.policies.breaker import CircuitBreaker
 
-if TYPE_CHECKING:
-    from herdsim.model.downstream.calling import Serving
-
 EDGE_PURPOSES = ("strategy", "budget")
+
+
+class Served(Protocol):
+    """What a branch needs of the call it serves (a
+    :class:`~herdsim.model.downstream.calling.Serving`)."""
+
+    call: Any  # the call being served (its ``deadline``)
+
+    def gone(self) -> bool:
+        """The tier failed its calls in flight since the call started (t0)."""
+
+    def branch_done(self, ok: bool) -> None:
+        """One of its calls succeeded, or failed for good."""
 
 
 class Edge:
@@ -85,7 +95,7 @@ class Branch:
     poison = False
     id = 0
 
-    def __init__(self, edge: Edge, serving: Serving):
+    def __init__(self, edge: Edge, serving: Served):
         self.edge = edge
         self.serving = serving
         self.retries = 0
