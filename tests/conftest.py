@@ -88,15 +88,16 @@ def tiny(**changes) -> dict:
     return _merge(copy.deepcopy(TINY), changes)
 
 
-def play_calls(env, downstream, starts: dict[str, float], until: float) -> dict:
+def play_calls(env, downstream, starts: dict[str, float], until: float,
+               timeout: float | None) -> dict:
     """One caller process per name makes one call to *downstream* at its time (as a worker
-    does: a fast failure at once, else the call's event and ``finish``); runs *env* to
-    *until* and returns ``{name: (time heard, outcome)}``."""
+    does: a fast failure at once, else the call's event and ``finish``), each with the
+    client *timeout*; runs *env* to *until* and returns ``{name: (time heard, outcome)}``."""
     log: dict[str, tuple[float, int]] = {}
 
     def caller(name: str, at: float):
         yield env.timeout(at)
-        call = downstream.call(env.active_process)
+        call = downstream.call(env.active_process, timeout)
         if call.__class__ is int:
             log[name] = (env.now, call)
             return

@@ -1,9 +1,5 @@
-"""What a downstream call is: its outcomes, its states, and the :class:`Call` record.
-
-Outcomes are plain ints (they are compared on the hot path). ``COMPLETED`` and
-``DELIVERED`` are event values only: served, with the slot still held (``COMPLETED``) or
-already freed because the response spent a network delay on the way back
-(``DELIVERED``).
+"""What a downstream call is: its states and the :class:`Call` record, and (from
+:mod:`herdsim.policies.outcomes`, where the client rules read them) its outcomes.
 """
 
 from __future__ import annotations
@@ -11,15 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from herdsim.model.kernel import Lean
-
-OK, ERROR, TIMEOUT, REJECTED, DOWN, THROTTLED, FAILED, COMPLETED, DELIVERED = range(9)
-
-# What a client sees of each failure, as ``retry.retry_on`` and ``retry.throttling`` name
-# it: an answer's HTTP status (ERROR a 500; REJECTED a 503: a full waiting room, an
-# admission limit answering 503, shedding, CoDel; THROTTLED a 429), no answer before the
-# client's own timeout, or a connection refused or reset (DOWN, FAILED).
-STATUS = {ERROR: 500, REJECTED: 503, THROTTLED: 429, TIMEOUT: "timeout", DOWN: "reset",
-          FAILED: "reset"}
+from herdsim.policies.outcomes import (  # noqa: F401 (the model's names for them)
+    COMPLETED,
+    DELIVERED,
+    DOWN,
+    ERROR,
+    FAILED,
+    OK,
+    REJECTED,
+    STATUS,
+    THROTTLED,
+    TIMEOUT,
+)
 
 # Call states. RUNNING: in service under the continuous model, the client still waiting;
 # SENT: on the request leg, not at the server yet.
@@ -39,7 +38,7 @@ class Call(Lean):
                  "inflight")
     proc: Any  # the caller (a process, or what stands in for one: ``interrupt(cause)``)
     epoch: int
-    deadline: float | None
+    deadline: float | None  # when its caller gives up: sent + the caller's timeout (None: never)
     state: int
     event: Any  # its completion event (a kernel event, the call itself) or None
     retry_after: float | None

@@ -122,9 +122,8 @@ class Hedge:
             self._settle_if_idle(TIMEOUT)
             return
         self.sent += 1
-        self.callee.timeout = timeout
         copy = Copy(self)
-        c = self.callee.call(copy)
+        c = self.callee.call(copy, timeout)
         if self.sent < policy.max_attempts:
             self.token += 1
             timer = later(self.env, policy.delay, self.token)

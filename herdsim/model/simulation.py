@@ -6,7 +6,7 @@ import gc
 import math
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, overload
 
@@ -17,7 +17,9 @@ from herdsim.config.scenario import Scenario
 from herdsim.model import hedging
 from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
-from herdsim.model.downstream.defences import DefendedDownstream
+from herdsim.model.downstream.defences import downstream_type
+from herdsim.model.downstream.edges import Edge
+from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
@@ -39,6 +41,7 @@ from herdsim.model.worker import (
 )
 from herdsim.model.workload import Job, OpenArrivals, clock, key_draws, make_job
 from herdsim.policies.adaptive import ClientRateLimiter
+from herdsim.policies.attempt import RetryRules
 from herdsim.policies.distributions.base import Distribution
 
 
@@ -47,8 +50,6 @@ def _service_draws(cfg: Distribution, rng: np.random.Generator) -> Draws:
     return draws(cfg.sampler(rng))
 
 
-Progress = Callable[[float, float], None]
-"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
 PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 # Allocations between the cyclic collector's young sweeps during a run (Python's default
 # is 700). A run allocates millions of short-lived events and heap entries that reference
@@ -83,10 +84,7 @@ class Simulation:
         self.env = env = Environment()
         rngs = generators(scenario.seed)
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
-        self.strategy = scenario.retry.build()
-        self.throttling_strategy = (scenario.retry.build(throttling=True)
-                                    if scenario.retry.throttling_base is not None else None)
-        self.strategy_rng = rngs["strategy"]
+        self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
@@ -107,7 +105,7 @@ class Simulation:
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
-        self.edges: dict[str, list[tiers.Edge]] = {}  # and the edges each one calls
+        self.edges: dict[str, list[Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
@@ -160,8 +158,7 @@ class Simulation:
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
                                                              args, _service_draws)
             return downstream
-        return (DefendedDownstream if defended else Downstream)(
-            self.env, cfg, recorder=self.recorder, **args)
+        return downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
 
     def _start(self, progress: Progress | None) -> None:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the
@@ -329,3 +326,9 @@ class Simulation:
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
                         sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
+
+
+def run(scenario: Scenario, progress: Progress | None = None) -> Finished:
+    """The queue model's engine (see :mod:`~herdsim.model.downstream.family`): one run of
+    *scenario*, reporting *progress*."""
+    return Simulation(scenario, progress).run()

@@ -7,25 +7,36 @@ them: ``run_job`` (every feature; queue workers run it from ``worker``, open-loo
 ``workers.count: null`` for one job each), and the fast paths when :func:`plain` holds:
 ``plain_worker`` for queue workers, ``plain_caller`` for open-loop callers. A call that
 fails fast costs no event, a call that completes one.
+
+Each ``make_*`` reads of the run only what :class:`Ends` or :class:`Loops` lists. The
+decisions of an attempt (the retry, what the guards hear) are
+:mod:`herdsim.policies.attempt`'s, shared with a call graph's edges and the testbed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simpy import Interrupt
 
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import gates, value_at
 from herdsim.errors import ScenarioError
-from herdsim.model.calls import OK, REJECTED, STATUS, THROTTLED, TIMEOUT
+from herdsim.model.calls import OK
 from herdsim.model.gates import BreakerGate
 from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.workload import Job
-from herdsim.policies import retry_after
+from herdsim.policies.attempt import RetryHooks, RetryRules, RetryStep, heard_step, retry_step
 from herdsim.policies.fields import RESOLUTION
-from herdsim.policies.workqueue import Bucket
+
+if TYPE_CHECKING:
+    from herdsim.model.downstream.core import Downstream
+    from herdsim.model.kernel import Environment
+    from herdsim.model.queues import DelayedQueue, JobQueue
+    from herdsim.model.recorder import Recorder
+    from herdsim.model.streams import Draws
 
 SPIN_LIMIT = 10_000  # retries of one job at one instant that mean time stands still
 
@@ -62,13 +73,48 @@ class Stall:
             raise Frozen(now)
 
 
+class Ends(Protocol):
+    """What the steps that end an attempt read of the run (``make_finish``,
+    ``make_give_up``, ``make_retry``): the :class:`~herdsim.model.simulation.Simulation`
+    is one."""
+
+    scenario: Scenario
+    recorder: Recorder
+    delayed: DelayedQueue
+    downstream: Downstream
+    retry_rules: RetryRules
+
+
+class Loops(Ends, Protocol):
+    """What the loops read of the run besides (``make_keyed``, ``make_guards``,
+    ``make_run_job``, ``worker``, the plain loops): the steps, the queues, the jobs in
+    hand, the guards per owner."""
+
+    env: Environment
+    queue: JobQueue
+    in_hand: set[Job]
+    sleeping: int  # jobs sleeping before a retry (a gauge)
+    keyed: bool
+    finish: Callable[[Any, float, int], None]
+    give_up: Callable[[Any, float], None]
+    retry: RetryStep
+    run_job: Callable[[Any, BreakerGate | None], Any]
+    hedged: Callable[[Any], Any] | None  # the hedged call of a job, or None
+    clients: Draws | None  # draws a client for an open-loop caller, or None
+    client_gates: list[BreakerGate | None] | None
+
+    def budget_for(self, owner: object) -> object | None: ...
+
+    def limiter_for(self, owner: object) -> Any: ...
+
+
 def finish_rows(rec):
     """The appends of a job's row (id, time, attempts, outcome), bound once."""
     return (rec.finish_id.append, rec.finish_time.append, rec.finish_attempts.append,
             rec.finish_outcome.append)
 
 
-def make_finish(sim):
+def make_finish(sim: Ends):
     """``finish(job, now, outcome)``: the job's row in the per-job table."""
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
 
@@ -81,7 +127,7 @@ def make_finish(sim):
     return finish
 
 
-def make_give_up(sim, finish):
+def make_give_up(sim: Ends, finish):
     """``give_up(job, now)``: the job fails for good: to the DLQ, or without one back to
     the main queue once its redelivery delay has passed (like a visibility timeout)."""
     recycled, delay = sim.recorder.recycled.append, sim.delayed.add
@@ -101,67 +147,17 @@ def make_give_up(sim, finish):
     return give_up
 
 
-HINTED = (THROTTLED, REJECTED)  # the refusals that carry the downstream's Retry-After
-
-
-def classes(retry_cfg) -> tuple[frozenset[int], frozenset[int]]:
-    """The outcomes a client with *retry_cfg* does not retry (``retry_on``), and those it
-    treats as throttling (``throttling``, among the answers 429 and 503)."""
-    skipped = frozenset(o for o, status in STATUS.items() if status not in retry_cfg.retry_on)
-    throttling = frozenset(o for o in HINTED if STATUS[o] in retry_cfg.throttling)
-    return skipped, throttling
-
-
-def make_retry(sim, give_up):
-    """``retry(job, now, outcome, budget)``: after a failed attempt, the sleep before the
-    next one (recorded), or None when the job gives up instead (max retries, a poison
-    job that may not retry, or *budget*, if any, refusing the retry)."""
+def make_retry(sim: Ends, give_up) -> RetryStep:
+    """``retry(job, now, outcome, budget)``: the workers' retry step
+    (:func:`herdsim.policies.attempt.retry_step`) with the scenario's retry rules, giving
+    up through *give_up*, recording into the run's recorder, reading the downstream's
+    Retry-After."""
     rec = sim.recorder
-    record_sleep, budget_refused = rec.record_sleep, rec.budget_refused.append
-    retry_cfg = sim.scenario.retry
-    max_retries, poison_retryable = retry_cfg.max_retries, retry_cfg.poison_retryable
-    draw, stateful, rng = sim.strategy.sleep, sim.strategy.stateful, sim.strategy_rng
-    skipped, throttling = classes(retry_cfg)
-    not_retried = skipped or None  # (None: every failure is retried, one check less)
-    # after a throttling answer when its base differs
-    throttling_draw = sim.throttling_strategy.sleep if sim.throttling_strategy else None
-    downstream = sim.downstream
-    heed = retry_after.rule(retry_cfg.retry_after, retry_cfg.retry_after_limit)
-    bucket = Bucket(retry_cfg.bucket.rate, retry_cfg.bucket.burst) if retry_cfg.bucket else None
-
-    def retry(job, now, outcome, budget):
-        n = job.retries
-        if (job.poison and not poison_retryable) or (
-            max_retries is not None and n >= max_retries
-        ) or (not_retried is not None and outcome in not_retried):
-            give_up(job, now)
-            return None
-        throttled = outcome in throttling
-        if budget is not None:
-            allowed, job.paid = budget.allow_retry(now, outcome == TIMEOUT, throttled)
-            if not allowed:
-                budget_refused(now)
-                give_up(job, now)
-                return None
-        sleep = throttling_draw if throttled and throttling_draw else draw
-        if stateful:
-            pause, job.prev = sleep(n, job.prev, rng)
-        else:
-            pause = job.prev = sleep(n, job.prev, rng)
-        if bucket is not None:  # client-go's MaxOf(item exponential, bucket)
-            pause = max(pause, bucket.reserve(now))
-        if heed is not None and outcome in HINTED:  # an answer that carries the header
-            hint = downstream.retry_after
-            if hint is not None:
-                pause = heed(pause, hint)
-        job.retries = n + 1
-        record_sleep(now, job.id, n, pause)
-        return pause
-
-    return retry
+    return retry_step(sim.retry_rules, RetryHooks(give_up, rec.record_sleep,
+                                                  rec.budget_refused.append, sim.downstream))
 
 
-def make_keyed(sim):
+def make_keyed(sim: Loops):
     """``(finish, give_up, retry)`` counting failures per key, as client-go's
     ``ItemExponentialFailureRateLimiter`` does (``default_rate_limiters.go`` @v0.36.3
     :116-149): a retry's index is its key's failures so far (``NumRequeues``), which it
@@ -171,7 +167,7 @@ def make_keyed(sim):
     (``workload.keys`` only)."""
     failures: dict = {}  # key -> (failures so far, the strategy's memory after the last)
     finish, give_up, retry = sim.finish, sim.give_up, sim.retry
-    fresh = (0, sim.scenario.retry.base)  # a key never failed: as a new job
+    fresh = (0, sim.retry_rules.base)  # a key never failed: as a new job
 
     def keyed_finish(job, now, outcome):
         if outcome == SUCCEEDED:
@@ -194,7 +190,7 @@ def make_keyed(sim):
     return keyed_finish, keyed_give_up, keyed_retry
 
 
-def make_guards(sim):
+def make_guards(sim: Loops):
     """``guards(gate)``: the active process and the retry budget, breaker gate and client
     rate limiter that guard its calls (an open-loop caller's are its client's, the client
     drawn uniformly; else *gate* and the process's budget and limiter)."""
@@ -221,31 +217,12 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
-def make_heard(sim):
-    """``heard(job, started, now, outcome, failed, breaker, limiter, budget)``: what the
-    guards learn from an answer: the breaker, the client limiter, and the budget (which
-    refunds or keeps what the job paid)."""
-    slow_threshold = sim.scenario.breaker.slow_call_threshold
-    throttling = classes(sim.scenario.retry)[1]
-
-    def heard(job, started, now, outcome, failed, breaker, limiter, budget):
-        if breaker is not None:
-            breaker.record(now, failed,
-                           slow_threshold is not None and now - started >= slow_threshold)
-        if limiter is not None:
-            limiter.after_response(now, outcome in throttling)
-        if budget is not None:
-            budget.on_result(now, not failed, job.paid)
-            job.paid = 0.0
-
-    return heard
-
-
-def make_run_job(sim):
+def make_run_job(sim: Loops):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
     env, timeout = sim.env, sim.env.timeout
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, finish, give_up, retry = sim.in_hand, sim.finish, sim.give_up, sim.retry
     rec, delay, guards = sim.recorder, sim.delayed.add, make_guards(sim)
     short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
@@ -254,7 +231,7 @@ def make_run_job(sim):
     retries_only = breaker_cfg.retries_only
     overhead = workers.attempt_overhead
     hedged = sim.hedged  # None, or hedged(job): an event firing with a hedged call's outcome
-    heard = make_heard(sim)
+    heard = heard_step(sim.scenario.breaker.slow_call_threshold, sim.retry_rules.throttling)
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)
@@ -291,7 +268,7 @@ def make_run_job(sim):
                 if hedged is not None:
                     outcome = yield hedged(job)
                 else:
-                    outcome = call(proc)
+                    outcome = call(proc, client_timeout)
                     if outcome.__class__ is not int:
                         try:
                             outcome = settle(outcome, (yield outcome.event))
@@ -321,13 +298,13 @@ def make_run_job(sim):
     return run_job
 
 
-def worker(sim, gate: BreakerGate | None, leaves=None):
+def worker(sim: Loops, gate: BreakerGate | None, leaves=None):
     """SimPy process of one queue worker: consume jobs while its breaker lets it; under an
     autoscaler, ``leaves()`` between jobs says whether it retires. With keys it tells the
     queue when it lets go of a job (``done``), and a wait may end with no job (every
     arrival collapsed into a key): it waits again."""
     env, take, get, run_job = sim.env, sim.queue.take, sim.queue.get, sim.run_job
-    done = sim.queue.done if sim.keyed else None
+    done = sim.queue.done if sim.keyed else None  # type: ignore[attr-defined]  # a KeyedQueue
     blocked = gate.breaker.blocked if gate is not None else None
     while True:
         if leaves is not None and leaves():
@@ -356,7 +333,7 @@ def plain(scenario: Scenario) -> bool:
     return all(off(value_at(scenario, path)) for path, off in GATES.items())
 
 
-def make_plain_worker(sim):
+def make_plain_worker(sim: Loops):
     """A generator function ``plain_worker(proc)``: ``worker`` with ``run_job`` inlined
     and the checks :func:`plain` rules out dropped, the same steps in the same order, one
     generator frame per resume instead of two. *proc* is the
@@ -365,6 +342,7 @@ def make_plain_worker(sim):
     """
     env, take, get = sim.env, sim.queue.take, sim.queue.get
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, retry = sim.in_hand, sim.retry
     # (plain rules out keys, whose finish is not the plain row)
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
@@ -381,7 +359,7 @@ def make_plain_worker(sim):
             in_hand.add(job)
             while True:
                 job.attempts += 1
-                outcome = call(proc)
+                outcome = call(proc, client_timeout)
                 if outcome.__class__ is not int:
                     proc.target = event = outcome.event
                     event.callbacks.append(send)
@@ -409,7 +387,7 @@ def make_plain_worker(sim):
     return plain_worker
 
 
-def make_plain_caller(sim):
+def make_plain_caller(sim: Loops):
     """The class of a job that is its own open-loop caller: ``run_job`` with the checks
     :func:`plain` rules out dropped, driven by callbacks instead of a ``simpy.Process``,
     the same steps in the same order, the same events, no generator, no process and no
@@ -420,6 +398,7 @@ def make_plain_caller(sim):
     protocol expects (``interrupt``)."""
     env = sim.env
     call, settle = sim.downstream.call, sim.downstream.finish
+    client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
     in_hand, finish, retry = sim.in_hand, sim.finish, sim.retry
     # (plain rules out keys, whose finish is not the plain row)
     finish_id, finish_time, finish_attempts, finish_outcome = finish_rows(sim.recorder)
@@ -437,12 +416,12 @@ def make_plain_caller(sim):
             """Call the downstream now; a call in flight answers :meth:`heard`."""
             in_hand.add(self)  # (again at a retry: no change)
             self.attempts += 1
-            c = call(self)
+            c = call(self, client_timeout)
             if c.__class__ is int:
                 self.outcome(c)
                 return
             self.waiting = c
-            c.event.callbacks.append(self.heard)
+            c.event.callbacks.append(self.heard)  # type: ignore[union-attr]  # (a Call)
 
         def heard(self, event) -> None:
             c, self.waiting = self.waiting, None  # (no cycle with its call)

@@ -2,8 +2,9 @@
 
 Each worker BLPOPs a job from the main queue, calls ``/call`` over HTTP (aiohttp, one
 session, the scenario's ``downstream.timeout`` as the client timeout), and then, as the
-model's worker does (:mod:`herdsim.model.worker`): succeeds, or retries with the
-scenario's own strategy object (``retry.build()``, presets included), holding the job
+model's worker does (:mod:`herdsim.model.worker`): succeeds, or retries by the model's
+own retry step (:func:`herdsim.policies.attempt.retry_step`: the scenario's strategy
+objects, presets included, ``retry_on``, throttling and Retry-After), holding the job
 through the sleep (``retry_mode: sleep``) or parking it in the delayed set with ZADD at
 its due time (``requeue``), or gives up to the DLQ list (or, DLQ off, back to the queue
 after ``dlq.redelivery_delay``). A breaker and a budget are the policies' own objects
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from array import array
-from typing import Any
 
 import aiohttp
 import numpy as np
@@ -28,7 +28,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
-from herdsim.policies import retry_after
+from herdsim.policies.attempt import RetryHooks, RetryRules, retry_step
 from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
@@ -38,6 +38,27 @@ from herdsim.testbed.timing import Clock, Lateness
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
 STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
 EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
+
+
+class LastAnswer:
+    """The Retry-After the last answer carried (the retry step's ``hints``)."""
+
+    retry_after: float | None = None
+
+
+class Answered:
+    """A budget's answer to a retry, asked before the retry step runs (the step asks a
+    budget that answers at once; the testbed's may have to ask Redis)."""
+
+    def __init__(self, answer: tuple[bool, float]):
+        self._answer = answer
+
+    def allow_retry(self, _now: float, _timed_out: bool, _throttled: bool) -> tuple[bool, float]:
+        return self._answer
+
+
+def _later(_job: WireJob, _now: float) -> None:
+    """The retry step's ``give_up``: a worker gives up after the step (it awaits Redis)."""
 
 
 class WorkerPool:
@@ -51,13 +72,11 @@ class WorkerPool:
         self.url = url
         self.clock = clock
         self.lateness = lateness
-        self.strategy = scenario.retry.build()
-        # after a throttling answer (429 or a full waiting room) when its base differs
-        self.throttling = (scenario.retry.build(throttling=True)
-                           if scenario.retry.throttling_base is not None else None)
-        self.heed = retry_after.rule(scenario.retry.retry_after,
-                                     scenario.retry.retry_after_limit)
-        self.rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index]))
+        self.rules = RetryRules.of(scenario.retry, np.random.default_rng(
+            np.random.SeedSequence([scenario.seed, index])))
+        self.last = LastAnswer()  # the Retry-After of the answer a retry follows
+        self.retry = retry_step(self.rules, RetryHooks(_later, self._record_sleep,
+                                                       self._budget_refused, self.last))
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
         self.sleeping = 0
@@ -179,7 +198,6 @@ class WorkerPool:
         """Take *job* to its end, its retry parked, or the run's end; False when it is
         still in hand at the run's end (pending)."""
         sc = self.scenario
-        retry = sc.retry
         clock = self.clock
         sleep_mode = sc.workers.retry_mode == "sleep"
         retries_only = sc.breaker.retries_only
@@ -219,29 +237,16 @@ class WorkerPool:
             if not failed:
                 self._finish(job, now, SUCCEEDED)
                 return True
-            n = job.retries
-            if (job.poison and not retry.poison_retryable) or (
-                    retry.max_retries is not None and n >= retry.max_retries):
+            if self.rules.gives_up(job, outcome):
                 return await self._give_up(job, now)
-            throttled = outcome in (THROTTLED, REJECTED)
+            answered = None  # the budget's answer, asked here (it may be shared in Redis)
             if budget is not None:
-                allowed, job.paid = await budget.allow_retry(now, outcome == TIMEOUT,
-                                                             throttled)
-                if not allowed:
-                    self.log["budget_refused"].append(now)
-                    return await self._give_up(job, now)
-            strategy = self.throttling if throttled and self.throttling else self.strategy
-            drawn: Any = strategy.sleep(n, job.prev, self.rng)  # (sleep, memory) if stateful
-            if strategy.stateful:
-                pause, job.prev = drawn
-            else:
-                pause = job.prev = drawn
-            if self.heed is not None and throttled and hint is not None:
-                pause = self.heed(pause, hint)
-            job.retries = n + 1
-            for name, value in zip(("time", "job", "attempt", "sleep"), (now, job.id, n, pause),
-                                   strict=True):
-                self.sleeps[name].append(value)
+                answered = Answered(await budget.allow_retry(
+                    now, outcome == TIMEOUT, outcome in self.rules.throttling))
+            self.last.retry_after = hint
+            pause = self.retry(job, now, outcome, answered)
+            if pause is None:  # the budget refused the retry
+                return await self._give_up(job, now)
             if not sleep_mode:
                 await self.redis.zadd(DELAYED, {job.encode(): now + pause})
                 return True
@@ -250,6 +255,14 @@ class WorkerPool:
                 await clock.sleep_until(min(now + pause, end), late)
             finally:
                 self.sleeping -= 1
+
+    def _record_sleep(self, now: float, job: int, attempt: int, sleep: float) -> None:
+        for name, value in zip(("time", "job", "attempt", "sleep"), (now, job, attempt, sleep),
+                               strict=True):
+            self.sleeps[name].append(value)
+
+    def _budget_refused(self, now: float) -> None:
+        self.log["budget_refused"].append(now)
 
     def _finish(self, job: WireJob, now: float, outcome: int) -> None:
         for name, value in zip(("id", "time", "attempts", "outcome"),

@@ -49,7 +49,7 @@ def play(starts: dict[str, float], until: float = 20.0, **fields):
                                                             cfg.request_delay)]
     downstream = Downstream(env, cfg, constant(cfg.service.mean), constant(1.0), recorder,
                             *legs)
-    return play_calls(env, downstream, starts, until), recorder, downstream
+    return play_calls(env, downstream, starts, until, cfg.timeout), recorder, downstream
 
 
 def rounded(values) -> list[float]:
@@ -95,6 +95,25 @@ def test_the_timeout_counts_both_legs_from_the_send():
     assert log == {"A": (round(timeout, 9), TIMEOUT)}
     assert rounded(rec.wasted) == [round(REQUEST + SERVICE, 9)]
     assert ds.busy == 0 and not ds.active
+
+
+@pytest.mark.parametrize("legs", [True, False])
+@pytest.mark.parametrize("section, caller", [(100.0, 0.5), (0.5, None)])
+def test_the_timeout_is_the_caller_s_not_the_downstream_s(legs, section, caller):
+    """The downstream section's ``timeout`` is the workers' setting, not the downstream's:
+    a call carries its caller's. A caller giving up after 0.5 s hears TIMEOUT at send +
+    0.5 whatever the section says; a caller without a timeout waits for the answer (send
+    + the legs + service) even when the section has one."""
+    fields = {} if legs else {"request_delay": None, "network_delay": None}
+    cfg = DownstreamConfig.model_validate({**LEGS, **fields, "timeout": section})
+    env, recorder = Environment(), Recorder()
+    wires = [constant(leg.mean) if leg else None for leg in (cfg.network_delay,
+                                                             cfg.request_delay)]
+    downstream = Downstream(env, cfg, constant(SERVICE), constant(1.0), recorder, *wires)
+    log = play_calls(env, downstream, {"A": 0.0}, 20.0, caller)
+    answered = SERVICE + (REQUEST + RESPONSE if legs else 0.0)
+    assert log == ({"A": (0.5, TIMEOUT)} if caller is not None
+                   else {"A": (round(answered, 9), OK)})
 
 
 def test_a_request_slower_than_the_timeout_still_loads_the_server():

@@ -42,9 +42,10 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import ScenarioError
 from herdsim.experiments.compare import build_arms
 from herdsim.experiments.sweep import plan
-from herdsim.model import calls, worker
+from herdsim.model import calls
 from herdsim.model.simulation import Simulation
 from herdsim.policies import presets, retry_after
+from herdsim.policies.attempt import classes
 from herdsim.policies.budgets import token_bucket as budget
 from herdsim.results.result import run
 
@@ -343,7 +344,7 @@ def test_aws_treats_each_failure_as_botocore_does(preset, outcome, pinned):
     cost = context.request_context["retry_quota_capacity"]
 
     sc = load_scenario(_tiny(preset))
-    skipped, ours = worker.classes(sc.retry)
+    skipped, ours = classes(sc.retry)
     assert (outcome not in skipped) == retryable
     assert (outcome in ours) == throttling
     assert sc.retry.build(throttling=outcome in ours).base == (1.0 if throttling else 0.05)
@@ -368,7 +369,7 @@ def test_aws_legacy_retries_each_failure_as_botocore_does(outcome, pinned):
     response = (given["http_response"], {}) if "http_response" in given else None
     retryable = checker(attempt_number=1, response=response,
                         caught_exception=given.get("caught_exception"), retries_context={})
-    skipped, _ = worker.classes(load_scenario(_tiny("aws-legacy")).retry)
+    skipped, _ = classes(load_scenario(_tiny("aws-legacy")).retry)
     assert retryable and outcome not in skipped
 
 
@@ -392,7 +393,7 @@ def test_a_503_is_throttling_only_where_the_scenario_says_so():
     connection never is."""
     sc = load_scenario(_tiny("aws-standard", retry={"preset": "aws-standard",
                                                     "throttling": [429, 503]}))
-    assert worker.classes(sc.retry)[1] == {calls.THROTTLED, calls.REJECTED}
+    assert classes(sc.retry)[1] == {calls.THROTTLED, calls.REJECTED}
 
 
 def _admission_run(status: int):
@@ -431,7 +432,7 @@ def test_a_preset_retries_what_its_library_retries(preset, retried):
     the job at once."""
     sc = load_scenario(_tiny(preset))
     assert set(sc.retry.retry_on) == retried
-    skipped, _ = worker.classes(sc.retry)
+    skipped, _ = classes(sc.retry)
     assert {calls.STATUS[o] for o in skipped} == set(presets.RETRY_ON) - retried
 
 

@@ -1,6 +1,8 @@
 """The capacity-limited downstream: admission and the state of every call in flight.
 
-A caller does ``r = downstream.call(process)``. ``r`` is an ``int`` outcome when the call
+A caller does ``r = downstream.call(process, timeout)``: the timeout is the caller's (its
+client gives up on the call that long after sending it, None: never), and travels with
+the call as its ``deadline``. ``r`` is an ``int`` outcome when the call
 fails fast (down, waiting room full, rate limited); otherwise a :class:`Call` whose
 ``event`` the caller yields. The event's value is ``COMPLETED`` or ``TIMEOUT``; either way
 the caller then hands it to ``finish(call, value)`` for the final outcome. Calls failed
@@ -20,9 +22,11 @@ Its defences (disciplines, CoDel, shedding, admission limits) live in the subcla
 :class:`herdsim.model.downstream.defences.DefendedDownstream`, built only when a scenario asks.
 
 No process is spawned per call: a completed call costs one scheduled event, a fast failure
-none. Client deadlines share one timer: they all come ``timeout`` after they are armed, so
-they fall due in the order they were armed, and a queue of them with a timer for its head
-keeps the event heap as small as the calls in flight.
+none. Client deadlines share one timer: the callers of one downstream give it one timeout
+(the workers theirs; a tier whose callers' timeouts differ arms a timer per call, see
+:mod:`~herdsim.model.downstream.tiers`), so they fall due in the order they were armed,
+and a queue of them with a timer for its head keeps the event heap as small as the calls
+in flight.
 """
 
 from __future__ import annotations
@@ -71,7 +75,6 @@ class Downstream:
         self.env = env
         self.concurrency = cfg.concurrency
         self.queue_limit = cfg.queue_limit
-        self.timeout = cfg.timeout
         self.serve_abandoned = cfg.serve_abandoned
         self._outage_draw = outage_draw
         self.busy = 0
@@ -88,6 +91,8 @@ class Downstream:
         self._deadline_armed = False
         self._on_deadlines_due = self._deadlines_due  # bound once, not once per timer
         self.on_deadline = self.expire  # the network's handler when calls cross one
+        # told how many calls in flight fail together at t0, before they do (a tier counts)
+        self.on_fail_in_flight: Callable[[int], None] | None = None
         # Recorder lists, bound once.
         self._attempts = recorder.attempts.append
         self._rejected = recorder.rejected.append
@@ -125,8 +130,9 @@ class Downstream:
 
     # -- the call protocol ---------------------------------------------------------------
 
-    def admit(self, proc) -> int | Call:
-        """Start a call on behalf of *proc*: an ``int`` outcome or a :class:`Call`."""
+    def admit(self, proc, timeout: float | None) -> int | Call:
+        """Start a call on behalf of *proc*, whose client gives up after *timeout*: an
+        ``int`` outcome or a :class:`Call`."""
         env = self.env
         now = env.now
         self._attempts(now)
@@ -134,7 +140,6 @@ class Downstream:
         if not health.up:
             self._rejected(now)
             return DOWN
-        timeout = self.timeout
         if health.blackhole:  # (it needs a timeout: the scenario's check)
             c = make_call(proc, self.epoch, now + timeout)  # type: ignore[operator]
             c.state = SERVING  # its answer (the timeout) is on its way
@@ -264,7 +269,7 @@ class Downstream:
         self.busy -= 1
 
     def arm_deadline(self, c: Call) -> None:
-        """Have ``on_deadline(c)`` called at ``c.deadline`` (now + ``timeout``)."""
+        """Have ``on_deadline(c)`` called at ``c.deadline`` (now + its caller's timeout)."""
         self._drop_settled()
         self._deadlines.append(c)
         if not self._deadline_armed:
@@ -309,6 +314,8 @@ class Downstream:
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""
+        if self.on_fail_in_flight is not None:
+            self.on_fail_in_flight(len(self.active))
         self.epoch += 1
         active, self.active = self.active, {}
         for c in active:

@@ -46,6 +46,12 @@ GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined with
 NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 
 
+def downstream_type(cfg) -> type[Downstream]:
+    """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
+    defences when it has any, else the lean core."""
+    return DefendedDownstream if cfg.defends() else Downstream
+
+
 class DefendedDownstream(Downstream):
     """The downstream with its defences (see the module docstring)."""
 
@@ -100,9 +106,9 @@ class DefendedDownstream(Downstream):
             return refused
         return super()._overload(now)
 
-    def admit(self, proc) -> int | Call:
+    def admit(self, proc, timeout: float | None) -> int | Call:
         empty = not self.in_room()
-        c = super().admit(proc)
+        c = super().admit(proc, timeout)
         if c.__class__ is Call and c in self.active:  # in service or waiting: admitted
             self._admitted(c, self.env.now, empty)
         return c

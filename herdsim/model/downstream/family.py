@@ -1,27 +1,40 @@
-"""The downstream models' runners: how to simulate a scenario of each member of
+"""The downstream models' engines: how to simulate a scenario of each member of
 :mod:`herdsim.policies.downstreams` (what each declares to analysis and plots —
-``queueing``, ``done_when`` — is the member's). A new model is a member there and its
-runner here.
+``queueing``, ``done_when`` — is the member's, read there).
+
+A member's engine is a module with a function ``run(scenario, progress) -> Finished``,
+loaded when a scenario of it first runs, as an entry point is: this module imports no
+engine, so the engines may import it, and nothing that only asks what a model declares
+loads SimPy. A new model is a member in ``policies/downstreams/`` and its engine here.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from herdsim.config.scenario import Scenario
-from herdsim.model.downstream import occ
-from herdsim.model.finished import Finished
-from herdsim.model.simulation import Progress, Simulation
 from herdsim.policies import downstreams
+
+if TYPE_CHECKING:
+    from herdsim.model.finished import Finished
+
+Progress = Callable[[float, float], None]
+"""``progress(now, duration)``: *now* simulated seconds of *duration* are done."""
 
 
 @dataclass(frozen=True)
 class DownstreamModel:
-    """One member's runner, with the member's declarations."""
+    """One member's engine, with the member's declarations."""
 
     name: str
-    run: Callable[[Scenario, Progress | None], Finished]
+    engine: str  # the module that runs it: ``run(scenario, progress) -> Finished``
+
+    def run(self, scenario: Scenario, progress: Progress | None = None) -> Finished:
+        """Run *scenario* once by this model's engine, reporting *progress*."""
+        return importlib.import_module(self.engine).run(scenario, progress)
 
     @property
     def queueing(self) -> bool:
@@ -34,19 +47,8 @@ class DownstreamModel:
         return downstreams.named(self.name).done_when
 
 
-def _queue(scenario: Scenario, progress: Progress | None) -> Finished:
-    return Simulation(scenario, progress).run()
-
-
-def _occ(scenario: Scenario, progress: Progress | None) -> Finished:
-    finished = occ.simulate(scenario)  # its own event loop: it reports only its end
-    if progress is not None:
-        progress(scenario.duration, scenario.duration)
-    return finished
-
-
-QUEUE = DownstreamModel("queue", _queue)
-OCC = DownstreamModel("occ", _occ)
+QUEUE = DownstreamModel("queue", "herdsim.model.simulation")
+OCC = DownstreamModel("occ", "herdsim.model.downstream.occ")
 MODELS = {m.name: m for m in (QUEUE, OCC)}
 
 

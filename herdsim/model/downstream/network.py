@@ -28,9 +28,9 @@ class Wire:
         self._on_arrival = self._arrive  # bound once, not once per call
         downstream.on_deadline = self._expire  # a sent call's deadline is the wire's
 
-    def respond_late(self, proc):
+    def respond_late(self, proc, timeout: float | None):
         """Admit the call; a fast failure reaches its client one response leg later."""
-        outcome = self._admit(proc)
+        outcome = self._admit(proc, timeout)
         if outcome.__class__ is not int:
             return outcome
         c = make_call(proc, self._ds.epoch, None)
@@ -39,10 +39,10 @@ class Wire:
         c.event = later(self.env, self._response(), outcome)
         return c
 
-    def send(self, proc):
-        """Send a call: it reaches the server one request leg later (:meth:`_arrive`)."""
+    def send(self, proc, timeout: float | None):
+        """Send a call: it reaches the server one request leg later (:meth:`_arrive`); its
+        client's *timeout* counts from now."""
         env = self.env
-        timeout = self._ds.timeout
         c = make_call(proc, -1, env.now + timeout if timeout is not None else None)
         c.state = SENT
         c.event = unfired()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from herdsim.config.scenario import Scenario
+from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED, Recorder
 from herdsim.model.streams import draws, generators
@@ -137,9 +138,11 @@ def _sample_gauges(recorder: Recorder, contention: Contention, scenario: Scenari
         recorder.gauges[name] = list(values.astype(float))
 
 
-def simulate(scenario: Scenario) -> Finished:
-    """Run an ``occ`` scenario once; its summary adds ``completion_time`` and ``conflicts``
-    and has no capacity (there is no service rate)."""
+def run(scenario: Scenario, progress: Progress | None = None) -> Finished:
+    """The ``occ`` model's engine (see :mod:`~herdsim.model.downstream.family`): one run
+    of *scenario*; its summary adds ``completion_time`` and ``conflicts`` and has no
+    capacity (there is no service rate). It runs its own event loop: *progress* hears
+    only its end."""
     started = time.perf_counter()
     recorder = Recorder()
     contention = contend(scenario, recorder)
@@ -149,4 +152,6 @@ def simulate(scenario: Scenario) -> Finished:
     extra = {"capacity_rate": None, "peak_to_capacity": None,
              "completion_time": contention.completion_time(recorder),
              "conflicts": len(recorder.rejected)}
+    if progress is not None:
+        progress(scenario.duration, scenario.duration)
     return Finished(scenario, recorder, n_bins, contention.pending, wall, extra=extra)

@@ -7,6 +7,8 @@ Budget: about 5 s on one core.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -141,3 +143,16 @@ def test_occ_needs_a_number_of_clients():
     with pytest.raises(ScenarioError, match="workers.count: the occ model needs"):
         load_scenario({"name": "x", "duration": "1s", "workload": {"rate": 1},
                        "workers": {"count": None}, "downstream": {"model": "occ"}})
+
+
+def test_the_family_imports_no_engine():
+    """The downstream family declares its members without importing their engines (the
+    engines import the family): a fresh interpreter reading a member's declarations
+    loads neither the simulation nor SimPy; running one loads its engine."""
+    code = ("import sys; from herdsim.model.downstream import family; "
+            "m = family.named('occ'); assert not m.queueing and m.done_when; "
+            "print(sorted(k for k in ('simpy', 'herdsim.model.simulation', "
+            "'herdsim.model.downstream.occ') if k in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

@@ -40,7 +40,7 @@ def play(starts: dict[str, float], until: float, **fields) -> tuple[dict, Record
     network = constant(cfg.network_delay.mean) if cfg.network_delay else None
     downstream = Downstream(env, cfg, constant(cfg.service.mean), constant(1.0), recorder,
                             network)
-    return play_calls(env, downstream, starts, until), recorder
+    return play_calls(env, downstream, starts, until, cfg.timeout), recorder
 
 
 def rounded(values) -> list[float]:

@@ -80,7 +80,7 @@ def test_every_call_at_every_tier_ends_in_exactly_one_outcome(changes):
     for name, kpis in res.summary["tiers"].items():
         assert kpis["calls"] == kpis["succeeded_calls"] + kpis["failed_calls"], name
         assert kpis["calls"] == res.timeseries[f"{name}_calls"].sum()
-        callers = [e for edges in sim.edges.values() for e in edges if e.callee.record.name == name]
+        callers = [e for edges in sim.edges.values() for e in edges if e.service == name]
         if callers:
             assert kpis["calls"] == sum(e.sent for e in callers)
             assert kpis["succeeded_calls"] == sum(e.succeeded for e in callers)
@@ -88,6 +88,25 @@ def test_every_call_at_every_tier_ends_in_exactly_one_outcome(changes):
         else:  # the workers' downstream: the workers are its callers
             assert kpis["calls"] == res.summary["attempts_total"]
             assert kpis["succeeded_calls"] == res.summary["jobs_succeeded"]
+
+
+def test_a_defended_tier_is_the_defended_downstream_with_its_tier_part_not_a_diamond():
+    """A tier is the downstream its section asks for (a defended db is a
+    DefendedDownstream) with the tier's counting attached, and no downstream class has
+    two bases: defended tiers in a graph count their calls and shed like any other."""
+    from herdsim.model.downstream.core import Downstream
+    from herdsim.model.downstream.defences import DefendedDownstream
+
+    def family(cls):
+        return [cls, *(c for sub in cls.__subclasses__() for c in family(sub))]
+
+    assert all(len(cls.__bases__) == 1 for cls in family(Downstream))
+    sim, res = simulate(graph(**{"services.db.admission": {"kind": "fixed", "limit": 2}}))
+    db = sim.edges["api"][0].callee
+    assert type(db) is DefendedDownstream
+    kpis = res.summary["tiers"]["db"]
+    assert kpis["calls"] == kpis["succeeded_calls"] + kpis["failed_calls"] > 0
+    assert len(sim.tiers["db"].optional["shed_admission"]) > 0  # its defence acted
 
 
 @pytest.mark.slow
