@@ -86,6 +86,7 @@ def assert_same(a: Result, b: Result) -> None:
     assert drop(a.summary) == drop(b.summary)
 
 
+@pytest.mark.slow
 @settings(max_examples=PROFILE, deadline=None, derandomize=PROFILE <= 200, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])

@@ -45,6 +45,7 @@ def _documented_as(section: str) -> list[str]:
             if path == section or model_at(Scenario, path) is model]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [path for path, _ in fields(Scenario)])
 def test_every_scenario_field_is_documented_in_its_section(path):
     """docs/scenarios.md has a row for every schema field in the table of its own section

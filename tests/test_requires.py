@@ -70,6 +70,7 @@ def test_ci_false_or_empty_is_not_ci(bare, ci):
         require("chromium")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ci", "summary"), [(None, "2 skipped"), ("true", "2 errors")])
 def test_the_marker_is_checked_before_each_test(tmp_path, ci, summary):
     """pytest on MARKED with tests/conftest.py as a plugin, an empty PATH and CI=*ci*:

@@ -57,6 +57,7 @@ def test_explain_defines_every_number_the_run_table_shows(scenario, tmp_path):
                                        str(tmp_path / "p")).stdout
 
 
+@pytest.mark.slow
 def test_a_failed_fail_if_prints_the_value_and_the_definition(scenario, tmp_path):
     result = invoke("run", str(scenario), "--out", str(tmp_path / "o"), "--quiet",
                     "--fail-if", "peak_calls >= 0")

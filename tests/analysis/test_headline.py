@@ -117,6 +117,7 @@ def test_every_tier_has_a_state_and_a_tier_that_crashes_to_the_end_is_metastable
     assert rank(res.summary["state"]) >= rank(tiers["frontend"]["state"])
 
 
+@pytest.mark.slow
 def test_a_graph_comparisons_summary_csv_has_each_tiers_state_collapses_and_peak(tmp_path):
     data = graph(**{**CRASHING, "duration": "16s"})
     path = tmp_path / "g.yaml"
@@ -149,6 +150,7 @@ def test_a_graph_comparisons_summary_csv_has_each_tiers_state_collapses_and_peak
     assert len(rows) == 2 and all(row[3] == "db" for row in rows)  # #, arm, state, tier
 
 
+@pytest.mark.slow
 def test_the_run_table_names_the_headline_tier_on_its_rows(tmp_path):
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump(graph(**{**CRASHING, "duration": "16s"})))

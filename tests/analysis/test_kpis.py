@@ -166,6 +166,7 @@ def metastable_pair(scenarios_dir):
     return plain, cured
 
 
+@pytest.mark.slow
 def test_state_is_the_sweeps_classifier(metastable_pair):
     """The summary's state is what the sweep's classifier says of the same run's row."""
     for result in metastable_pair:
@@ -191,6 +192,7 @@ def test_tables_never_show_none_nan_or_never(metastable_pair, outage_run, make_s
     assert "n/a (no outage)" in render(quiet)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.sampled_from(STATES), st.none() | st.floats(0, 100),
                           st.floats(0, 2)), min_size=1, max_size=8))
 def test_ranking_puts_every_recovered_arm_before_any_stuck_one(rows):

@@ -173,6 +173,7 @@ def test_the_real_entry_points_run_and_refuse_bad_input(tmp_path, command):
 GLYPHS = "herd 🔥 漢字"
 
 
+@pytest.mark.slow
 def test_missing_glyphs_are_one_line_and_nothing_under_quiet(tmp_path):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump(tiny(name=GLYPHS)))
@@ -185,6 +186,7 @@ def test_missing_glyphs_are_one_line_and_nothing_under_quiet(tmp_path):
     assert quiet.exit_code == 0 and quiet.output == ""
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_ends_nothing(tmp_path):
     piped = subprocess.run(
         ["bash", "-c", f"cd {tmp_path} && {sys.executable} -m herdsim kpis | head -c 0; "
@@ -198,6 +200,7 @@ def _herdsim(shell: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_is_one_line_on_stderr(tmp_path):
     closed = _herdsim(f"cd {tmp_path} && herdsim kpis >&-")
     assert closed.returncode == 0

@@ -50,6 +50,7 @@ def test_completion_is_offered():
     assert "--install-completion" in result.stdout and "--show-completion" in result.stdout
 
 
+@pytest.mark.slow
 def test_run_json_is_the_summary_alone_on_stdout(scenario, tmp_path):
     """stdout parses as JSON and equals summary.json; the output path goes to stderr."""
     out = tmp_path / "out"
@@ -62,11 +63,13 @@ def test_run_json_is_the_summary_alone_on_stdout(scenario, tmp_path):
     assert str(out) in result.stderr
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing(scenario, tmp_path):
     result = invoke("run", str(scenario), "--out", str(tmp_path / "o"), "--quiet")
     assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("condition, code", [
     ("jobs_submitted > 0", 3), ("jobs_submitted < 0", 0), ("state == metastable", 0),
     ("succeeded_fraction <= 100%", 3), ("peak_to_capacity > 1e9", 0),

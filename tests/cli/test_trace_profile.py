@@ -17,6 +17,7 @@ def _trace(path, n: int, seed: int = 2) -> None:
     path.write_text("time\n" + "\n".join(f"{t:.3f}" for t in np.cumsum(gaps)) + "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", ["1s", "10m"])  # 1s: about 2 MB of steps
 def test_a_profile_is_written_readable_or_refused_before_anything(tmp_path, width):
     trace = tmp_path / "t.csv"

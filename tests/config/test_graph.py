@@ -26,6 +26,7 @@ def _chain(n: int, cycle: bool = False) -> dict:
     return {**BASE, "services": services}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cycle", [False, True])
 def test_thousands_of_services_are_one_error_not_a_crash(cycle):
     with pytest.raises(ScenarioError) as refused:

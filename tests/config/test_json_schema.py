@@ -53,6 +53,7 @@ def test_a_bundled_scenario_carries_the_modeline_and_passes_the_schema(path):
     assert not errors, [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=scenarios(), draw=__import__("hypothesis").strategies.data())
 def test_what_the_loader_accepts_the_schema_accepts(data, draw):

@@ -174,6 +174,7 @@ def mitigated(draw) -> dict:
     return data
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mitigated())
 def test_every_job_ends_in_exactly_one_place_with_breakers_budgets_and_open_loop(data):

@@ -130,6 +130,7 @@ def test_vary_alone_varies_the_scenario_strategy_and_nothing_else(make_scenario)
         "grpc-retry, workers.count=5", "grpc-retry, workers.count=7"]
 
 
+@pytest.mark.slow
 def test_cli_compare_with_vary_alone_runs_its_values_only(tmp_path, make_scenario):
     import yaml
 

@@ -246,6 +246,7 @@ def _alive(processes: list[psutil.Process], grace: float = 5.0) -> list[int]:
     return running()
 
 
+@pytest.mark.slow
 def test_cli_compare_serial_one_line_exit_2_and_the_finished_arm_saved(tmp_path):
     proc = herdsim_cli(tmp_path, "compare", "flaky.yaml", "--vary",
                        f"retry.base={','.join(bases(FINE, FAIL, HOLD))}", "--processes", "1",
@@ -260,6 +261,7 @@ def test_cli_compare_serial_one_line_exit_2_and_the_finished_arm_saved(tmp_path)
     assert saved.unfinished == ["Flaky, retry.base=70ms", "Flaky, retry.base=40ms"]
 
 
+@pytest.mark.slow
 def test_cli_compare_pool_ends_at_once_and_leaves_no_worker(tmp_path):
     """The held arm runs in one worker while the other fails: the command ends within the
     bound (before the fix: the error line, then a hang), every worker dead."""
@@ -276,6 +278,7 @@ def test_cli_compare_pool_ends_at_once_and_leaves_no_worker(tmp_path):
             "Flaky, retry.base=50ms"]
 
 
+@pytest.mark.slow
 def test_cli_compare_bug_in_a_pool_worker_is_one_line_exit_1(tmp_path):
     patch = ("from herdsim.experiments import compare\n"
              "real = compare.run\n"
@@ -293,6 +296,7 @@ def test_cli_compare_bug_in_a_pool_worker_is_one_line_exit_1(tmp_path):
                              "(a bug, raised at <string>:")
 
 
+@pytest.mark.slow
 def test_cli_sweep_pool_names_the_task_and_keeps_what_finished(tmp_path):
     """Serially the first cell finishes and stays saved (resumable); in a pool the held
     cell is stopped at once."""
@@ -314,6 +318,7 @@ def test_cli_sweep_pool_names_the_task_and_keeps_what_finished(tmp_path):
     assert _alive(workers) == [] and not (tmp_path / "pool").exists()
 
 
+@pytest.mark.slow
 def test_cli_sweep_on_a_local_dask_cluster_ends_at_once(tmp_path):
     """On Dask workers (processes of a LocalCluster) too: one line, nothing of Dask's own
     logging, every worker process gone, the held task stopped."""
@@ -326,6 +331,7 @@ def test_cli_sweep_on_a_local_dask_cluster_ends_at_once(tmp_path):
     assert stderr.startswith(f"error: task c00001-a00-r0000 ({FLAKY}, retry.base={FAIL}")
 
 
+@pytest.mark.slow
 def test_a_scheduler_that_accepts_and_never_answers_is_one_error_in_bounded_time(
         monkeypatch):
     """Every network handshake has a deadline: a peer that accepts the connection and

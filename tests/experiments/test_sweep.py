@@ -190,6 +190,7 @@ def test_strategies_share_arrivals(serial_table):
     assert serial_table.groupby("cell")["jobs_submitted"].nunique().gt(1).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["processes", "dask"])
 def test_executors_give_the_same_table(executor, small, serial_table, tmp_path, request):
     options = {"processes": 2}

@@ -35,6 +35,7 @@ def test_a_backlog_waits_as_ids_and_its_jobs_are_made_when_asked_for():
     assert all(by_id[job.id] == job.attempts for job in every)
 
 
+@pytest.mark.slow
 def test_the_finish_rows_go_to_one_jobs_frame():
     """A second frame from the same record would count every job pending: it raises."""
     sim, run = outage_run()

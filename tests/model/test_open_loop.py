@@ -96,6 +96,7 @@ def test_call_rate_follows_renewal_theory_closed_and_open(strategy):
     assert abs(measured_call_rate(strategy, None) - expected) <= 4 * sd + 0.005 * expected
 
 
+@pytest.mark.slow
 def test_backoff_cuts_closed_loop_load_much_more_than_open_loop_load():
     """Fixed 10 ms -> exponential backoff: the closed pool's call rate falls by the
     renewal ratio (3,370 -> 2,460 calls/s, x1.37); the open-loop call rate does not move

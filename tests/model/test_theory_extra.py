@@ -32,6 +32,7 @@ def test_erlang_b_formula_matches_a_textbook_value():
     assert erlang_b(2, 1.0) == pytest.approx(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("distribution", ["exponential", "lognormal", "constant"])
 def test_a_downstream_without_waiting_room_blocks_as_erlang_b(distribution):
     """``queue_limit: 0`` makes the downstream an M/G/c/c loss system. Fed by open-loop
@@ -130,6 +131,7 @@ def _near(instants: np.ndarray, events: np.ndarray, eps: float = 1e-9) -> np.nda
     return (gap <= eps) | (np.abs(events[0] - instants) <= eps)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(systems())
 def test_littles_law_holds_on_every_run(data):

@@ -80,6 +80,7 @@ CASES = [pytest.param(SCENARIOS / name, overrides, id=name,
 CASES += [pytest.param(spec, {}, id=name) for name, spec in SMALL.items()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("source", "overrides"), CASES)
 def test_the_fast_path_gives_the_general_paths_numbers(source, overrides, monkeypatch):
     scenario = herdsim.load_scenario(source, overrides)

@@ -48,6 +48,7 @@ def test_a_file_and_a_staged_directory_get_the_modes_of_new_files(tmp_path, umas
     assert {"alone.txt", "out/report.html", "out/checksums.json"} <= set(modes(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_run_and_its_report_are_written_with_the_umask(tmp_path):
     scenario, out = tmp_path / "tiny.yaml", tmp_path / "out"
     runner = CliRunner()

@@ -351,6 +351,7 @@ def test_cli_export_writes_the_file_and_errors_exit_2(run_dir, tmp_path):
         assert "Traceback" not in done.output
 
 
+@pytest.mark.slow
 def test_run_with_prometheus_flag_writes_metrics(tmp_path, make_scenario):
     path = tmp_path / "tiny.yaml"
     path.write_text(load_scenario(make_scenario()).to_yaml())
@@ -363,6 +364,7 @@ def test_run_with_prometheus_flag_writes_metrics(tmp_path, make_scenario):
     assert got.iloc[-1] == ts["success"].sum()
 
 
+@pytest.mark.slow
 def test_the_openmetrics_export_labels_each_tier_with_service(tmp_path):
     """A graph's run: one ``service_calls_total`` series per tier, ending at the tier's
     calls; a single-tier run: no ``service`` label anywhere."""

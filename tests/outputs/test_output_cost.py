@@ -56,6 +56,7 @@ def png(figure) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["timeline", "landing"])
 def test_titles_are_not_searched_for_a_clear_spot_and_the_picture_is_the_same(
         storm, kind, monkeypatch):

@@ -96,6 +96,7 @@ def single_page(single) -> str:
     return render(single, kinds=())
 
 
+@pytest.mark.slow
 def test_report_is_self_contained(report):
     """No src/href points outside the file; scripts are inline; a CSP forbids requests."""
     _, path = report
@@ -211,6 +212,7 @@ def test_interactive_panels_share_one_resolution(single):
     assert "</script" not in script.split("</script>")[0]
 
 
+@pytest.mark.slow
 def test_report_command_on_a_run_directory(tmp_path, make_scenario):
     """``herdsim report DIR`` on a run's output; rerunning replaces the report."""
     run = herdsim.run(herdsim.load_scenario(make_scenario(duration="1s")))

@@ -115,6 +115,7 @@ def test_the_states_follow_each_arm_and_a_grid_holds_eight_arms(diamond):
                     to_rgba(COLORS[states[(k + j) % 3]], callgraph.TINT))
 
 
+@pytest.mark.slow
 def test_only_a_call_graph_gets_the_figure(tmp_path, diamond):
     plain = herdsim.save(herdsim.run(herdsim.load_scenario("scenarios/retries.yaml")),
                          tmp_path / "plain")
@@ -129,6 +130,7 @@ def test_only_a_call_graph_gets_the_figure(tmp_path, diamond):
     assert not (plain / "graph.png").exists()
 
 
+@pytest.mark.slow
 def test_plot_redraws_the_graph_without_importing_the_code_it_names(tmp_path):
     """An edge's strategy named as code in the saved scenario stays a name: ``herdsim
     plot`` draws it from scenario.yaml and never imports it."""
@@ -151,6 +153,7 @@ def test_plot_redraws_the_graph_without_importing_the_code_it_names(tmp_path):
     assert any("Boom ≤2 retries" in t.get_text() for t in labels.values())
 
 
+@pytest.mark.slow
 def test_a_comparison_writes_the_graph_and_the_report_shows_it(tmp_path):
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump(graph(**DIAMOND)))

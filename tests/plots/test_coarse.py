@@ -36,6 +36,7 @@ def drawn(how, values, edges, kwargs, scale: str) -> tuple[Figure, object, objec
     return fig, ax, patch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("scale", ["linear", "log"])
 @pytest.mark.parametrize(("seed", "n", "holes"), [(1, 1, False), (2, 2, False),

@@ -166,6 +166,7 @@ def test_plot_redraws_a_comparison_from_its_files(saved):
     assert not [p for p in saved.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_saved_comparison_reads_back_the_same(comparison, saved):
     back = load_outputs(saved)
     assert [a.label for a in back.arms] == [a.label for a in comparison.arms]

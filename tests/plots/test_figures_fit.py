@@ -245,6 +245,7 @@ def assert_texts_apart_on_the_canvas(figure) -> None:
     assert not off, off
 
 
+@pytest.mark.slow
 def test_ten_arms_get_ten_colours_told_apart(ten):
     styles = arm_styles(ten.arms)
     colours = [styles[arm.label]["color"] for arm in ten.arms]

@@ -68,6 +68,7 @@ def test_twelve_arms_of_four_per_strategy_get_twelve_colours(twelve):
     assert min(delta_e(a, b) for a, b in itertools.combinations(colours, 2)) >= MIN_DELTA_E
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["timeline", "landing", "sleeps", "kpis"])
 def test_twelve_arms_draw_no_text_over_another_nor_off_the_canvas(twelve, kind):
     """As test_figures_fit's check at 4 and 10 arms: every text's rendered box (titles,
@@ -140,6 +141,7 @@ def _relabelled(c, label: str):
         peaks=frame(c.peaks))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["timeline", "landing"])
 def test_an_arm_name_never_runs_into_its_peak_label(two, kind):
     """Arm names far too long for a row are cut short with an ellipsis before the row's
@@ -212,6 +214,7 @@ def _graph(**db) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_a_lower_tiers_crashes_and_down_outage_are_drawn_per_arm(tmp_path):
     """Every crash the run counted for db is a 500 ms bar in db's down panel, beside its
     down outage, and the saved directory draws the same bars again."""
@@ -242,6 +245,7 @@ def test_a_single_tier_run_writes_no_crash_file(tmp_path, make_scenario):
 
 # --- sleep histograms ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @given(strategy=st.sampled_from(["fixed", "exponential"]),
        base=st.floats(0.001, 10.0), cap_factor=st.floats(1.0, 2000.0),
        retries=st.integers(1, 12))

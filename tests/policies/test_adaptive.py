@@ -115,6 +115,7 @@ SCENARIO = {"name": "adaptive", "duration": "16s", "seed": 1, "workload": {"rate
             "retry": {"preset": "aws-adaptive"}}
 
 
+@pytest.mark.slow
 def test_aws_adaptive_is_standard_until_the_first_throttle():
     """Same seed: aws-adaptive's calls are aws-standard's, call for call, until the first
     throttled answer; after it the client limiter holds the pool near the server's 250/s

@@ -901,6 +901,7 @@ def test_stacks_scenario_is_the_outage_story_under_each_stack(scenarios_dir):
         assert sc.retry.strategy == presets.get(name).fields["retry.strategy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_a_fixed_retry_after_resynchronises_the_herd(scenarios_dir, seed):
     """scenarios/retry_after.yaml (cut to 25 s): sleeping exactly the server's 2 s brings

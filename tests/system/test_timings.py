@@ -51,6 +51,7 @@ def herdsim(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, fl
     return done, cpu, wall
 
 
+@pytest.mark.slow
 def test_run_timings_cover_every_phase_once_and_add_up(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(tiny(duration="3s")))
     done, cpu, wall = herdsim(tmp_path, "run", "s.yaml", "--out", "out", "--timings",
@@ -75,6 +76,7 @@ def test_run_timings_cover_every_phase_once_and_add_up(tmp_path):
         assert 0 < total_wall <= wall + 0.02
 
 
+@pytest.mark.slow
 def test_without_the_flag_nothing_is_timed(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(tiny()))
     done, _, _ = herdsim(tmp_path, "run", "s.yaml", "--out", "out", "-q")
@@ -83,6 +85,7 @@ def test_without_the_flag_nothing_is_timed(tmp_path):
     assert not timings.active()
 
 
+@pytest.mark.slow
 def test_compare_timings_name_each_figure(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(tiny()))
     done, _, _ = herdsim(tmp_path, "compare", "s.yaml", "--strategies", "fixed,full_jitter",

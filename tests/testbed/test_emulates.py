@@ -62,6 +62,7 @@ def related(a: str, b: str) -> bool:
 
 # -- the graph and the hedge of issue 36: refused in one line, nothing started -----------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["testbed", "serve"])
 def test_a_call_graph_is_refused_in_one_line_naming_the_file_and_services(command, tmp_path):
     """layers.yaml's database is down the whole blip: the testbed used to run its top
@@ -174,6 +175,7 @@ def with_member(draw, path: str, member: type[Member]) -> Scenario | None:
     return repaired(doc, draw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "member"), [(p, m) for p, f in places() for m in f.members],
                          ids=lambda x: x if isinstance(x, str) else x.name())
 @DRAWN

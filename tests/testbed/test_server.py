@@ -12,6 +12,7 @@ import asyncio
 import time
 
 import aiohttp
+import pytest
 from conftest import tiny
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -52,6 +53,7 @@ async def timed_call(session, url, clock):
                 response.headers.get("Retry-After"), clock.now())
 
 
+@pytest.mark.slow
 def test_a_down_outage_fails_the_calls_in_flight_at_its_start_and_refuses_until_its_end():
     """Outage 0.3-0.6 s, mode down: a call in service since 0.1 s (constant 1 s service)
     fails when the outage starts, not when its service would end; calls during it fail at

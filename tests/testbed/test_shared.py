@@ -123,6 +123,7 @@ BUDGETS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(BUDGETS))
 def test_the_shared_budget_decides_as_the_pure_one(redis_url, name):
     """Each event is a job's step: a call (first try or retry; the adaptive throttle's

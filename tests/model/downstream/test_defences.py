@@ -186,6 +186,7 @@ def metastable(scenarios_dir):
     return summaries(scenarios_dir / "metastable.yaml")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("defence", [
     {"downstream.discipline": "lifo"},
     {"downstream.codel": "{}"},
@@ -224,6 +225,7 @@ def test_envoy_as_its_documentation_configures_it_carries_metastable(metastable)
     assert summary["succeeded_fraction"] >= 0.9
 
 
+@pytest.mark.slow
 def test_gradient2_at_its_defaults_ramps_too_slowly_for_the_load(metastable, scenarios_dir):
     """Gradient2 moves its limit by at most 0.8 a window: new = limit × g + 4 with g ≤ 1,
     limit' = 0.8 limit + 0.2 new ≤ limit + 0.8, and a window lasts at least 1 s. From 20
@@ -249,6 +251,7 @@ def admission(scenarios_dir):
 JITTER = {"retry.strategy": "full_jitter"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("overrides", "saved"), [
     ({}, False),
     ({"downstream.admission": "{kind: aimd}"}, False),
@@ -313,6 +316,7 @@ def _printed(table) -> str:
     return console.export_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arms", [[{}, None], [None, {}]])
 def test_the_tables_show_what_codel_shed_and_a_comparison_reads_back(tmp_path, arms):
     """The overload of 1.5x capacity for 10 s with and without CoDel, in both arm orders:

@@ -161,6 +161,7 @@ BAD = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, message", BAD.values(), ids=list(BAD))
 def test_a_bad_graph_is_one_line_naming_the_file_and_the_field(tmp_path, changes, message):
     import yaml
