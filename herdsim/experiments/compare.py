@@ -167,7 +167,7 @@ def plan_text(arms: list[Arm], replications: int, at_once: int) -> str:
     guesses = [estimate.estimate(arm.scenario) for arm in arms]
     largest = max(guesses, key=lambda e: e.events)
     runs = len(arms) * replications
-    took = estimate.timing(guesses * replications, at_once)
+    took = estimate.timing(guesses, at_once, replications=replications)
     return (f"{runs} run{'s' * (runs > 1)} ({len(arms)} arms x {replications}), {at_once} at "
             f"a time; the largest: {largest.describe()}"
             + ("" if took is None else f"; time: {took.describe()}"))
@@ -213,15 +213,16 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     naming the arm and the cause, holding the arms finished before.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    replications = arguments.whole("replications", replications)  # type: ignore[assignment]
+    replications = arguments.whole("replications", replications,  # type: ignore[assignment]
+                                   maximum=arguments.MAX_REPLICATIONS)
     processes = arguments.whole("processes", processes, optional=True)
     arms = build_arms(base, arguments.names("strategies", strategies),
                       arguments.mapping("vary", vary), arguments.names("presets", presets))
-    tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if _runs_in_main_only(arms):
         processes = 1
-    at_once = min(len(tasks), processes or default_processes())
-    estimate.check([arm.scenario for arm in arms], at_once, force)
+    at_once = min(len(arms) * replications, processes or default_processes())
+    estimate.check([arm.scenario for arm in arms], at_once, force, replications)
+    tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if progress is None:
         progress = not rich.get_console().is_jupyter
     label = f"{base.name}: {len(arms)} arms x {replications}" if progress else None

@@ -10,6 +10,7 @@ Examples pin the classes of issue 12 one by one.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -170,17 +171,22 @@ def test_a_run_that_cannot_fit_is_refused_with_its_estimate_unless_forced():
 
 
 def test_a_sweep_refuses_a_cell_that_cannot_fit_unless_forced(tmp_path):
-    """--force reaches every task of a sweep, and is no part of what the sweep is (its
-    digest): the same sweep resumes with or without it."""
+    """The sweep is refused while it is planned, before anything runs; --force reaches
+    every task of it, and is no part of what the sweep is (its digest): the same sweep
+    resumes with or without it."""
     path = tmp_path / "huge.yaml"
     path.write_text(yaml.safe_dump(TINY | {"duration": "1h"}))
     grid = ["workload.rate=1000000,2000000"]
-    refused, forced = plan(path, grid), plan(path, grid, force=True)
-    assert refused.manifest()["digest"] == forced.manifest()["digest"]
-    assert {task.force for task in refused.tasks()} == {False}
+    with pytest.raises(CapacityError, match="jobs"):
+        plan(path, grid)
+    forced = plan(path, grid, force=True)
+    unforced = plan(path, ["workload.rate=1,2"])
+    assert unforced.manifest()["digest"] == plan(path, ["workload.rate=1,2"],
+                                                 force=True).manifest()["digest"]
+    assert {task.force for task in unforced.tasks()} == {False}
     assert {task.force for task in forced.tasks()} == {True}
     with pytest.raises(CapacityError, match="jobs"):
-        run_task(next(refused.tasks()))
+        run_task(dataclasses.replace(next(forced.tasks()), force=False))
 
 
 class Hostile:
