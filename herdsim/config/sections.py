@@ -81,6 +81,11 @@ class Trace(Section):
 
 
 MAX_SKEWED_KEYS = 10_000_000  # key_skew keeps one float per key
+# Counts that multiply a run's work (docs/scenarios.md, "Bounds"); the rest are held to
+# fields.LIMIT. More than any pool, client, room or bucket a scenario models:
+MAX_WORKERS = 1_000_000
+MAX_BACKLOG = 100_000_000  # jobs queued at t=0
+MAX_RETRIES = 1_000  # retries of one call (the libraries' defaults: 0 to 25, or none)
 
 
 class Workload(Section):
@@ -90,8 +95,9 @@ class Workload(Section):
                                 "by default)")
     profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
     trace: Trace | None = Field(None, description="arrivals: trace reads arrivals from here")
-    burst_size: int = Field(100, ge=1, description="jobs per burst (arrivals: burst)")
-    backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
+    burst_size: int = Field(100, ge=1, le=MAX_WORKERS,
+                            description="jobs per burst (arrivals: burst)")
+    backlog: int = Field(0, ge=0, le=MAX_BACKLOG, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
     spikes: list[Spike] = []
@@ -154,11 +160,12 @@ class Autoscale(Section):
     metric: Literal["queue_depth", "busy_fraction"]
     target: float = Field(gt=0, description="queue_depth: jobs queued per worker; "
                                             "busy_fraction: the busy fraction aimed at")
-    min: int = Field(1, ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(1, ge=1, le=MAX_WORKERS)
+    max: int = Field(ge=1, le=MAX_WORKERS)
     interval: Period = Field(15.0, description="how often the autoscaler decides")
-    step_limit: int | None = Field(None, ge=1, description="workers added or removed per "
-                                                           "decision at most")
+    step_limit: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                   description="workers added or removed per decision at "
+                                               "most")
     cooldown: NonNegativeDuration = Field(
         0.0, description="no scale-in until this long after the last scaling")
 
@@ -175,11 +182,12 @@ class Autoscale(Section):
 
 class Workers(Section):
     count: int | None = Field(
-        100, ge=1, description="null = open loop: a caller per job (with autoscale: the "
-                               "count at t=0)")
+        100, ge=1, le=MAX_WORKERS, description="null = open loop: a caller per job (with "
+                                               "autoscale: the count at t=0)")
     autoscale: Annotated[Autoscale | None, GatesCalls()] = None
-    clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
-                                                         "over this many clients")
+    clients: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                description="open loop: arrivals spread uniformly over "
+                                            "this many clients")
     retry_mode: Annotated[Literal["sleep", "requeue"], GatesCalls()] = "sleep"
     poll_interval: Period = 1.0
     attempt_overhead: Annotated[NonNegativeDuration, GatesCalls()] = Field(
@@ -236,8 +244,9 @@ class Occ(Section):
 
     hop_mean: PositiveDuration = 0.010
     hop_sd: NonNegativeDuration = 0.002
-    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
-                                                     "retry (1: the AWS 2015 simulator)")
+    first_attempt: int = Field(0, ge=0, le=MAX_RETRIES,
+                               description="attempt the strategy sees at the first retry (1: "
+                                           "the AWS 2015 simulator)")
 
 
 class Codel(Section):
@@ -258,7 +267,7 @@ class Shedding(Section):
 
 class Downstream(Section):
     model: Literal["queue", "occ"] = "queue"
-    concurrency: int = Field(100, ge=1)
+    concurrency: int = Field(100, ge=1, le=MAX_WORKERS)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
     service: Service = Service()
     timeout: PositiveDuration | None = None
@@ -314,7 +323,7 @@ class RetryBucket(Section):
     """A token bucket every retry reserves from (client-go's ``BucketRateLimiter``)."""
 
     rate: float = Field(gt=0, description="tokens per second")
-    burst: int = Field(ge=1, description="bucket size (full at the start)")
+    burst: int = Field(ge=1, le=MAX_WORKERS, description="bucket size (full at the start)")
 
 
 class Retry(Section):
@@ -323,7 +332,7 @@ class Retry(Section):
     strategy: str = "exponential"
     base: Period = 0.1
     cap: PositiveDuration = 30.0
-    max_retries: int | None = Field(5, ge=0)
+    max_retries: int | None = Field(5, ge=0, le=MAX_RETRIES)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
     retry_after: Annotated[Literal["ignore", "use", "at_least"], GatesCalls()] = Field(
@@ -407,14 +416,15 @@ class Breaker(Section):
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
     window: Period = 30.0
-    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
-    minimum_calls: int = Field(20, ge=1)
+    window_calls: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                     description="count-based window instead")
+    minimum_calls: int = Field(20, ge=1, le=MAX_WORKERS)
     slow_call_threshold: PositiveDuration | None = None
     slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
     open_duration: PositiveDuration = 10.0
     open_duration_multiplier: float = Field(1.0, ge=1)
     max_open_duration: PositiveDuration | None = None
-    half_open_calls: int = Field(3, ge=1)
+    half_open_calls: int = Field(3, ge=1, le=MAX_WORKERS)
     resume_jitter: NonNegativeDuration = Field(
         0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
 
