@@ -323,7 +323,8 @@ def duration_text(seconds: float) -> str:
         return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.2g} min"
-    return f"{seconds / 3600:.2g} h"
+    hours = seconds / 3600
+    return f"{hours:.2g} h" if hours < 100 else f"{hours:,.0f} h"
 
 
 def available_memory() -> float:

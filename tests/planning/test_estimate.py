@@ -334,21 +334,31 @@ def test_planning_never_walks_the_replications():
     assert time.perf_counter() - started < 0.05
 
 
-@pytest.mark.parametrize("call", [
-    lambda: herdsim.run(str(LAYERS) and herdsim.load_scenario(
-        LAYERS, {"downstream.calls.0.count": "1000"})),
-    lambda: herdsim.compare("retries", strategies=["fixed"], replications=10**9,
-                            progress=False),
-    lambda: herdsim.compare("outage", strategies=["fixed"], replications=10_000,
-                            progress=False),
-    lambda: herdsim.sweep("retries", ["workload.rate=10,20"], replications=10**9),
-], ids=["run", "compare 1e9", "compare", "sweep"])
-def test_the_api_refuses_before_anything_starts(call, tmp_path, monkeypatch):
+RETRIES, OUTAGE = bundled.path("retries"), bundled.path("outage")
+
+
+@pytest.mark.parametrize("call, refusal", [
+    (lambda: herdsim.run(herdsim.load_scenario(LAYERS, {"downstream.calls.0.count": "1000"})),
+     "this run may take up to"),
+    (lambda: herdsim.run({**yaml.safe_load(RETRIES.read_text()), "workers": {
+        "count": 1000, "autoscale": {"metric": "queue_depth", "target": 1e-9, "min": 1,
+                                     "max": 10**9}}}),
+     "workers.autoscale.max"),
+    (lambda: herdsim.compare(RETRIES, strategies=["fixed"], replications=10**9,
+                             progress=False), "replications=1000000000: at most 10,000"),
+    (lambda: herdsim.compare(OUTAGE, strategies=["fixed"], replications=10_000,
+                             progress=False), "10,000 runs (1 x 10,000 replications)"),
+    (lambda: herdsim.sweep(RETRIES, ["workload.rate=10,20"], replications=10**9),
+     "--replications 1000000000: at most 10,000"),
+    (lambda: herdsim.sweep(OUTAGE, ["workload.rate=7000,8000"], replications=10_000),
+     "20,000 runs (2 x 10,000 replications)"),
+], ids=["run", "autoscale", "compare 1e9", "compare", "sweep 1e9", "sweep"])
+def test_the_api_refuses_before_anything_starts(call, refusal, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     started = time.perf_counter()
     with pytest.raises(HerdsimError) as caught:
         call()
-    assert len(str(caught.value).splitlines()) == 1
+    assert refusal in str(caught.value) and len(str(caught.value).splitlines()) == 1
     assert time.perf_counter() - started < 5.0 and not list(tmp_path.iterdir())
 
 
@@ -380,3 +390,16 @@ def test_the_estimate_is_cheap():
 
 def test_the_memory_budget_is_three_quarters_of_this_machine():
     assert estimate.MEMORY_SHARE == 0.75 and math.isfinite(estimate.total_memory())
+
+
+def test_the_testbed_refuses_before_anything_starts(tmp_path):
+    """The testbed simulates its scenario beside the real run: a simulation beyond the
+    budget is refused before Redis or any process starts, unless forced."""
+    from herdsim.testbed import run as testbed_run
+
+    sc = herdsim.load_scenario(bundled.path("testbed"), {"workload.rate": "1000000000",
+                                                          "duration": "1h"})
+    started = time.perf_counter()
+    with pytest.raises(CapacityError, match="this run may"):
+        testbed_run.testbed(sc, tmp_path / "out")
+    assert time.perf_counter() - started < 1.0 and not list(tmp_path.iterdir())
