@@ -12,6 +12,7 @@ from herdsim.errors import UsageError
 MAX_REPLICATIONS = 10_000  # runs of one arm or cell: enough for any confidence interval
 MAX_GRID_VALUES = 1_000  # values of one sweep axis
 MAX_SWEEP_RUNS = 100_000  # cells x strategies of one sweep, each built before it runs
+MAX_ARMS = 10_000  # arms of one comparison, each built before it runs
 
 
 def names(argument: str, value: Any, choices: Sequence[str] | None = None,

@@ -9,6 +9,7 @@ what was varied (common random numbers): replication 0 of an arm is exactly
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from rich.console import Console
 
 from herdsim.analysis.kpis import show
 from herdsim.config import arguments
+from herdsim.config.arguments import MAX_ARMS
 from herdsim.config.loading import load_scenario
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
@@ -98,6 +100,11 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
         texts = [value_text(v) for v in values]
         if len(set(texts)) != len(texts):
             raise ScenarioError([(key, f"a value is listed twice: {', '.join(texts)}")], "vary")
+    arms_n = len(presets or names) * math.prod(len(values) for values in vary.values())
+    if arms_n > MAX_ARMS:
+        raise ScenarioError([("", f"{arms_n:,} arms (strategies or presets x the varied "
+                                  f"values): at most {MAX_ARMS:,}, each built before any "
+                                  "runs")], "vary")
     if presets:
         return _preset_arms(scenario, list(presets), vary)
     arms = []

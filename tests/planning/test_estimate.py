@@ -294,6 +294,9 @@ EXAMPLES = {
     "sweep cells": ["sweep", "retries", "--grid", "workload.rate=1:1000:1000",
                     "--grid", "seed=0:999:1000"],
     "compare many runs": ["compare", "outage", "--replications", "10000"],
+    "compare arms": ["compare", "retries",
+                     "--vary", "workload.rate=" + ",".join(map(str, range(1, 201))),
+                     "--vary", "seed=" + ",".join(map(str, range(1000, 1101)))],
 }
 
 
