@@ -19,8 +19,9 @@ calls and takes the largest peak (one process, ``--processes 1``); the estimate 
 tens of minutes of CPU: ``--only`` without it for a quick table.
 
 The estimate is :func:`herdsim.planning.estimate.estimate`'s, at the speed
-:func:`~herdsim.planning.estimate.calls_per_cpu_second` measures in this process (run
-the table on a machine as idle as when measuring: both move with the load). The table
+:func:`~herdsim.planning.estimate.calls_per_cpu_second` measured in the case's own
+process right before its run (CPU seconds grow with the load of the machine: both
+figures see the same). The table
 prints the ratio estimate / measured; ``tests/planning`` keeps none of these numbers;
 docs/architecture.md holds the table of one machine.
 """
@@ -45,6 +46,8 @@ import herdsim
 from herdsim.results import result
 spec = json.loads(sys.argv[1])
 sc = herdsim.load_scenario(spec["path"], spec["overrides"])
+from herdsim.planning import estimate
+speed = estimate.calls_per_cpu_second()  # this machine now: the estimate's own yardstick
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 started = time.process_time()
 s = herdsim.run(sc, force=True).summary
@@ -52,7 +55,8 @@ cpu = time.process_time() - started
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 tiers = s.get("tiers") or {}
 calls = sum(t["calls"] for t in tiers.values()) if tiers else s["attempts_total"]
-print(json.dumps({"cpu": cpu, "peak": max(after - before, 0), "calls": calls}))
+print(json.dumps({"cpu": cpu, "peak": max(after - before, 0), "calls": calls,
+                  "speed": speed}))
 """
 
 
@@ -76,16 +80,16 @@ def measure(case: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def estimated(cases_: list[dict]) -> tuple[float, float, float]:
-    """(CPU seconds, peak bytes, calls) the estimate gives the runs of *cases_* one
-    after the other."""
+def estimated(cases_: list[dict], speed: float) -> tuple[float, float, float]:
+    """(CPU seconds at *speed*, peak bytes, calls) the estimate gives the runs of
+    *cases_* one after the other."""
     import herdsim
     from herdsim.planning import estimate
 
     guesses = [estimate.estimate(herdsim.load_scenario(c["path"], c["overrides"]))
                for c in cases_]
     work = estimate.plan(guesses, replications=1, at_once=1)
-    return work.cpu, work.bytes, work.calls
+    return work.work / speed, work.bytes, work.calls
 
 
 def row(name: str, got: dict, guess: tuple[float, float, float]) -> str:
@@ -112,13 +116,14 @@ def main() -> None:
         if args.measured:
             args.measured.write_text(json.dumps(known, indent=1))
         print(f"measured {case['name']}: {got}", file=sys.stderr, flush=True)
-        rows.append(row(case["name"], got, estimated([case])))
+        rows.append(row(case["name"], got, estimated([case], got["speed"])))
     arms = [c for c in cases(None) if c["name"].startswith("stacks+")]
     if all(c["name"] in known for c in arms):
         got = {"cpu": sum(known[c["name"]]["cpu"] for c in arms),
                "peak": max(known[c["name"]]["peak"] for c in arms),
                "calls": sum(known[c["name"]]["calls"] for c in arms)}
-        rows.append(row(COMPARISON, got, estimated(arms)))
+        cpu = sum(estimated([c], known[c["name"]]["speed"])[0] for c in arms)
+        rows.append(row(COMPARISON, got, (cpu, *estimated(arms, 1.0)[1:])))
     print("| case | CPU s estimated | CPU s measured | ratio | peak MB estimated | "
           "peak MB measured | ratio | calls at most | calls made |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

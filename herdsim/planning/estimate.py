@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
@@ -40,10 +42,12 @@ from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
 # fitted on the bundled scenarios (benchmarks/estimate.py): the calls a run really makes
 # depend on whether its storm ends, which a reading of the scenario cannot tell, so the
 # bound of calls weighs little, the jobs, the callers and the calls without end much
-WORK_PER_JOB = 0.6  # an arrival, queued, taken, called and finished
-WORK_PER_OPEN_LOOP_JOB = 3.6  # open loop: each job is a SimPy process of its own
+WORK_PER_JOB = 0.7  # an arrival, queued, taken, called and finished
+WORK_PER_OPEN_LOOP_JOB = 2.8  # open loop: each job is a SimPy process of its own
 WORK_PER_SURE_CALL = 1.0  # a call beyond a job's first that a fan-out or hedge always makes
-WORK_PER_BOUND_CALL = 0.05  # a call of the upper bound (most are never made)
+WORK_PER_BOUND_CALL = 0.02  # a call of the upper bound (most are never made)
+WORK_PER_REQUEUED_RETRY = 0.8  # requeue mode: a retry that fits in the run (the pool is
+# free while jobs wait, so a storm in requeue mode retries in full)
 WORK_PER_ENDLESS_CALL = 1.5  # a call of a retry without limit or wait: all made (and
 # each costs more than a calibration call: measured on stacks.yaml under tenacity)
 WORK_PER_TICK = 0.05  # a poller's or autoscaler's tick, a bin
@@ -156,6 +160,7 @@ def estimate(scenario: Scenario) -> Estimate:
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # fan-out, hedges: no retry
     fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER
     work = (fixed + max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
+            + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
             + (calls - endless) * WORK_PER_BOUND_CALL + endless * WORK_PER_ENDLESS_CALL)
     most_work = fixed + max(calls - jobs, 0.0) * WORK_PER_ENDLESS_CALL  # every call made
     return Estimate(jobs, calls, rows, BASE_BYTES + sum(b for _, b in parts), events, parts,
@@ -164,6 +169,27 @@ def estimate(scenario: Scenario) -> Estimate:
 
 
 EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
+
+
+def _requeued_retries(scenario: Scenario) -> int:
+    """In requeue mode, the retries of a job whose sleeps fit in the run (one path of the
+    strategy's sleeps, drawn with a fixed seed); 0 in sleep mode, open loop or hedged."""
+    retry = scenario.retry
+    if (scenario.workers.retry_mode != "requeue" or scenario.workers.count is None
+            or scenario.hedging is not None or retry._untrusted):
+        return 0
+    limit = UNBOUNDED_RETRIES if retry.max_retries is None else retry.max_retries
+    try:
+        strategy = retry.build()
+        rng, slept, prev = np.random.default_rng(0), 0.0, retry.base
+        for attempt in range(1, limit + 1):
+            prev = strategy.sleep(attempt, prev, rng)
+            slept += prev
+            if slept > scenario.duration:
+                return attempt - 1
+    except (ValueError, TypeError, ArithmeticError):  # a strategy that cannot say
+        return limit
+    return limit
 
 
 def _endless(scenario: Scenario, jobs: float) -> float:
