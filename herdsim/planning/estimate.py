@@ -263,16 +263,19 @@ class Timing:
     runs: int = 1
     at_once: int = 1
     assumed: bool = False  # a run retries without limit: its high end assumes 20 each
+    longest: tuple[float, float] = (0.0, 0.0)  # the longest run's (likely, most) CPU
 
-    def wall(self, cpu: float) -> float:
-        """Wall seconds for *cpu* seconds of every run, ``at_once`` of them together."""
-        return cpu / max(1, min(self.at_once, self.runs))
+    def wall(self, cpu: float, longest: float = 0.0) -> float:
+        """Wall seconds for *cpu* seconds of every run, ``at_once`` of them together, and
+        no less than the *longest* run."""
+        return max(cpu / max(1, min(self.at_once, self.runs)), longest)
 
     def describe(self) -> str:
         """``3.1 s (up to 20 s if every call takes all its retries): an estimate at
         202,171 calls per CPU second measured on this machine, on an idle machine; saving
         and drawing not included``."""
-        low, high = duration_text(self.wall(self.likely)), duration_text(self.wall(self.most))
+        low = duration_text(self.wall(self.likely, self.longest[0]))
+        high = duration_text(self.wall(self.most, self.longest[1]))
         parallel = (f", {min(self.at_once, self.runs)} runs at a time"
                     if self.runs > 1 and self.at_once > 1 else "")
         why = ("" if high == low else
@@ -300,8 +303,9 @@ def timing(guesses: list[Estimate], at_once: int = 1, measure: bool = True,
     if most / ASSUMED_SPEED / max(1, min(at_once, runs)) < WORTH_SAYING:
         return None
     speed = calls_per_cpu_second() if measure else ASSUMED_SPEED
+    longest = (max(g.work for g in guesses) / speed, max(g.most_work for g in guesses) / speed)
     return Timing(likely / speed, most / speed, speed, runs, at_once,
-                  any(g.unlimited for g in guesses))
+                  any(g.unlimited for g in guesses), longest)
 
 
 @dataclass(frozen=True)

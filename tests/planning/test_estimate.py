@@ -406,3 +406,11 @@ def test_the_testbed_refuses_before_anything_starts(tmp_path):
     with pytest.raises(CapacityError, match="this run may"):
         testbed_run.testbed(sc, tmp_path / "out")
     assert time.perf_counter() - started < 1.0 and not list(tmp_path.iterdir())
+
+
+def test_the_wall_time_is_no_less_than_the_longest_run():
+    """Four runs two at a time take their CPU over two cores, but never less than the
+    longest one alone (the stacks comparison: tenacity's arm is most of its CPU)."""
+    took = estimate.Timing(likely=30.0, most=300.0, speed=2e5, runs=4, at_once=2,
+                           longest=(20.0, 250.0))
+    assert took.describe().startswith("20 s (up to 4.2 min")
