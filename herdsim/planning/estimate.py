@@ -104,7 +104,7 @@ class Estimate:
         return ADVICE[largest]
 
     def describe(self) -> str:
-        fan = (f" ({', '.join(f'{t.name} {t.most:,.0g}' for t in self.tiers)} a job)"
+        fan = (f" ({', '.join(f'{t.name} {t.most:,.0f}' for t in self.tiers)} a job)"
                if len(self.tiers) > 1 else "")
         return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls"
                 f"{fan}, {self.rows:,.0f} time-series rows and {self.events:,.0f} "
