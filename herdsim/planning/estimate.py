@@ -357,21 +357,6 @@ def duration_text(seconds: float) -> str:
     return f"{hours:.2g} h" if hours < 100 else f"{hours:,.0f} h"
 
 
-def available_memory() -> float:
-    """Bytes of memory available to new work on this machine (MemAvailable on Linux)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return math.inf
-
-
 def total_memory() -> float:
     """Bytes of memory this machine has (MemTotal on Linux; inf when unknown)."""
     try:

@@ -29,7 +29,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
 from herdsim.experiments.sweep import plan, run_task
 from herdsim.outputs import atomic, openmetrics, sweep_dir
-from herdsim.planning.estimate import available_memory, estimate
+from herdsim.planning.estimate import MEMORY_SHARE, estimate, total_memory
 
 TINY = {"name": "h", "seed": 1, "duration": "1s", "workload": {"rate": 10},
         "workers": {"count": 2}, "downstream": {"concurrency": 2,
@@ -161,7 +161,7 @@ def test_absurd_values_are_refused_naming_the_field(change, field):
 def test_a_run_that_cannot_fit_is_refused_with_its_estimate_unless_forced():
     sc = load_scenario(_set(TINY, "workload.rate", 1_000_000) | {"duration": "1h"})
     guess = estimate(sc)
-    assert guess.jobs == pytest.approx(3.6e9) and guess.bytes > available_memory()
+    assert guess.jobs == pytest.approx(3.6e9) and guess.bytes > MEMORY_SHARE * total_memory()
     with pytest.raises(CapacityError, match="3,600,000,000 jobs"):
         herdsim.run(sc)
     small = load_scenario(TINY)
