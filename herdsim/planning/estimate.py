@@ -7,17 +7,19 @@ along each path by one iterative walk); calls beyond a limit where retries are u
 and immediate; the workers at the autoscaler's maximum; the poller's and the bins' ticks.
 :func:`plan` multiplies one run's estimate by replications, arms and sweep cells, in
 time linear in the arms (never in the replications). :func:`check` refuses, before
-anything starts, work beyond the default budget: :data:`CPU_BUDGET` (an hour of CPU at
-:data:`ASSUMED_SPEED`) for all the runs together, or the largest run's memory, ``at_once``
-of them together, beyond :data:`MEMORY_SHARE` of this machine's memory; ``force`` accepts
-it.
+anything starts, work whose bound exceeds the default budget (:func:`budget_text`):
+:data:`CPU_BUDGET`, an hour of CPU at :data:`ASSUMED_SPEED`, for all the runs together,
+and :data:`MEMORY_SHARE` of this machine's memory for the runs at once; ``force``
+accepts it.
 
-Two figures: ``calls``, an upper bound of the calls (every call takes all its retries,
-every hedged copy is sent; with unlimited retries it assumes 20 a call and is not a bound,
-``unlimited`` says so), and the point estimate of CPU seconds and peak memory, from the
-``likely`` calls (retries only during the share of the run something is down or
-recovering). Its coefficients were fitted on this model's bundled scenarios and the stacks
-comparison (``benchmarks/estimate.py``; within 3x of what each measures).
+Two figures of each: the bound (``calls``, ``most_work``, ``most_bytes``: every call
+takes all its retries, every hedged copy is sent; with unlimited retries it assumes 20 a
+call and is no bound, ``unlimited`` says so), and the point estimate of CPU (``work``)
+and peak memory (``bytes``) from the jobs, the calls a fan-out or a hedge always makes,
+the retries of requeue mode that fit in the run, the calls without end, the workers and
+the ticks, with a small weight on the bound. Its coefficients were fitted on this
+model's bundled scenarios and the stacks comparison's arms (``benchmarks/estimate.py``:
+within 3x of what each measures, the table in docs/architecture.md).
 """
 
 from __future__ import annotations
