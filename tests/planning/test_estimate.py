@@ -373,12 +373,18 @@ def test_force_accepts_what_the_budget_refuses():
 
 
 def test_no_bundled_scenario_nor_the_stacks_comparison_is_refused():
+    """The README's comparison of stacks fits the CPU budget anywhere; its tenacity arm
+    needs some 11 GB at most (its storm: 3,000 workers retrying every millisecond for
+    70 s), so a machine under 16 GB refuses it, rightly."""
     for name in bundled.names():
         estimate.check([herdsim.load_scenario(bundled.path(name))], at_once=2)
     stacks = bundled.path("stacks")
     arms = [herdsim.load_scenario(stacks, {"retry.preset": p}) for p in
             ("sidekiq", "celery", "aws-standard", "envoy", "tenacity")]
-    estimate.check(arms, at_once=2)
+    work = estimate.plan([estimate.estimate(arm) for arm in arms], at_once=2)
+    assert work.most_work / estimate.ASSUMED_SPEED < estimate.CPU_BUDGET
+    if estimate.total_memory() >= 16e9:
+        estimate.check(arms, at_once=2)
 
 
 def test_the_estimate_is_cheap():
