@@ -15,7 +15,7 @@ accepts it.
 Two figures of each: the bound (``calls``, ``most_work``, ``most_bytes``: every call
 takes all its retries, every hedged copy is sent; with unlimited retries it assumes 20 a
 call and is no bound, ``unlimited`` says so), and the point estimate of CPU (``work``)
-and peak memory (``bytes``) from the jobs, the calls a fan-out or a hedge always makes,
+and peak memory (``bytes``) from the jobs, the calls a fan-out always makes,
 the retries of requeue mode that fit in the run, the calls without end, the workers and
 the ticks, with a small weight on the bound. Its coefficients were fitted on this
 model's bundled scenarios and the stacks comparison's arms (``benchmarks/estimate.py``:
@@ -46,7 +46,7 @@ from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
 # bound of calls weighs little, the jobs, the callers and the calls without end much
 WORK_PER_JOB = 0.7  # an arrival, queued, taken, called and finished
 WORK_PER_OPEN_LOOP_JOB = 2.8  # open loop: each job is a SimPy process of its own
-WORK_PER_SURE_CALL = 1.0  # a call beyond a job's first that a fan-out or hedge always makes
+WORK_PER_SURE_CALL = 1.0  # a call beyond a job's first that a fan-out always makes
 WORK_PER_BOUND_CALL = 0.02  # a call of the upper bound (most are never made)
 WORK_PER_REQUEUED_RETRY = 0.8  # requeue mode: a retry that fits in the run (the pool is
 # free while jobs wait, so a storm in requeue mode retries in full)
@@ -159,7 +159,7 @@ def estimate(scenario: Scenario) -> Estimate:
         ticks += scenario.duration / scenario.workers.autoscale.interval
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
-    sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # fan-out, hedges: no retry
+    sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
     fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER
     work = (fixed + max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
             + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
