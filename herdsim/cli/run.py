@@ -63,9 +63,8 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         formats = parse_formats(fmt)
         sc = load(scenario, set_)
         target = output_dir(out, sc.name)
-    if not (quiet or json_):
-        with clock.phase("estimate the run"):
-            _plan(sc)
+    with clock.phase("estimate the run"):
+        _plan(sc, force, say=not (quiet or json_))
     with SimProgress(f"simulating {safe(sc.name)}", enabled=not (quiet or json_)) as progress:
         result = run_once(sc, progress=progress, force=force)
     save_run(result, target, formats)
@@ -94,10 +93,14 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     gate(gate_rules.failing(conditions, {sc.name: result.summary}))
 
 
-def _plan(sc) -> None:
-    """Before a long run, its estimate on stderr: jobs, calls, memory and wall time."""
+def _plan(sc, force: bool, say: bool) -> None:
+    """Before anything starts, the run held to the budget (unless *force*); before a long
+    run, when *say*, its estimate on stderr: jobs, calls, memory and wall time."""
     from herdsim.planning import estimate
 
+    estimate.check([sc], force=force)
+    if not say:
+        return
     guess = estimate.estimate(sc)
     took = estimate.timing([guess])
     if took is not None:

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from herdsim.cli.app import (
+    ForceOpt,
     FormatOpt,
     JsonOpt,
     OutOpt,
@@ -81,7 +82,8 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                 "--prometheus", help="A real Prometheus scrapes every process each second; "
                 "the brief's PromQL query then runs on what it scraped (prometheus.json).")
             ] = False,
-            json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png") -> None:
+            json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png",
+            force: ForceOpt = False) -> None:
     """Run the scenario for real (Redis, an HTTP downstream, worker processes) and write
     its outputs as 'herdsim run' does, with the simulation beside it (sim_vs_real).
 
@@ -102,7 +104,7 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     try:
         done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus,
-                                   source=source)
+                                   source=source, force=force)
     except KeyboardInterrupt:
         err_console.print("interrupted: every testbed process stopped, nothing was written")
         raise typer.Exit(130) from None

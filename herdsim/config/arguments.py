@@ -11,6 +11,11 @@ from typing import Any
 
 from herdsim.errors import UsageError
 
+MAX_REPLICATIONS = 10_000  # runs of one arm or cell: enough for any confidence interval
+MAX_GRID_VALUES = 1_000  # values of one sweep axis
+MAX_SWEEP_RUNS = 100_000  # cells x strategies of one sweep, each built before it runs
+MAX_ARMS = 10_000  # arms of one comparison, each built before it runs
+
 
 def names(argument: str, value: Any, choices: Sequence[str] | None = None,
           empty_ok: bool = False) -> list[str] | None:
@@ -37,8 +42,9 @@ def names(argument: str, value: Any, choices: Sequence[str] | None = None,
     return items
 
 
-def whole(argument: str, value: Any, minimum: int = 1, optional: bool = False) -> int | None:
-    """A whole number >= *minimum* (None allowed when *optional*)."""
+def whole(argument: str, value: Any, minimum: int = 1, optional: bool = False,
+          maximum: int | None = None) -> int | None:
+    """A whole number >= *minimum* and <= *maximum* (None allowed when *optional*)."""
     if value is None and optional:
         return None
     try:
@@ -47,6 +53,8 @@ def whole(argument: str, value: Any, minimum: int = 1, optional: bool = False) -
         number = None
     if number is None or number < minimum:
         raise UsageError(f"{argument}={_show(value)}: expected a whole number >= {minimum}")
+    if maximum is not None and number > maximum:
+        raise UsageError(f"{argument}={_show(value)}: at most {maximum:,}")
     return number
 
 

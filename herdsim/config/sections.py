@@ -29,6 +29,9 @@ from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
 from herdsim.policies.durations import format_duration, json_schema, parse_duration
 from herdsim.policies.fields import (
+    MAX_BACKLOG,
+    MAX_RETRIES,
+    MAX_WORKERS,
     FieldError,
     Fraction,
     NonNegativeDuration,
@@ -86,9 +89,9 @@ class Workload(Section):
     profile: list[Step] = Field([], description="piecewise rates, with optional ramps")
     trace: sources.TraceFile | None = Field(None, description="arrivals: trace reads "
                                                               "arrivals from here")
-    burst_size: int | None = Field(None, ge=1, description="jobs per burst (arrivals: "
-                                                           "burst; default 100)")
-    backlog: int = Field(0, ge=0, description="jobs already queued at t=0")
+    burst_size: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                   description="jobs per burst (arrivals: burst; default 100)")
+    backlog: int = Field(0, ge=0, le=MAX_BACKLOG, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
     spikes: list[Spike] = []
@@ -161,11 +164,12 @@ class Workload(Section):
 
 class Workers(Section):
     count: int | None = Field(
-        100, ge=1, description="null = open loop: a caller per job (with autoscale: the "
-                               "count at t=0)")
+        100, ge=1, le=MAX_WORKERS, description="null = open loop: a caller per job (with "
+                                               "autoscale: the count at t=0)")
     autoscale: Annotated[Autoscale | None, GatesCalls()] = None
-    clients: int | None = Field(None, ge=1, description="open loop: arrivals spread uniformly "
-                                                         "over this many clients")
+    clients: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                description="open loop: arrivals spread uniformly over "
+                                            "this many clients")
     retry_mode: Annotated[Literal["sleep", "requeue"], GatesCalls()] = "sleep"
     poll_interval: Period = 1.0
     attempt_overhead: Annotated[NonNegativeDuration, GatesCalls()] = Field(
@@ -202,7 +206,7 @@ class Overload(Section):
 
 class Downstream(Section):
     model: downstreams.Name = "queue"
-    concurrency: int = Field(100, ge=1)
+    concurrency: int = Field(100, ge=1, le=MAX_WORKERS)
     queue_limit: int | None = Field(None, ge=0, description="waiting room; null = unbounded")
     service: Service = Exponential()
     timeout: PositiveDuration | None = None
@@ -266,7 +270,7 @@ class RetryBucket(Section):
     """A token bucket every retry reserves from (client-go's ``BucketRateLimiter``)."""
 
     rate: float = Field(gt=0, description="tokens per second")
-    burst: int = Field(ge=1, description="bucket size (full at the start)")
+    burst: int = Field(ge=1, le=MAX_WORKERS, description="bucket size (full at the start)")
 
 
 class Retry(Section):
@@ -275,7 +279,7 @@ class Retry(Section):
     strategy: str = "exponential"
     base: Period = 0.1
     cap: PositiveDuration = 30.0
-    max_retries: int | None = Field(5, ge=0)
+    max_retries: int | None = Field(5, ge=0, le=MAX_RETRIES)
     poison_retryable: bool = True
     params: dict[str, Any] = {}
     retry_after: Annotated[Literal["ignore", "use", "at_least"], GatesCalls()] = Field(

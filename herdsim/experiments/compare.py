@@ -9,6 +9,7 @@ what was varied (common random numbers): replication 0 of an arm is exactly
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from rich.console import Console
 
 from herdsim.analysis.kpis import show
 from herdsim.config import arguments
+from herdsim.config.arguments import MAX_ARMS
 from herdsim.config.loading import load_scenario
 from herdsim.config.overrides import value_text
 from herdsim.config.scenario import Scenario
@@ -98,6 +100,11 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
         texts = [value_text(v) for v in values]
         if len(set(texts)) != len(texts):
             raise ScenarioError([(key, f"a value is listed twice: {', '.join(texts)}")], "vary")
+    arms_n = len(presets or names) * math.prod(len(values) for values in vary.values())
+    if arms_n > MAX_ARMS:
+        raise ScenarioError([("", f"{arms_n:,} arms (strategies or presets x the varied "
+                                  f"values): at most {MAX_ARMS:,}, each built before any "
+                                  "runs")], "vary")
     if presets:
         return _preset_arms(scenario, list(presets), vary)
     arms = []
@@ -167,7 +174,7 @@ def plan_text(arms: list[Arm], replications: int, at_once: int) -> str:
     guesses = [estimate.estimate(arm.scenario) for arm in arms]
     largest = max(guesses, key=lambda e: e.events)
     runs = len(arms) * replications
-    took = estimate.timing(guesses * replications, at_once)
+    took = estimate.timing(guesses, at_once, replications=replications)
     return (f"{runs} run{'s' * (runs > 1)} ({len(arms)} arms x {replications}), {at_once} at "
             f"a time; the largest: {largest.describe()}"
             + ("" if took is None else f"; time: {took.describe()}"))
@@ -213,17 +220,18 @@ def compare(scenario: Scenario | str | Path, strategies: Sequence[str] | None = 
     naming the arm and the cause, holding the arms finished before.
     """
     base = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    replications = arguments.whole("replications", replications)  # type: ignore[assignment]
+    replications = arguments.whole("replications", replications,  # type: ignore[assignment]
+                                   maximum=arguments.MAX_REPLICATIONS)
     processes = arguments.whole("processes", processes, optional=True)
     force = arguments.flag("force", force)
     progress = None if progress is None else arguments.flag("progress", progress)
     arms = build_arms(base, arguments.names("strategies", strategies),
                       arguments.mapping("vary", vary), arguments.names("presets", presets))
-    tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if _runs_in_main_only(arms):
         processes = 1
-    at_once = min(len(tasks), processes or default_processes())
-    estimate.check([arm.scenario for arm in arms], at_once, force)
+    at_once = min(len(arms) * replications, processes or default_processes())
+    estimate.check([arm.scenario for arm in arms], at_once, force, replications)
+    tasks = [(arm.scenario, r) for arm in arms for r in range(replications)]
     if progress is None:
         progress = not rich.get_console().is_jupyter
     label = f"{base.name}: {len(arms)} arms x {replications}" if progress else None

@@ -34,15 +34,16 @@ from rich.console import Console
 
 from herdsim.analysis import metastability
 from herdsim.config import arguments
+from herdsim.config.arguments import MAX_GRID_VALUES, MAX_REPLICATIONS, MAX_SWEEP_RUNS
 from herdsim.config.loading import load_scenario, validate
 from herdsim.config.overrides import apply_overrides
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at, is_duration
 from herdsim.errors import ScenarioError, SweepError
 from herdsim.experiments.design import replication_seed, seeded_data
-from herdsim.experiments.parallel import imap_unordered
+from herdsim.experiments.parallel import default_processes, imap_unordered
 from herdsim.outputs import sweep_dir
-from herdsim.planning.estimate import estimate
+from herdsim.planning import estimate
 from herdsim.policies.durations import parse_duration
 from herdsim.results.result import run
 from herdsim.results.sweep_result import SweepResult
@@ -81,6 +82,8 @@ def parse_grid(spec: str) -> Axis:
         raise SweepError(f"--grid {spec!r}: an empty value in the list")
     if len(set(items)) < len(items):
         raise SweepError(f"--grid {spec!r}: a value is listed twice")
+    if len(items) > MAX_GRID_VALUES:
+        raise SweepError(f"--grid {path}: {len(items):,} values, at most {MAX_GRID_VALUES:,}")
     return Axis(path, tuple(items))
 
 
@@ -91,6 +94,8 @@ def _range(path: str, text: str) -> tuple[Any, ...]:
         raise SweepError(f"{where}: a range is start:stop:n or start:stop:n:log")
     if not _INTEGER.match(parts[2]) or int(parts[2]) < 2:
         raise SweepError(f"{where}: n must be a whole number of at least 2, got {parts[2]!r}")
+    if int(parts[2]) > MAX_GRID_VALUES:
+        raise SweepError(f"{where}: n is at most {MAX_GRID_VALUES:,}, got {parts[2]}")
     (start, start_int), (stop, stop_int) = _endpoint(where, parts[0]), _endpoint(where, parts[1])
     count, log = int(parts[2]), len(parts) == 4 and parts[3] == "log"
     if log and (start <= 0 or stop <= 0):
@@ -213,7 +218,7 @@ class Sweep:
             self._cells[(cell, arm)] = (self.scenario(given, self.strategies[arm]), keys)
         scenario, keys = self._cells[(cell, arm)]
         burst = scenario.workload.source().jobs_per_arrival()
-        mean = estimate(scenario).jobs
+        mean = estimate.estimate(scenario).jobs
         return {"scenario": scenario.name, "strategy": scenario.retry.strategy,
                 "seed": keys.get("seed", replication_seed(scenario.seed, replication)),
                 "max_jobs": mean + 10 * math.sqrt(burst * mean) + 2 * burst + 10}
@@ -289,6 +294,13 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
         seen.add(axis.path)
     if replications < 1:
         raise SweepError(f"--replications {replications}: must be at least 1")
+    if replications > MAX_REPLICATIONS:
+        raise SweepError(f"--replications {replications}: at most {MAX_REPLICATIONS:,}")
+    arms_n = max(1, len(strategies))
+    if math.prod(len(axis.values) for axis in axes) * arms_n > MAX_SWEEP_RUNS:
+        raise SweepError(f"--grid: {' x '.join(str(len(a.values)) for a in axes)} cells x "
+                         f"{arms_n} strategies: at most {MAX_SWEEP_RUNS:,} (each is built "
+                         "and checked before the sweep runs)")
     _seeds_apart([axis for axis in axes if axis.path == "seed"], replications)
     by_preset = any(axis.path == PRESET for axis in axes)
     arms = list(strategies) or [PRESET_ARM if by_preset else base.retry.strategy]
@@ -297,9 +309,11 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
     sweep = Sweep(str(scenario), base.to_dict(), axes, arms, replications,
                   [tuple(axis.values) for axis in axes], force)
     resolved: list[dict[Any, Any]] = [{} for _ in axes]
+    built: list[Scenario] = []
     for _, overrides, _ in sweep.cells():
         for strategy in arms:
             cell = sweep.scenario(overrides, strategy)
+            built.append(cell)
         for i, axis in enumerate(axes):
             resolved[i].setdefault(overrides[axis.path], _read(cell, axis.path))
     sweep.resolved = [tuple(r[v] for v in axis.values) for r, axis in zip(resolved, axes,
@@ -307,6 +321,7 @@ def plan(scenario: str | Path, grid: Sequence[str] = (), strategies: Sequence[st
     for axis, values in zip(axes, sweep.resolved, strict=True):
         if len(set(values)) < len(values):
             raise SweepError(f"--grid {axis.label}: two values mean the same {values}")
+    estimate.check(built, default_processes(), force, replications)
     return sweep
 
 

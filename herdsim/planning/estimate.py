@@ -1,19 +1,25 @@
-"""What a run will cost, read off the scenario before simulating it.
+"""What a run, or many, will cost, read off the scenario before simulating it.
 
-The recorder keeps a few flat arrays per job, per downstream call, per retry and per bin
-(see :mod:`herdsim.model.recorder`); the frames built at the end copy them once more. The
-coefficients below are bytes per item measured on this model's record, rounded up; the
-estimate is an upper bound for the number of calls (every job taking all its retries) and
-a rough figure for memory. :func:`check` refuses a run whose estimate exceeds the memory
-this machine has available, unless forced.
+One estimate knows every multiplier of a run's work (see docs/architecture.md, "The cost
+estimate"): the jobs that arrive; the calls each job makes at every tier of the call graph
+(:mod:`herdsim.planning.calls`: fan-out ``count`` x retries or hedged copies, multiplied
+along each path by one iterative walk); calls beyond a limit where retries are unlimited
+and immediate; the workers at the autoscaler's maximum; the poller's and the bins' ticks.
+:func:`plan` multiplies one run's estimate by replications, arms and sweep cells, in
+time linear in the arms (never in the replications). :func:`check` refuses, before
+anything starts, work whose bound exceeds the default budget (:func:`budget_text`):
+:data:`CPU_BUDGET`, an hour of CPU at :data:`ASSUMED_SPEED`, for all the runs together,
+and :data:`MEMORY_SHARE` of this machine's memory for the runs at once; ``force``
+accepts it.
 
-Time is an estimate too (:func:`timing`): calls over this machine's speed, measured once
-per process by simulating a small outage scenario (:data:`CALIBRATION`, about 12,500
-calls) and counting its calls per CPU second. It assumes each job calls about once (a run
-that recovers; retries beyond that cost in proportion) and an idle machine with one core
-per run at once; saving and drawing come on top. The upper figure takes the upper bound
-of calls. ``tests/planning/test_estimate.py`` checks that measured CPU time lies in the range
-(within a factor of 2 either way).
+Two figures of each: the bound (``calls``, ``most_work``, ``most_bytes``: every call
+takes all its retries, every hedged copy is sent; with unlimited retries it assumes 20 a
+call and is no bound, ``unlimited`` says so), and the point estimate of CPU (``work``)
+and peak memory (``bytes``) from the jobs, the calls a fan-out always makes,
+the retries of requeue mode that fit in the run, the calls without end, the workers and
+the ticks, with a small weight on the bound. Its coefficients were fitted on this
+model's bundled scenarios and the stacks comparison's arms (``benchmarks/estimate.py``:
+within 3x of what each measures, the table in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -22,38 +28,59 @@ import functools
 import math
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
 from herdsim.model.downstream import family
+from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
 from herdsim.policies.arrivals.piecewise import Piecewise
 
-BYTES_PER_JOB = 200  # arrival, outcome, finish arrays + the jobs frame + a queued Job
-BYTES_PER_OPEN_LOOP_JOB = 2_000  # open loop: each job is a SimPy process
-BYTES_PER_CALL = 40  # attempt times and the call's transient events
-BYTES_PER_RETRY = 80  # four sleep arrays + the sleeps frame
+# CPU, in calls of the calibration run (its CPU over its calls: a job and a call each);
+# fitted on the bundled scenarios (benchmarks/estimate.py): the calls a run really makes
+# depend on whether its storm ends, which a reading of the scenario cannot tell, so the
+# bound of calls weighs little, the jobs, the callers and the calls without end much
+WORK_PER_JOB = 0.7  # an arrival, queued, taken, called and finished
+WORK_PER_OPEN_LOOP_JOB = 2.8  # open loop: each job is a SimPy process of its own
+WORK_PER_SURE_CALL = 1.0  # a call beyond a job's first that a fan-out always makes
+WORK_PER_BOUND_CALL = 0.02  # a call of the upper bound (most are never made)
+WORK_PER_REQUEUED_RETRY = 0.8  # requeue mode: a retry that fits in the run (the pool is
+# free while jobs wait, so a storm in requeue mode retries in full)
+WORK_PER_ENDLESS_CALL = 1.5  # a call of a retry without limit or wait: all made (and
+# each costs more than a calibration call: measured on stacks.yaml under tenacity)
+WORK_PER_TICK = 0.05  # a poller's or autoscaler's tick, a bin
+WORK_PER_WORKER = 50.0  # a worker's process: a large pool keeps a herd going
+# peak memory, bytes: what the recorder's arrays, the frames and the live processes hold
+BASE_BYTES = 10e6  # what the first run allocates whatever its size (the model's imports)
+BYTES_PER_JOB = 70  # a job's arrays and its row in the jobs frame
+BYTES_PER_CALL = 50  # a call (a job's first included): its arrays and frames' rows (47 B
+# measured per call of tenacity's storm on stacks.yaml)
 BYTES_PER_BIN = 600  # ~20 counter/gauge columns, as arrays and in the frame
-BYTES_PER_WORKER = 3_000  # one SimPy process
-UNBOUNDED_RETRIES = 20  # calls per job assumed when max_retries is null
-MAX_EVENTS = 5e9  # simulated events beyond which a run would take many hours
-EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
+BYTES_PER_WORKER = 1_000  # one SimPy process
+CPU_BUDGET = 3600.0  # CPU seconds all the runs of one command may take unless forced
+MEMORY_SHARE = 0.75  # of this machine's memory the runs at once may take unless forced
+RECOVERY = 2.0  # disturbed seconds beyond an outage: the calls in flight, the backlog
 
 
 ADVICE = {
     "jobs": "shorten duration or lower workload.rate",
-    "retries": "lower retry.max_retries, shorten duration or lower workload.rate",
+    "calls": "lower retries, fan-out (calls.count) or hedged copies, or shorten duration",
     "bins": "widen bin or shorten duration",
-    "workers": "lower workers.count",
+    "workers": "lower workers.count (or workers.autoscale.max)",
 }
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Upper-bound work of one run of a scenario; ``parts`` is its memory by what costs it
-    (``jobs``, ``retries``, ``bins``, ``workers``), so advice names the field that matters."""
+    """The work of one run of a scenario: ``calls`` at most (all tiers), ``likely`` calls,
+    ``work`` (CPU in calibration calls) and ``bytes`` (peak memory) as estimated, and
+    ``most_work``, ``most_bytes`` with every call of the bound made; ``parts`` is its
+    memory by what costs it (``jobs``, ``calls``, ``bins``, ``workers``), so advice names
+    the field that matters; ``tiers`` the calls per job at each tier."""
 
     jobs: float
     calls: float
@@ -61,21 +88,45 @@ class Estimate:
     bytes: float
     events: float
     parts: tuple[tuple[str, float], ...] = ()
-    unlimited: bool = False  # max_retries is null: calls assume UNBOUNDED_RETRIES per job
+    unlimited: bool = False  # some retries are unlimited: calls assume 20 a call
+    likely: float = 0.0
+    work: float = 0.0
+    most_work: float = 0.0
+    most_bytes: float = 0.0
+    tiers: tuple[Tier, ...] = ()
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds at the speed measured on this machine (calibrating once)."""
+        return self.work / calls_per_cpu_second()
 
     def advice(self) -> str:
-        """What to change to make the run smaller: the fields of its largest memory part."""
+        """What to change to make the run smaller: the fields of its largest part."""
         largest = max(self.parts, key=lambda part: part[1])[0] if self.parts else "jobs"
         return ADVICE[largest]
 
     def describe(self) -> str:
-        return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls, "
-                f"{self.rows:,.0f} time-series rows and {self.events:,.0f} simulated events, "
-                f"~{_size(self.bytes)} of memory")
+        fan = (f" ({', '.join(f'{t.name} {t.most:,.0f}' for t in self.tiers)} a job)"
+               if len(self.tiers) > 1 else "")
+        return (f"about {self.jobs:,.0f} jobs, up to {self.calls:,.0f} downstream calls"
+                f"{fan}, {self.rows:,.0f} time-series rows and {self.events:,.0f} "
+                f"simulated events, ~{_size(self.bytes)} of memory (up to "
+                f"{_size(self.most_bytes)})")
 
 
-def estimate(scenario: Scenario) -> Estimate:
-    """The jobs, calls, time-series rows and memory one run of *scenario* may need."""
+def disturbed(scenario: Scenario) -> float:
+    """The share of the run something is down or recovering: every outage, a crash's
+    restart and :data:`RECOVERY` seconds each (at most 1)."""
+    seconds = 0.0
+    for tier in (scenario.downstream, *scenario.services.values()):
+        collapse = tier.overload.collapse
+        restart = collapse.restart_time if collapse is not None else 0.0
+        for outage in tier.outages:
+            seconds += outage.duration + restart + RECOVERY
+    return min(1.0, seconds / scenario.duration)
+
+
+def _jobs(scenario: Scenario) -> float:
     load = scenario.workload
     seconds = scenario.duration
     if load.profile:
@@ -84,28 +135,74 @@ def estimate(scenario: Scenario) -> Estimate:
         arriving = load.rate * seconds
         for spike in load.spikes:
             arriving += (spike.rate - load.rate) * min(spike.duration, seconds - spike.at)
-    jobs = load.backlog + max(arriving, 0.0)
-    retries = scenario.retry.max_retries
-    per_job = 1 + (UNBOUNDED_RETRIES if retries is None else retries)
-    calls = jobs * per_job + _endless(scenario, jobs)
-    rows = math.ceil(seconds / scenario.bin)
-    per = BYTES_PER_OPEN_LOOP_JOB if scenario.workers.count is None else BYTES_PER_JOB
-    parts = (("jobs", jobs * (per + BYTES_PER_CALL)),
-             ("retries", (calls - jobs) * (BYTES_PER_CALL + BYTES_PER_RETRY)),
-             ("bins", rows * BYTES_PER_BIN),
-             ("workers", (scenario.workers.count or 0) * BYTES_PER_WORKER))
-    ticks = seconds / scenario.workers.poll_interval  # the delayed queue's poller
+    return load.backlog + max(arriving, 0.0)
+
+
+def estimate(scenario: Scenario) -> Estimate:
+    """The jobs, calls, time-series rows, CPU and memory one run of *scenario* may need,
+    in time linear in its tiers and edges."""
+    jobs = _jobs(scenario)
+    tiers = walk(scenario, disturbed(scenario))
+    endless = _endless(scenario, jobs)
+    calls = jobs * sum(t.most for t in tiers) + endless
+    likely = jobs * sum(t.likely for t in tiers) + endless
+    rows = math.ceil(scenario.duration / scenario.bin)
+    workers = scenario.workers.count or 0
+    if scenario.workers.autoscale is not None:
+        workers = max(workers, scenario.workers.autoscale.max)
+    parts = (("jobs", jobs * (BYTES_PER_JOB + BYTES_PER_CALL)),
+             ("calls", (likely - jobs) * BYTES_PER_CALL),
+             ("bins", rows * BYTES_PER_BIN), ("workers", workers * BYTES_PER_WORKER))
+    most_bytes = BASE_BYTES + sum(b for _, b in parts) + (calls - likely) * BYTES_PER_CALL
+    ticks = scenario.duration / scenario.workers.poll_interval  # the delayed queue's poller
+    if scenario.workers.autoscale is not None:
+        ticks += scenario.duration / scenario.workers.autoscale.interval
     events = calls * EVENTS_PER_CALL + ticks + rows
-    return Estimate(jobs, calls, rows, sum(b for _, b in parts), events, parts,
-                    retries is None)
+    per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
+    sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
+    fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER
+    work = (fixed + max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
+            + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
+            + (calls - endless) * WORK_PER_BOUND_CALL + endless * WORK_PER_ENDLESS_CALL)
+    most_work = fixed + max(calls - jobs, 0.0) * WORK_PER_ENDLESS_CALL  # every call made
+    return Estimate(jobs, calls, rows, BASE_BYTES + sum(b for _, b in parts), events, parts,
+                    any(t.unlimited for t in tiers), likely, work, most_work, most_bytes,
+                    tuple(tiers))
+
+
+EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
+
+
+def _requeued_retries(scenario: Scenario) -> int:
+    """In requeue mode, the retries of a job whose sleeps fit in the run (one path of the
+    strategy's sleeps, drawn with a fixed seed); 0 in sleep mode, open loop or hedged."""
+    retry = scenario.retry
+    if (scenario.workers.retry_mode != "requeue" or scenario.workers.count is None
+            or scenario.hedging is not None or retry._untrusted):
+        return 0
+    limit = UNBOUNDED_RETRIES if retry.max_retries is None else retry.max_retries
+    try:
+        strategy = retry.build()
+        rng, slept, prev = np.random.default_rng(0), 0.0, retry.base
+        for attempt in range(1, limit + 1):
+            prev = strategy.sleep(attempt, prev, rng)
+            slept += prev
+            if slept > scenario.duration:
+                return attempt - 1
+    except (ValueError, TypeError, ArithmeticError):  # a strategy that cannot say
+        return limit
+    return limit
 
 
 def _endless(scenario: Scenario, jobs: float) -> float:
-    """Calls beyond :data:`UNBOUNDED_RETRIES` a job of poison makes when it retries at once
-    and forever (a zero-wait strategy, no ``max_retries``): one per service time until the
-    run ends (half the run on average), no more than the workers can make."""
-    retry, load = scenario.retry, scenario.workload
-    if retry.max_retries is not None or not retry.poison_retryable or not load.poison_fraction:
+    """Calls beyond :data:`UNBOUNDED_RETRIES` when the workers retry without limit and at
+    once (a zero-wait strategy, no ``max_retries``): every caller tries once per attempt's
+    cost (``workers.attempt_overhead`` and the network's delays, at least a service time
+    when they are 0) while the downstream is disturbed; with a crash rule, from the first
+    outage to the end (the herd knocks it over again). Poison jobs that retry so, half
+    the run each."""
+    retry, load, ds = scenario.retry, scenario.workload, scenario.downstream
+    if retry.max_retries is not None or scenario.hedging is not None:
         return 0.0
     try:
         zero_wait = getattr(retry.build(), "min_sleep", None) == 0.0
@@ -113,10 +210,20 @@ def _endless(scenario: Scenario, jobs: float) -> float:
         return 0.0
     if not zero_wait:
         return 0.0
-    per_call = max(scenario.downstream.service.mean, 1e-6)
-    poison = jobs * load.poison_fraction * scenario.duration / (2 * per_call)
-    workers = (scenario.workers.count or math.inf) * scenario.duration / per_call
-    return max(0.0, min(poison, workers) - jobs * load.poison_fraction * UNBOUNDED_RETRIES)
+    per_try = scenario.workers.attempt_overhead + sum(
+        delay.mean for delay in (ds.network_delay, ds.request_delay) if delay is not None)
+    per_try = per_try or max(ds.service.mean, 1e-6)
+    callers = scenario.workers.count or load.rate * per_try
+    first = scenario.first_outage_start
+    storm = 0.0
+    if first is not None:
+        storm = (scenario.duration - first if ds.overload.collapse is not None
+                 else disturbed(scenario) * scenario.duration)
+    poison = (jobs * load.poison_fraction * scenario.duration / 2
+              if retry.poison_retryable else 0.0)
+    return max(0.0, (callers * storm + poison) / per_try
+               - jobs * UNBOUNDED_RETRIES * max(storm / scenario.duration,
+                                                load.poison_fraction))
 
 
 # outage.yaml at a tenth of its size, 20 s with a 1 s outage: a run that recovers, about
@@ -149,8 +256,8 @@ def calls_per_cpu_second() -> float:
 
 @dataclass(frozen=True)
 class Timing:
-    """CPU seconds runs will take: ``likely`` with one call per job, ``most`` with the
-    upper bound of calls, at ``speed`` calls per CPU second, ``at_once`` runs in parallel."""
+    """CPU seconds runs will take: ``likely`` the estimate, ``most`` with the upper bound
+    of calls, at ``speed`` calls per CPU second, ``at_once`` runs in parallel."""
 
     likely: float
     most: float
@@ -158,26 +265,26 @@ class Timing:
     runs: int = 1
     at_once: int = 1
     assumed: bool = False  # a run retries without limit: its high end assumes 20 each
+    longest: tuple[float, float] = (0.0, 0.0)  # the longest run's (likely, most) CPU
 
-    def wall(self, cpu: float) -> float:
-        """Wall seconds for *cpu* seconds of every run, ``at_once`` of them together."""
-        return cpu / max(1, min(self.at_once, self.runs))
+    def wall(self, cpu: float, longest: float = 0.0) -> float:
+        """Wall seconds for *cpu* seconds of every run, ``at_once`` of them together, and
+        no less than the *longest* run."""
+        return max(cpu / max(1, min(self.at_once, self.runs)), longest)
 
     def describe(self) -> str:
-        """``3.1–20 s (3.1 s if each job calls about once, 20 s if every job takes all its
-        retries): an estimate at 202,171 calls per CPU second measured on this machine, on
-        an idle machine; saving and drawing not included``."""
-        low, high = duration_text(self.wall(self.likely)), duration_text(self.wall(self.most))
+        """``3.1 s (up to 20 s if every call takes all its retries): an estimate at
+        202,171 calls per CPU second measured on this machine, on an idle machine; saving
+        and drawing not included``."""
+        low = duration_text(self.wall(self.likely, self.longest[0]))
+        high = duration_text(self.wall(self.most, self.longest[1]))
         parallel = (f", {min(self.at_once, self.runs)} runs at a time"
                     if self.runs > 1 and self.at_once > 1 else "")
-        same_unit = low.split()[-1] == high.split()[-1]
-        what = (low if high == low else
-                f"{low.split()[0]}–{high}" if same_unit else f"{low} to {high}")
         why = ("" if high == low else
-               f" ({low} if each job calls about once, {high} if every job takes all its "
-               "retries" + (f", {UNBOUNDED_RETRIES} where unlimited: more if they hammer "
-                            "a dead downstream" if self.assumed else "") + ")")
-        return (f"{what}{why}: an estimate at {self.speed:,.0f} calls per CPU second "
+               f" (up to {high} if every call takes all its retries"
+               + (f", {UNBOUNDED_RETRIES} where unlimited: more if they hammer "
+                  "a dead downstream" if self.assumed else "") + ")")
+        return (f"{low}{why}: an estimate at {self.speed:,.0f} calls per CPU second "
                 f"measured on this machine, {_cores(self)}{parallel}; saving and drawing "
                 "not included")
 
@@ -186,19 +293,60 @@ def _cores(t: Timing) -> str:
     return "on an idle machine" if t.at_once <= 1 else "one idle core per run"
 
 
-def timing(guesses: list[Estimate], at_once: int = 1, measure: bool = True
-           ) -> Timing | None:
-    """How long the runs of *guesses* take (see the module doc), or None when even their
-    upper figure at :data:`ASSUMED_SPEED` is under :data:`WORTH_SAYING` seconds.
-    ``measure=False`` uses :data:`ASSUMED_SPEED` instead of calibrating."""
-    likely = sum(g.jobs for g in guesses)
-    most = sum(g.calls for g in guesses)
-    runs = len(guesses)
+def timing(guesses: list[Estimate], at_once: int = 1, measure: bool = True,
+           replications: int = 1) -> Timing | None:
+    """How long *replications* runs of each of *guesses* take (see the module doc), or
+    None when even their upper figure at :data:`ASSUMED_SPEED` is under
+    :data:`WORTH_SAYING` seconds. ``measure=False`` uses :data:`ASSUMED_SPEED` instead of
+    calibrating."""
+    likely = sum(g.work for g in guesses) * replications
+    most = sum(g.most_work for g in guesses) * replications
+    runs = len(guesses) * replications
     if most / ASSUMED_SPEED / max(1, min(at_once, runs)) < WORTH_SAYING:
         return None
     speed = calls_per_cpu_second() if measure else ASSUMED_SPEED
+    longest = (max(g.work for g in guesses) / speed, max(g.most_work for g in guesses) / speed)
     return Timing(likely / speed, most / speed, speed, runs, at_once,
-                  any(g.unlimited for g in guesses))
+                  any(g.unlimited for g in guesses), longest)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The work of many runs: ``runs`` of them, ``work`` and ``most_work`` in calibration
+    calls together, ``bytes`` and ``most_bytes`` at once (the largest run, ``at_once``
+    together), ``calls`` at most."""
+
+    runs: int
+    work: float
+    most_work: float
+    bytes: float
+    most_bytes: float
+    calls: float
+    largest: Estimate
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of every run at the speed measured on this machine."""
+        return self.work / calls_per_cpu_second()
+
+
+def plan(guesses: Sequence[Estimate], replications: int = 1, at_once: int = 1) -> Plan:
+    """*replications* runs of each of *guesses* (arms, sweep cells), *at_once* of them
+    together (their memory: the *at_once* largest runs): in time linear in *guesses*,
+    whatever *replications*."""
+    if not guesses:
+        raise ValueError("plan() of no runs")
+    largest = max(guesses, key=lambda g: g.most_bytes)
+    each = min(max(1, at_once), replications)  # runs of one arm that can be at once
+
+    def together(size) -> float:
+        sizes = sorted((size(g) for g in guesses), reverse=True)
+        return sum(sizes[:math.ceil(max(1, at_once) / each)]) * each
+
+    return Plan(len(guesses) * replications, sum(g.work for g in guesses) * replications,
+                sum(g.most_work for g in guesses) * replications,
+                together(lambda g: g.bytes), together(lambda g: g.most_bytes),
+                sum(g.calls for g in guesses) * replications, largest)
 
 
 def duration_text(seconds: float) -> str:
@@ -207,47 +355,55 @@ def duration_text(seconds: float) -> str:
         return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.2g} min"
-    return f"{seconds / 3600:.2g} h"
+    hours = seconds / 3600
+    return f"{hours:.2g} h" if hours < 100 else f"{hours:,.0f} h"
 
 
-def available_memory() -> float:
-    """Bytes of memory available to new work on this machine (MemAvailable on Linux)."""
+def total_memory() -> float:
+    """Bytes of memory this machine has (MemTotal on Linux; inf when unknown)."""
     try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return math.inf
 
 
-def check(scenarios: Iterable[Scenario], at_once: int = 1, force: bool = False) -> None:
-    """Raise :class:`CapacityError` when the largest of *scenarios*, *at_once* of them
-    running together, needs more memory than this machine has available, or more than
-    :data:`MAX_EVENTS` simulated events (hours of work)."""
+def budget_text() -> str:
+    """The default budget in words."""
+    return (f"{duration_text(CPU_BUDGET)} of CPU at {ASSUMED_SPEED:,.0f} calls per CPU "
+            f"second, {MEMORY_SHARE:.0%} of this machine's {_size(total_memory())} of memory")
+
+
+def check(scenarios: Iterable[Scenario], at_once: int = 1, force: bool = False,
+          replications: int = 1) -> None:
+    """Raise :class:`CapacityError`, before anything runs, when *replications* runs of
+    each of *scenarios* (*at_once* together) may exceed the default budget
+    (:func:`budget_text`) with every call of the bound made: one line with the estimate
+    and the flag that accepts it."""
     if force:
         return
     guesses = [estimate(s) for s in scenarios]
     if not guesses:
         return
-    longest = max(guesses, key=lambda e: e.events)
-    if longest.events > MAX_EVENTS:
+    work = plan(guesses, replications, at_once)
+    runs = (f"{work.runs:,} runs ({len(guesses):,} x {replications:,} replications) "
+            if work.runs > 1 else "this run ")
+    fewer = "fewer runs, or " if work.runs > 1 else ""
+    most, likely = work.most_work / ASSUMED_SPEED, work.work / ASSUMED_SPEED
+    if most > CPU_BUDGET:
+        worst = max(guesses, key=lambda g: g.most_work)
         raise CapacityError(
-            f"this run needs {longest.describe()}: many hours of simulation. Shorten "
-            "duration, lower workload.rate or lengthen workers.poll_interval; or pass "
-            "--force (force=True) to run it anyway")
-    largest = max(guesses, key=lambda e: e.bytes)
-    free = available_memory()
-    if largest.bytes * max(1, at_once) > free:
-        together = f" x {at_once} at once" if at_once > 1 else ""
+            f"{runs}may take up to ~{duration_text(most)} of CPU (~{duration_text(likely)} "
+            f"as estimated){'; the largest: ' if work.runs > 1 else ': '}{worst.describe()};"
+            f" beyond the budget ({budget_text()}). To make it smaller: {fewer}"
+            f"{worst.advice()}; or pass --force (force=True) to run it anyway")
+    if work.most_bytes > MEMORY_SHARE * total_memory():
+        largest = work.largest
+        together = f" x {min(at_once, work.runs)} at once" if min(at_once, work.runs) > 1 else ""
         raise CapacityError(
-            f"this run needs {largest.describe()}{together}; this machine has "
-            f"{_size(free)} available. To make it smaller: {largest.advice()}; "
-            "or pass --force (force=True) to run it anyway")
+            f"{runs}may need up to ~{_size(work.most_bytes)} of memory (~"
+            f"{_size(work.bytes)} as estimated){'; the largest: ' if work.runs > 1 else ': '}"
+            f"{largest.describe()}{together}; beyond the budget ({budget_text()}). To make "
+            f"it smaller: {largest.advice()}; or pass --force (force=True) to run it anyway")
 
 
 def _size(n: float) -> str:

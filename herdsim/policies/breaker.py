@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from herdsim.policies.family import Family, Member
-from herdsim.policies.fields import NonNegativeDuration, Period, PositiveDuration
+from herdsim.policies.fields import MAX_WORKERS, NonNegativeDuration, Period, PositiveDuration
 from herdsim.policies.windows import CountWindow, TimeWindow
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
@@ -117,14 +117,15 @@ class Resilience4j(Member):
     retries_only: bool = False
     failure_rate_threshold: float = Field(0.4, gt=0, le=1)
     window: Period = 30.0
-    window_calls: int | None = Field(None, ge=1, description="count-based window instead")
-    minimum_calls: int = Field(20, ge=1)
+    window_calls: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                     description="count-based window instead")
+    minimum_calls: int = Field(20, ge=1, le=MAX_WORKERS)
     slow_call_threshold: PositiveDuration | None = None
     slow_call_rate_threshold: float = Field(1.0, gt=0, le=1)
     open_duration: PositiveDuration = 10.0
     open_duration_multiplier: float = Field(1.0, ge=1)
     max_open_duration: PositiveDuration | None = None
-    half_open_calls: int = Field(3, ge=1)
+    half_open_calls: int = Field(3, ge=1, le=MAX_WORKERS)
     resume_jitter: NonNegativeDuration = Field(
         0.0, description="queue workers held by the breaker resume U(0, this) after it lets go")
     about: ClassVar[str] = "closed, open, half-open over a time- or count-based window " \

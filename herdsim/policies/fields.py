@@ -56,6 +56,11 @@ Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
 LIMIT = 1e9  # no number that sizes a run (seconds, rates, counts) may exceed this
+# Counts that multiply a run's work (docs/scenarios.md, "Bounds"); the rest are held to
+# fields.LIMIT. More than any pool, client, room or bucket a scenario models:
+MAX_WORKERS = 1_000_000
+MAX_BACKLOG = 100_000_000  # jobs queued at t=0
+MAX_RETRIES = 1_000  # retries of one call (the libraries' defaults: 0 to 25, or none)
 MAX_NAME = 100  # characters of a scenario name (it names output directories)
 _UNBOUNDED = frozenset({"seed"})
 

@@ -35,6 +35,7 @@ from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job, make_job
 from herdsim.outputs.compare_dir import save_run
 from herdsim.outputs.prometheus_server import OWNER, clear_stale
+from herdsim.planning import estimate
 from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
@@ -63,15 +64,17 @@ class Testbed:
 def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
             bound: float = timing.BOUND, prometheus: bool = False,
-            source: str | None = None) -> Testbed:
+            source: str | None = None, force: bool = False) -> Testbed:
     """Run *scenario* for real with its workers spread over *processes* worker
     processes, write the output directory *out*, and return the real and simulated runs.
     *say* hears what is happening (one line at a time). With *prometheus*, a real
     Prometheus scrapes every process during the run (:mod:`herdsim.testbed.live`); what
     it scraped is written to ``prometheus.json``. What the testbed does not run is refused
     first (:mod:`herdsim.testbed.emulates`), naming *source* (the scenario's file) or the
-    scenario."""
+    scenario; its simulation beside it is checked against the budget before anything
+    starts (unless *force*)."""
     check_supported(scenario, source=source)
+    estimate.check([scenario], force=force)
     redis_binary()  # missing: said before anything starts
     if prometheus:
         live.check_installed()
@@ -92,7 +95,7 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     real.summary.update(timing.summarize(lateness, bound))
     real.summary["testbed_processes"] = processes
     say("simulating the same scenario and seed…")
-    sim = simulate(scenario)
+    sim = simulate(scenario, force=True)  # checked above
     table = agreement.table(sim, real)
 
     def extra(staging: Path) -> None:

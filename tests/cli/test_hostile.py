@@ -10,6 +10,7 @@ Examples pin the classes of issue 12 one by one.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -28,7 +29,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import CapacityError, OutputDirError, ScenarioError, StrategyError
 from herdsim.experiments.sweep import plan, run_task
 from herdsim.outputs import atomic, openmetrics, sweep_dir
-from herdsim.planning.estimate import available_memory, estimate
+from herdsim.planning.estimate import MEMORY_SHARE, estimate, total_memory
 
 TINY = {"name": "h", "seed": 1, "duration": "1s", "workload": {"rate": 10},
         "workers": {"count": 2}, "downstream": {"concurrency": 2,
@@ -160,7 +161,7 @@ def test_absurd_values_are_refused_naming_the_field(change, field):
 def test_a_run_that_cannot_fit_is_refused_with_its_estimate_unless_forced():
     sc = load_scenario(_set(TINY, "workload.rate", 1_000_000) | {"duration": "1h"})
     guess = estimate(sc)
-    assert guess.jobs == pytest.approx(3.6e9) and guess.bytes > available_memory()
+    assert guess.jobs == pytest.approx(3.6e9) and guess.bytes > MEMORY_SHARE * total_memory()
     with pytest.raises(CapacityError, match="3,600,000,000 jobs"):
         herdsim.run(sc)
     small = load_scenario(TINY)
@@ -170,17 +171,22 @@ def test_a_run_that_cannot_fit_is_refused_with_its_estimate_unless_forced():
 
 
 def test_a_sweep_refuses_a_cell_that_cannot_fit_unless_forced(tmp_path):
-    """--force reaches every task of a sweep, and is no part of what the sweep is (its
-    digest): the same sweep resumes with or without it."""
+    """The sweep is refused while it is planned, before anything runs; --force reaches
+    every task of it, and is no part of what the sweep is (its digest): the same sweep
+    resumes with or without it."""
     path = tmp_path / "huge.yaml"
     path.write_text(yaml.safe_dump(TINY | {"duration": "1h"}))
     grid = ["workload.rate=1000000,2000000"]
-    refused, forced = plan(path, grid), plan(path, grid, force=True)
-    assert refused.manifest()["digest"] == forced.manifest()["digest"]
-    assert {task.force for task in refused.tasks()} == {False}
+    with pytest.raises(CapacityError, match="jobs"):
+        plan(path, grid)
+    forced = plan(path, grid, force=True)
+    unforced = plan(path, ["workload.rate=1,2"])
+    assert unforced.manifest()["digest"] == plan(path, ["workload.rate=1,2"],
+                                                 force=True).manifest()["digest"]
+    assert {task.force for task in unforced.tasks()} == {False}
     assert {task.force for task in forced.tasks()} == {True}
     with pytest.raises(CapacityError, match="jobs"):
-        run_task(next(refused.tasks()))
+        run_task(dataclasses.replace(next(forced.tasks()), force=False))
 
 
 class Hostile:
@@ -745,9 +751,10 @@ def test_api_accepts_what_the_cli_accepts(tmp_path):
 
 # messages that mislead
 def test_capacity_advice_names_the_field_that_costs_most():
-    many = load_scenario(_set(TINY, "workers.count", 10**9))
-    with pytest.raises(CapacityError, match="lower workers.count"):
-        herdsim.run(many)
+    with pytest.raises(ScenarioError, match="workers.count"):  # beyond its bound (1e6)
+        load_scenario(_set(TINY, "workers.count", 10**9))
+    many = load_scenario(_set(TINY, "workers.count", 10**6))
+    assert "lower workers.count" in estimate(many).advice()
 
 
 @pytest.mark.slow

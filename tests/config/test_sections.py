@@ -4,6 +4,10 @@ every job (recounted from the simulation's own containers, not from the summary)
 
 from __future__ import annotations
 
+import typing
+from pathlib import Path
+
+import annotated_types as at
 import numpy as np
 import pytest
 import yaml
@@ -13,7 +17,11 @@ from typer.testing import CliRunner
 
 import herdsim
 from herdsim.cli import app
+from herdsim.config import graph, schema
+from herdsim.config.scenario import Scenario
 from herdsim.model.simulation import Simulation
+from herdsim.policies import fields as fields_
+from herdsim.policies.fields import LIMIT
 from herdsim.results.result import Result
 
 
@@ -229,3 +237,36 @@ def test_metastable_stays_down_without_a_budget_and_recovers_with_one(scenarios_
         "duration": "40s", "budget.kind": "token_bucket", "budget.preset": "aws"}))
     assert cured.summary["recovery_time"] is not None
     assert cured.summary["budget_refused_total"] > 0
+
+
+# -- bounds (issue 36: every count has an upper bound a user could mean) -------------------
+
+def _upper(info) -> float | None:
+    """The field's own upper bound (``le``/``lt``), or None."""
+    return next((m.le if isinstance(m, at.Le) else m.lt for m in info.metadata
+                 if isinstance(m, (at.Le, at.Lt))), None)
+
+
+def test_every_count_is_bounded_and_the_multipliers_below_the_global_limit():
+    """The schema walker lists every field: each whole-number field but the seed is
+    bounded (its own bound or the global 1e9), and each count the cost estimate
+    multiplies by has a bound of its own, stated in docs/scenarios.md's Bounds table."""
+    fields = dict(schema.fields(Scenario))
+    for path, info in fields.items():
+        if int in (typing.get_args(info.annotation) or (info.annotation,)) and path != "seed":
+            assert (_upper(info) or LIMIT) <= LIMIT, path
+    multipliers = {
+        "workers.count": fields_.MAX_WORKERS, "workers.clients": fields_.MAX_WORKERS,
+        "workers.autoscale.max": fields_.MAX_WORKERS, "workload.backlog":
+        fields_.MAX_BACKLOG, "retry.max_retries": fields_.MAX_RETRIES,
+        "downstream.calls.retry.max_retries": fields_.MAX_RETRIES,
+        "downstream.concurrency": fields_.MAX_WORKERS,
+        "downstream.calls.count": graph.MAX_COUNT, "hedging.max_attempts": 100,
+        "downstream.calls.hedging.max_attempts": 100}
+    docs = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text()
+    table = docs[docs.index("<!-- bounds -->"):docs.index("<!-- /bounds -->")]
+    for path, bound in multipliers.items():
+        assert _upper(fields[path]) == bound < LIMIT, path
+        name = path.split(".")[-1]
+        rows = [row for row in table.splitlines() if f"{name}`" in row or f".{name}" in row]
+        assert any(f"| {bound:,} |" in row for row in rows), (path, rows)

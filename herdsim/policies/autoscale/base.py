@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from herdsim.policies.family import Member
-from herdsim.policies.fields import FieldError, NonNegativeDuration, Period
+from herdsim.policies.fields import MAX_WORKERS, FieldError, NonNegativeDuration, Period
 
 
 class Autoscale(Member):
@@ -17,11 +17,12 @@ class Autoscale(Member):
 
     target: float = Field(gt=0, description="queue_depth: jobs queued per worker; "
                                             "busy_fraction: the busy fraction aimed at")
-    min: int = Field(1, ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(1, ge=1, le=MAX_WORKERS)
+    max: int = Field(ge=1, le=MAX_WORKERS)
     interval: Period = Field(15.0, description="how often the autoscaler decides")
-    step_limit: int | None = Field(None, ge=1, description="workers added or removed per "
-                                                           "decision at most")
+    step_limit: int | None = Field(None, ge=1, le=MAX_WORKERS,
+                                   description="workers added or removed per decision at "
+                                               "most")
     cooldown: NonNegativeDuration = Field(
         0.0, description="no scale-in until this long after the last scaling")
     fast_path: ClassVar[bool] = False  # workers.autoscale gates the workers' calls

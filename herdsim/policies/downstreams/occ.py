@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from herdsim.policies.downstreams.base import Model
-from herdsim.policies.fields import NonNegativeDuration, PositiveDuration, Section
+from herdsim.policies.fields import MAX_RETRIES, NonNegativeDuration, PositiveDuration, Section
 
 
 class OccFields(Section):
@@ -17,8 +17,9 @@ class OccFields(Section):
 
     hop_mean: PositiveDuration = 0.010
     hop_sd: NonNegativeDuration = 0.002
-    first_attempt: int = Field(0, ge=0, description="attempt the strategy sees at the first "
-                                                     "retry (1: the AWS 2015 simulator)")
+    first_attempt: int = Field(0, ge=0, le=MAX_RETRIES,
+                               description="attempt the strategy sees at the first retry (1: "
+                                           "the AWS 2015 simulator)")
 
 
 class Occ(Model):
