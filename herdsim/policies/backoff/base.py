@@ -67,6 +67,13 @@ class Strategy:
         return f"{type(self).__name__}(base={self.base:g}, cap={self.cap:g})"
 
 
+def jitter_fraction(jitter: float) -> float:
+    """A proportional jitter *j* (sleeps scaled by U(1 - j, 1 + j)), checked: in [0, 1)."""
+    if not 0.0 <= jitter < 1.0:
+        raise ValueError(f"jitter must be in [0, 1), got {jitter}")
+    return float(jitter)
+
+
 def _uniform_cdf(x, lo, hi):
     """CDF of U(lo, hi), with a point mass where lo == hi."""
     width = np.where(hi > lo, hi - lo, 1.0)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from herdsim.policies.backoff.base import Strategy, _uniform_cdf
+from herdsim.policies.backoff.base import Strategy, _uniform_cdf, jitter_fraction
 
 
 class Fixed(Strategy):
@@ -109,9 +109,7 @@ class ProportionalJitter(Strategy):
 
     def __init__(self, base: float, cap: float, jitter: float = 0.2):
         super().__init__(base, cap)
-        if not 0.0 <= jitter < 1.0:
-            raise ValueError(f"jitter must be in [0, 1), got {jitter}")
-        self.jitter = float(jitter)
+        self.jitter = jitter_fraction(jitter)
 
     def sleep(self, attempt, prev, rng):
         v = self._ceilings[attempt] if attempt < 64 else self.cap

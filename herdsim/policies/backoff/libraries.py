@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from herdsim.policies.backoff.base import Strategy
+from herdsim.policies.backoff.base import Strategy, jitter_fraction
 
 
 class Immediate(Strategy):
@@ -157,9 +157,7 @@ class Kafka(Strategy):
 
     def __init__(self, base: float, cap: float, jitter: float = 0.2):
         super().__init__(base, cap)
-        if not 0.0 <= jitter < 1.0:
-            raise ValueError(f"jitter must be in [0, 1), got {jitter}")
-        self.jitter = float(jitter)
+        self.jitter = jitter_fraction(jitter)
         self.base_ms = self.base * 1000.0
         self.max_ms = self.cap * 1000.0
         self.exp_max = (math.log(self.max_ms / max(self.base_ms, 1.0)) / math.log(2)
