@@ -73,7 +73,7 @@ def more(Case: Any, api: Any, write: Any, TINY: str) -> list:  # noqa: N803 (the
         tb("open-loop callers", "testbed --set workers.count=null", "workers.count"),
         tb("a client-scoped breaker", "testbed --set workers.count=null --set "
            "workers.clients=9 --set breaker.enabled=true --set breaker.scope=client",
-           "workers.count"),
+           "workers."),  # the open loop is named first: the more sweeping refusal
         tb("a retry bucket", "testbed --set 'retry.bucket={rate: 5, burst: 5}'", "bucket"),
         # 4: a check inside a service or an edge names where it sits
         nested("a fixed admission without its limit",
