@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from herdsim.cli.app import app, console
@@ -33,13 +34,21 @@ def families() -> None:
     loop, whether `herdsim testbed` and `herdsim serve` run it for real, and its fluid
     (mean-field) form, or none.
     """
+    for table in tables():
+        console.print(table)
+
+
+def tables() -> list[Table]:
+    """A table per family: its members and what each declares."""
     from herdsim.config.families import FAMILIES
 
+    found = []
     for family in FAMILIES:
         table = Table(title=f"{family.name} ({family.tag}:)", box=box.SIMPLE_HEAD,
                       title_justify="left")
         for heading in ("member", "what it is", "fast path", "testbed", "fluid form"):
             table.add_column(heading, overflow="fold")
         for row in family.rows():
-            table.add_row(*row)
-        console.print(table)
+            table.add_row(*(escape(cell) for cell in row))  # [0, v]: text, not markup
+        found.append(table)
+    return found

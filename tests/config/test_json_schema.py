@@ -93,3 +93,21 @@ def test_scenarios_copied_out_keep_their_schema(tmp_path):
     assert result.exit_code == 0, result.output
     copied = tmp_path / "mine" / bundled.SCHEMA
     assert copied.read_text(encoding="utf-8") == schema_text()
+
+
+def test_herdsim_families_shows_every_members_text_as_written():
+    """Every member's row, its brackets included (``uniform on [v/2, v]`` is text, not
+    markup), in a table wide enough not to wrap; and the command prints them."""
+    from rich.console import Console
+
+    from herdsim.cli.schema import tables
+    from herdsim.config.families import FAMILIES
+
+    console = Console(width=500, record=True)
+    for table in tables():
+        console.print(table)
+    shown = console.export_text()
+    for family in FAMILIES:
+        for name, _about, _, _, fluid in family.rows():
+            assert name in shown and fluid in shown, (name, fluid)
+    assert CliRunner().invoke(app, ["families"]).exit_code == 0
