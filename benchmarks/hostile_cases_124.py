@@ -61,7 +61,9 @@ def more(Case: Any, api: Any, write: Any, TINY: str) -> list:  # noqa: N803 (the
         # 2: the testbed and serve run what they emulate, and refuse the rest by name
         tb("a call graph", "layers", "services"),
         tb("a call graph", "layers", "services", "serve"),
-        tb("a hedged scenario", "testbed --set 'hedging={delay: 50ms}'", "hedging"),
+        Case("2", "testbed: a hedged scenario (no retry section: it hedges)",
+             "herdsim testbed h.yaml --out r", "refuse", "hedging", bound=60, leftover="r",
+             setup=write("h.yaml", TINY + "hedging: {delay: 50ms}\n")),
         tb("deadline propagation", "testbed --set deadline=propagate", "deadline"),
         tb("an adaptive admission limit", "testbed --set "
            "'downstream.admission={kind: aimd}'", "admission"),
