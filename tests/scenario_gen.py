@@ -73,7 +73,8 @@ SIZES: dict[str, st.SearchStrategy] = {
     "concurrency": st.integers(1, 40),
     "workers.autoscale.min": st.integers(1, 10),
     "workers.autoscale.max": st.integers(10, 60),
-    "workers.autoscale.target": st.floats(0.05, 1.0) | st.floats(1.0, 20.0),  # a fraction half the time
+    # a fraction half the time (busy_fraction wants one)
+    "workers.autoscale.target": st.floats(0.05, 1.0) | st.floats(1.0, 20.0),
     "workers.autoscale.interval": st.floats(0.05, 1.0),
     "count": st.integers(1, 3),  # an edge's parallel calls
     "max_attempts": st.integers(2, 4),  # hedged copies
