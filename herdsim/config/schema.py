@@ -110,6 +110,16 @@ def gates(model: type[BaseModel]) -> dict[str, Callable[[Any], bool]]:
     return found
 
 
+def member_places(model: type[BaseModel]) -> list[str]:
+    """The paths of the fields of *model* that hold a family's member, but those inside a
+    list or a map (as :func:`gates`): where a member may take the workers off their fast
+    path (:meth:`~herdsim.policies.family.Member.keeps_fast_path`)."""
+    return [path for path, field in fields(model) if not _in_container(model, path)
+            and typing.get_origin(field.annotation) not in (list, dict)
+            and any(isinstance(mark, Family)
+                    for mark in (*nested(field.annotation), *field.metadata))]
+
+
 def _in_container(model: type[BaseModel], path: str) -> bool:
     """Whether a field on *path* lies inside a list or a map of sections."""
     parts = path.split(".")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from simpy import Interrupt
 
 from herdsim.config.scenario import Scenario
-from herdsim.config.schema import gates, value_at
+from herdsim.config.schema import gates, member_places, value_at
 from herdsim.errors import ScenarioError
 from herdsim.model.calls import OK
 from herdsim.model.gates import BreakerGate
@@ -321,6 +321,7 @@ def worker(sim: Loops, gate: BreakerGate | None, leaves=None):
 
 
 GATES = gates(Scenario)  # path -> off(value): the fields marked GatesCalls in the schema
+MEMBERS = member_places(Scenario)  # where a member declares whether it keeps the fast path
 
 
 def plain(scenario: Scenario) -> bool:
@@ -329,8 +330,12 @@ def plain(scenario: Scenario) -> bool:
     breaker, a budget, per-attempt overhead, Retry-After, requeued retries …) is off.
     Then queue workers run :func:`make_plain_worker`'s loop instead of ``worker`` +
     ``run_job``, and open-loop callers :func:`make_plain_caller`'s instead of ``run_job``
-    (chosen once per run)."""
-    return all(off(value_at(scenario, path)) for path, off in GATES.items())
+    (chosen once per run). A family's member held there says so itself (its
+    ``keeps_fast_path``: a budget, an enabled breaker, a client limiter, an autoscaler do
+    not)."""
+    return all(off(value_at(scenario, path)) for path, off in GATES.items()) and all(
+        member is None or member.keeps_fast_path()
+        for member in (value_at(scenario, path) for path in MEMBERS))
 
 
 def make_plain_worker(sim: Loops):

@@ -135,6 +135,10 @@ class Resilience4j(Member):
     fluid: ClassVar[str | None] = "an on/off gate: calls stop for open_duration once the " \
                                   "failure rate reaches failure_rate_threshold"
 
+    def keeps_fast_path(self) -> bool:
+        """A breaker that is not enabled gates nothing."""
+        return not self.enabled
+
     def build(self, listener: Callable[[CircuitBreaker, float], None] | None = None
               ) -> CircuitBreaker:
         """The breaker (*listener*: called after every state change)."""

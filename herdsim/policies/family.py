@@ -53,6 +53,11 @@ class Member(Section):
         """The tag that chooses this member (``slow``)."""
         return typing.get_args(cls.model_fields[cls.family.tag].annotation)[0]
 
+    def keeps_fast_path(self) -> bool:
+        """Whether a scenario holding this member keeps the workers' fast loops (its
+        ``fast_path``; a member that can be off says so by its settings)."""
+        return self.fast_path
+
     @model_validator(mode="before")
     @classmethod
     def _only_its_own_fields(cls, data: Any, info: ValidationInfo) -> Any:

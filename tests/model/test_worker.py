@@ -152,3 +152,20 @@ def test_a_feature_that_gates_calls_forces_the_general_loop(path, open_loop, mon
     monkeypatch.setattr(simulation, "make_plain_caller", fast_path)
     res = herdsim.run(scenario)
     assert len(res.jobs) > 0
+
+
+def test_a_member_that_declares_it_leaves_the_fast_path_is_heard(monkeypatch):
+    """The choice of the loop asks the members a scenario holds, not only the fields
+    marked ``GatesCalls``: a member declaring ``fast_path = False`` (here the service
+    distribution, made to say so) takes the workers to the general loop, and a breaker
+    keeps the fast path exactly when it is not enabled."""
+    from herdsim.policies.distributions import Exponential
+
+    sc = herdsim.load_scenario(tiny())
+    assert plain(sc)
+    monkeypatch.setattr(Exponential, "fast_path", False)
+    assert not plain(sc)
+    monkeypatch.undo()
+    assert sc.breaker.keeps_fast_path() and plain(sc)
+    enabled = herdsim.load_scenario(tiny(), {"breaker.enabled": True})
+    assert not enabled.breaker.keeps_fast_path() and not plain(enabled)
