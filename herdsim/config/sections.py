@@ -222,6 +222,7 @@ class Downstream(Section):
     outages: list[Outage] = []
     overload: Overload = Overload()
     occ: downstreams.OccFields | None = Field(None, description="model: occ only")
+    broker: downstreams.BrokerFields | None = Field(None, description="model: broker only")
     discipline: Literal["fifo", "lifo", "adaptive_lifo"] = Field(
         "fifo", description="the waiting room's order; adaptive_lifo: FIFO until "
                             "lifo_threshold calls wait, then LIFO")
@@ -234,7 +235,7 @@ class Downstream(Section):
     @model_validator(mode="before")
     @classmethod
     def _model_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        """The model's own fields (``occ``) only with that model."""
+        """The model's own fields (``occ``, ``broker``) only with that model."""
         return downstreams.FAMILY.flat(data, info)
 
     @model_validator(mode="after")

@@ -45,6 +45,7 @@ REFUSED: dict[str, str] = {
     "hedging": "hedged calls (the workers hedge instead of retrying)",
     "downstream.model": "the {value} model",
     "downstream.occ": "the occ model's settings",
+    "downstream.broker": "the broker model's settings",
     "workers.clients": "open-loop clients (workers.clients)",
     "workers.attempt_overhead": "a per-attempt overhead",
     "downstream.network_delay": "a network delay",

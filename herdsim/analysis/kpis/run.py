@@ -73,7 +73,7 @@ REGISTRY: tuple[KPI, ...] = (
         compute=lambda run: run.scenario.name),
     KPI("strategy", "retry strategy", kind="text", meaning="the retry strategy of the run",
         across=None, compute=lambda run: run.scenario.retry.strategy),
-    KPI("model", "downstream model", kind="text", meaning="queue or occ", across=None,
+    KPI("model", "downstream model", kind="text", meaning="queue, occ or broker", across=None,
         compute=lambda run: run.scenario.downstream.model),
     KPI("seed", "seed", kind="count", meaning="the seed of every random stream", across=None,
         compute=lambda run: run.scenario.seed),
@@ -297,6 +297,14 @@ REGISTRY: tuple[KPI, ...] = (
         panels={"run": Panel(28), "rank": Panel(3)}),
     KPI("conflicts", "conflicts", kind="count", better="lower",
         meaning="occ: writes that lost a version check", panels={"run": Panel(29)}),
+    # the broker model's own, in the model's extras
+    KPI("reconnect_time", "time to reconnect", "s", better="lower",
+        meaning="broker: from the last time connections dropped to every client connected "
+                "again", missing="a client still disconnected at the end",
+        panels={"run": Panel(43), "rank": Panel(8)}),
+    KPI("connects_per_drop", "connects per dropped connection", better="lower",
+        meaning="broker: connect attempts over the run per connection dropped (1: every "
+                "client's first reconnect accepted)", panels={"run": Panel(44)}),
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took",
         compute=lambda run: run.wall, panels={"run": Panel(35)}),
     KPI("calls_per_wall_second", "calls per wall second", "calls/s",

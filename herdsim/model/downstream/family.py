@@ -49,7 +49,8 @@ class DownstreamModel:
 
 QUEUE = DownstreamModel("queue", "herdsim.model.simulation")
 OCC = DownstreamModel("occ", "herdsim.model.downstream.occ")
-MODELS = {m.name: m for m in (QUEUE, OCC)}
+BROKER = DownstreamModel("broker", "herdsim.model.downstream.broker")
+MODELS = {m.name: m for m in (QUEUE, OCC, BROKER)}
 
 
 def named(name: str) -> DownstreamModel:
