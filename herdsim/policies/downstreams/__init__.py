@@ -1,10 +1,10 @@
 """The downstream models (``downstream.model``), one module each: :mod:`.queue` (the
 default), :mod:`.occ` (with its ``occ`` fields) and :mod:`.broker` (its ``broker``
-fields). Each declares what analysis, plots and
-the report need (``queueing``, ``done_when``); the engine maps each to its runner
-(herdsim/model/downstream/family.py). The tag and the member's fields sit flat in
-``downstream``, checked by :meth:`~herdsim.policies.family.Family.flat`. A new model is a
-module here, one entry in :data:`FAMILY` and in :data:`Name`, and its runner.
+fields). Each declares what analysis, plots and the report need (``queueing``,
+``done_when``); the engine maps each to its runner (herdsim/model/downstream/family.py).
+The tag and the member's fields sit flat in ``downstream``, checked by
+:meth:`~herdsim.policies.family.Family.flat`. A new model is a module here, one entry in
+:data:`FAMILY` and in :data:`Name`, and its runner.
 """
 
 from __future__ import annotations
@@ -27,4 +27,5 @@ def named(name: str) -> type[Model]:
     return FAMILY.member(name)  # type: ignore[return-value]
 
 
-__all__ = ["FAMILY", "Broker", "BrokerFields", "Model", "Name", "Occ", "OccFields", "Queue", "named"]
+__all__ = ["FAMILY", "Broker", "BrokerFields", "Model", "Name", "Occ", "OccFields", "Queue",
+           "named"]

@@ -11,6 +11,7 @@ from pydantic import Field
 from herdsim.policies.downstreams.base import Model
 from herdsim.policies.fields import MAX_WORKERS, NonNegativeDuration, Section
 
+MAX_CONNECTIONS = 10 * MAX_WORKERS  # a limit above the clients (workers.count) never binds
 BYTES_PER_CLIENT = 40  # a client's state in the engine: five flat arrays (planning reads it)
 
 
@@ -19,7 +20,7 @@ class BrokerFields(Section):
     a silent broker."""
 
     max_connections: int | None = Field(
-        None, ge=1, le=MAX_WORKERS,
+        None, ge=1, le=MAX_CONNECTIONS,
         description="connections open at once (established or in handshake); a connect "
                     "beyond it is refused and its client backs off; null = no limit")
     keepalive: NonNegativeDuration = Field(
