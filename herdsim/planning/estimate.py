@@ -37,7 +37,9 @@ from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
 from herdsim.model.downstream import family
+from herdsim.planning import connections
 from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
+from herdsim.policies import downstreams
 from herdsim.policies.arrivals.piecewise import Piecewise
 
 # CPU, in calls of the calibration run (its CPU over its calls: a job and a call each);
@@ -141,6 +143,9 @@ def _jobs(scenario: Scenario) -> float:
 def estimate(scenario: Scenario) -> Estimate:
     """The jobs, calls, time-series rows, CPU and memory one run of *scenario* may need,
     in time linear in its tiers and edges."""
+    if downstreams.named(scenario.downstream.model) is downstreams.Broker:  # its own clients
+        return Estimate(**connections.estimate(scenario, disturbed(scenario), BASE_BYTES,
+                                               BYTES_PER_JOB, BYTES_PER_CALL, BYTES_PER_BIN))
     jobs = _jobs(scenario)
     tiers = walk(scenario, disturbed(scenario))
     endless = _endless(scenario, jobs)

@@ -104,8 +104,8 @@ def reconnect(scenario: Scenario, recorder: Recorder) -> tuple[Herd, list[Job]]:
     job = array("q", bytes(8 * n))  # each client's disconnection (its job id)
 
     attempts, refused = recorder.attempts, recorder.rejected
-    accepted = recorder.counter("connects_accepted")
     recorder.optional["connects"] = attempts  # the same arrays under the model's names
+    accepted = recorder.counter("connects_accepted")
     recorder.optional["connects_refused"] = refused
     recorder.optional["disconnects"] = recorder.arrivals
     arrivals = recorder.arrivals

@@ -1,0 +1,62 @@
+"""The work of a connection herd (``downstream.model: broker``), read off the scenario.
+
+Its clients start connected and make calls (connects) only when their connections drop:
+
+    drops    = clients x (outages that drop them + crashes that can fit: duration / restart)
+    connects = drops x attempts(retry)         (1 + max_retries; null: 20 assumed, flagged)
+    memory   = clients x BYTES_PER_CLIENT + drops x a job's bytes + connects x a call's
+
+The likely connects take the retries only while something is disturbed, as the queue
+model's calls do (:func:`herdsim.planning.calls.attempts`); a crash is counted likely once
+per outage, and at most as often as the broker can restart within the run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from herdsim.config import graph
+from herdsim.config.scenario import Scenario
+from herdsim.planning.calls import Tier, attempts
+from herdsim.policies.downstreams.broker import BYTES_PER_CLIENT
+
+WORK_PER_CONNECT = 3.0  # a connect attempt: its event, the broker's answer, the next sleep
+WORK_PER_DROP = 3.0  # a connection dropped: its client's state, its job, its first sleep
+# (both in calibration calls; measured with benchmarks/reconnect.py, docs/scaling.md)
+
+
+def drops(scenario: Scenario) -> tuple[float, float]:
+    """``(most, likely)`` times every connection may drop: at each outage that drops it
+    (one that refuses or hangs), and at each crash (at most one a restart time)."""
+    cfg = scenario.downstream
+    outages = sum(1 for o in cfg.outages if o.refuses or o.needs_timeout)
+    collapse = cfg.overload.collapse
+    if collapse is None:
+        return float(outages), float(outages)
+    crashes = math.floor(scenario.duration / collapse.restart_time)
+    return float(outages + crashes), float(outages + min(crashes, max(outages, 1)))
+
+
+def estimate(scenario: Scenario, disturbed: float, base_bytes: float, bytes_per_job: float,
+             bytes_per_call: float, bytes_per_bin: float) -> dict:
+    """The fields of :class:`~herdsim.planning.estimate.Estimate` for a broker scenario
+    (the memory costs the queue model's are passed in: one table of them)."""
+    clients = float(scenario.workers.count or 0)
+    most_drops, likely_drops = drops(scenario)
+    most_tries, likely_tries, unlimited = attempts(scenario.retry, None, disturbed)
+    jobs = clients * likely_drops
+    calls = clients * most_drops * most_tries
+    likely = jobs * likely_tries
+    rows = math.ceil(scenario.duration / scenario.bin)
+    parts = (("jobs", jobs * bytes_per_job), ("calls", likely * bytes_per_call),
+             ("bins", rows * bytes_per_bin), ("workers", clients * BYTES_PER_CLIENT))
+    fixed = base_bytes + parts[2][1] + parts[3][1]
+    most_bytes = fixed + clients * most_drops * bytes_per_job + calls * bytes_per_call
+    return {"jobs": jobs, "calls": calls, "rows": rows,
+            "bytes": base_bytes + sum(b for _, b in parts), "events": calls * 2 + rows,
+            "parts": parts, "unlimited": unlimited, "likely": likely,
+            "work": jobs * WORK_PER_DROP + likely * WORK_PER_CONNECT,
+            "most_work": clients * most_drops * WORK_PER_DROP + calls * WORK_PER_CONNECT,
+            "most_bytes": most_bytes,
+            "tiers": (Tier(graph.top_name(scenario.downstream), most_tries, likely_tries,
+                           unlimited),)}
