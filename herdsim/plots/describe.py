@@ -95,8 +95,9 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
     w, d, r = sc.workers, sc.downstream, sc.retry
     queueing = downstreams.named(sc.downstream.model).queueing
     if not queueing:
-        parts = [f"{w.count:,} clients start together, updating one row under optimistic "
-                 "concurrency"]
+        parts = [downstreams.named(d.model).callers.format(
+            clients=f"{w.count:,}", slots=d.concurrency,
+            service=format_duration(d.service.mean))]
     else:
         parts = [f"{w.count:,} workers" if w.count is not None
                  else "open loop (a caller per job)"]

@@ -89,6 +89,7 @@ def _panels(c: Comparison, replication: int) -> dict[str, bool]:
         "up/down": bool(ts["downstream_up"].le(0).any()) or breaker,
         "breaker": breaker,
         "admission": "admission_limit" in ts and bool(ts["admission_limit"].notna().any()),
+        "connected": "connected" in ts,  # a model whose clients hold connections
     }
 
 
@@ -107,8 +108,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     arms, styles, base = c.arms, arm_styles(c.arms), c.scenario
     n = len(arms)
     show = _panels(c, replication)
-    extra = ["success"] + [k for k in ("retries", "backlog", "admission", "up/down")
-                           if show[k]]
+    extra = ["success"] + [k for k in ("connected", "retries", "backlog", "admission",
+                                       "up/down") if show[k]]
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     downs = tier_downs(c, replication)  # and a down row per lower tier that went down
     extra += [f"down:{name}" for name in downs]
@@ -194,6 +195,8 @@ def _draw_arms(panels: dict, c: Comparison, styles: dict, names: dict[str, str],
                 _tier_row(panels[key], key[5:], ts, width, line)
         if "backlog" in panels:
             panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
+        if "connected" in panels:
+            panels["connected"].step(ts["time"], ts["connected"], where="post", **line)
         if "admission" in panels and ts["admission_limit"].notna().any():
             admitted = ts["in_flight"] + ts["waiting"]
             panels["admission"].plot(ts["time"], admitted, **{**line, "lw": 1.0,
@@ -221,6 +224,14 @@ def _label_panels(panels: dict, base) -> None:
         panels["admission"].set_title("Admission limit (thick) and calls in service or "
                                       "waiting (thin)", fontsize=13)
         panels["admission"].set_ylabel("calls")
+    if "connected" in panels:
+        limit = getattr(base.downstream.broker, "max_connections", None)
+        note = "" if limit is None else "; dotted: max_connections"
+        if limit is not None:
+            panels["connected"].axhline(limit, color="0.3", linestyle=":", lw=1.6)
+        panels["connected"].set_title("Clients connected (at each bin start; the rest back "
+                                      f"off or connect){note}", fontsize=13)
+        panels["connected"].set_ylabel("clients")
     tier_keys = [k for k in panels if k.startswith("tier:")]
     configs = graph.tiers(base.downstream, base.services) if tier_keys else {}
     for key in tier_keys:
@@ -234,7 +245,7 @@ def _label_panels(panels: dict, base) -> None:
             note += ", off the scale"
         ax.set_title(f"{name}: calls reaching it per second (thin: failed; {note})",
                      fontsize=13)
-    for key in ("success", "retries", "backlog", "admission", *tier_keys):
+    for key in ("success", "connected", "retries", "backlog", "admission", *tier_keys):
         if key in panels:
             panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
             panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))

@@ -307,18 +307,22 @@ def reconnect(scenario: Scenario, recorder: Recorder) -> tuple[Herd, list[Job]]:
 
 def run(scenario: Scenario, progress: Progress | None = None) -> Finished:
     """The ``broker`` model's engine (see :mod:`~herdsim.model.downstream.family`): one
-    run of *scenario*; its summary adds ``reconnect_time`` and ``connects_per_drop`` and
-    has no capacity (its calls are connects, not offered jobs). It runs its own event
-    loop: *progress* hears only its end."""
+    run of *scenario*; its summary adds ``reconnect_time`` and ``connects_per_drop``,
+    reads ``recovery_time`` as every client connected again for good, and has no
+    capacity (its calls are connects, not offered jobs). It runs its own event loop:
+    *progress* hears only its end."""
     started = time.perf_counter()
     recorder = Recorder()
     herd, pending = reconnect(scenario, recorder)
     wall = time.perf_counter() - started
     n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
     drops = len(recorder.arrivals)
+    back = herd.all_back if drops else None
+    ended = scenario.last_outage_end
     extra = {"capacity_rate": None, "peak_to_capacity": None,
-             "reconnect_time": herd.all_back - herd.last_drop  # type: ignore[operator]
-             if drops and herd.all_back is not None else None,
+             # healthy for good: every client connected, from then to the end
+             "recovery_time": None if back is None or ended is None else max(0.0, back - ended),
+             "reconnect_time": None if back is None else back - herd.last_drop,
              "connects_per_drop": len(recorder.attempts) / drops if drops else None}
     if progress is not None:
         progress(scenario.duration, scenario.duration)

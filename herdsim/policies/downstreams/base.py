@@ -17,3 +17,6 @@ class Model(Member):
     queueing: ClassVar[bool] = True
     done_when: ClassVar[str | None] = None
     queue_workers: ClassVar[bool] = True  # served by queue workers (False: clients of its own)
+    # its clients in a figure's heading (a model with clients of its own): ``{clients}``,
+    # ``{slots}`` and ``{service}`` (the mean service time) are filled in
+    callers: ClassVar[str] = ""

@@ -32,6 +32,8 @@ class Occ(Model):
     queueing: ClassVar[bool] = False
     queue_workers: ClassVar[bool] = False  # workers.count clients, each one job
     done_when: ClassVar[str | None] = "completion_time"
+    callers: ClassVar[str] = ("{clients} clients start together, updating one row under "
+                              "optimistic concurrency")
 
     @staticmethod
     def fields(occ: OccFields | None) -> OccFields:
