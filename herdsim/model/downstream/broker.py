@@ -137,6 +137,7 @@ def reconnect(scenario: Scenario, recorder: Recorder) -> tuple[Herd, list[Job]]:
 
     def back_off(x: int, at: float) -> None:
         nonlocal seq, backing
+        token[x] = -1  # it waits on no connect now (one still served is wasted)
         k = retries[x]
         if max_retries is not None and k >= max_retries:
             state[x] = GONE
@@ -148,7 +149,6 @@ def reconnect(scenario: Scenario, recorder: Recorder) -> tuple[Herd, list[Job]]:
             pause = prev[x] = sleep(k, prev[x], rng)
         recorder.record_sleep(at, job[x], k, pause)
         state[x] = BACKING_OFF
-        token[x] = -1
         backing += 1
         seq += 1
         push(heap, (at + pause, seq, _CONNECT, x, 0))
