@@ -81,6 +81,8 @@ SIZES: dict[str, st.SearchStrategy] = {
     "max_retries": st.none() | st.integers(0, 6),
     "seed": st.integers(0, 2**32 - 1),
     "first_attempt": st.integers(0, 5),
+    "max_connections": st.integers(1, 60),  # a broker's: one that binds now and then
+    "keepalive": st.floats(0.0, 1.0),
 }
 
 # Strings whose valid values are not in their type.

@@ -20,20 +20,21 @@ from herdsim.config.scenario import Scenario
 from herdsim.planning.calls import Tier, attempts
 from herdsim.policies.downstreams.broker import BYTES_PER_CLIENT
 
-WORK_PER_CONNECT = 3.0  # a connect attempt: its event, the broker's answer, the next sleep
+WORK_PER_CONNECT = 1.0  # a connect attempt: its event, the broker's answer, the next sleep
 WORK_PER_DROP = 3.0  # a connection dropped: its client's state, its job, its first sleep
 # (both in calibration calls; measured with benchmarks/reconnect.py, docs/scaling.md)
 
 
 def drops(scenario: Scenario) -> tuple[float, float]:
     """``(most, likely)`` times every connection may drop: at each outage that drops it
-    (one that refuses or hangs), and at each crash (at most one a restart time)."""
+    (one that refuses or hangs), and at each crash (at most one a restart time: a crashed
+    broker refuses every connect until it restarts)."""
     cfg = scenario.downstream
     outages = sum(1 for o in cfg.outages if o.refuses or o.needs_timeout)
     collapse = cfg.overload.collapse
     if collapse is None:
         return float(outages), float(outages)
-    crashes = math.floor(scenario.duration / collapse.restart_time)
+    crashes = math.floor(scenario.duration / collapse.restart_time) + 1  # restart apart
     return float(outages + crashes), float(outages + min(crashes, max(outages, 1)))
 
 
