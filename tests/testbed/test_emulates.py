@@ -98,6 +98,8 @@ def test_a_hedged_scenario_is_refused_by_the_testbed_naming_hedging():
 OPEN = {"workers.count": None, "workers.clients": 4}
 DENIED = [  # (the field, what the message calls it, any setting it needs)
     ("downstream.model", "the occ model", {"downstream.model": "occ", "workers.count": 10}),
+    ("downstream.model", "the broker model", {"downstream.model": "broker",
+                                              "workers.count": 10}),
     ("downstream.network_delay", "a network delay", {"downstream.network_delay": {}}),
     ("downstream.request_delay", "a request delay", {"downstream.request_delay": {}}),
     ("downstream.overload.latency_model", "processor sharing",
@@ -230,7 +232,7 @@ def _inner(annotation: Any) -> Any:
 
 # A field valid only beside another (what its type cannot say): that one, set with it.
 BESIDE = {"key_skew": ("keys", 10), "lifo_threshold": ("discipline", "adaptive_lifo"),
-          "occ": ("model", "occ")}  # a field and what it goes with
+          "occ": ("model", "occ"), "broker": ("model", "broker")}  # a field and what it goes with
 
 
 def with_value(draw, path: str, value: Any) -> dict:
@@ -323,7 +325,8 @@ def decided_by_members() -> set[str]:
     return {place for place, family in places() if all(m.emulated for m in family.members)}
 
 
-CHOSEN_BY = {"downstream.occ": "downstream.model"}  # a section its chooser's refusal covers
+CHOSEN_BY = {"downstream.occ": "downstream.model",  # a section its chooser's refusal covers
+             "downstream.broker": "downstream.model"}
 
 
 @pytest.mark.slow  # ~250 fields, a fraction of a second each
