@@ -301,10 +301,13 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("reconnect_time", "time to reconnect", "s", better="lower",
         meaning="broker: from the last time connections dropped to every client connected "
                 "again", missing="a client still disconnected at the end",
-        panels={"run": Panel(43), "rank": Panel(8)}),
+        panels={"run": Panel(43), "rank": Panel(8), "compare": Panel(18, "reconnect s"),
+                "report": Panel(14, group=OUTCOME)}),
     KPI("connects_per_drop", "connects per dropped connection", better="lower",
         meaning="broker: connect attempts over the run per connection dropped (1: every "
-                "client's first reconnect accepted)", panels={"run": Panel(44)}),
+                "client's first reconnect accepted)",
+        panels={"run": Panel(44), "compare": Panel(19, "connects/drop"),
+                "report": Panel(15, group=LOAD)}),
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took",
         compute=lambda run: run.wall, panels={"run": Panel(35)}),
     KPI("calls_per_wall_second", "calls per wall second", "calls/s",
