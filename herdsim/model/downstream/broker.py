@@ -317,12 +317,13 @@ def run(scenario: Scenario, progress: Progress | None = None) -> Finished:
     wall = time.perf_counter() - started
     n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
     drops = len(recorder.arrivals)
-    back = herd.all_back if drops else None
+    last = herd.last_drop  # None: no connection ever dropped
+    back = herd.all_back if last is not None else None
     ended = scenario.last_outage_end
     extra = {"capacity_rate": None, "peak_to_capacity": None,
              # healthy for good: every client connected, from then to the end
              "recovery_time": None if back is None or ended is None else max(0.0, back - ended),
-             "reconnect_time": None if back is None else back - herd.last_drop,
+             "reconnect_time": None if back is None or last is None else back - last,
              "connects_per_drop": len(recorder.attempts) / drops if drops else None}
     if progress is not None:
         progress(scenario.duration, scenario.duration)
