@@ -151,7 +151,8 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         if downstreams.named(base.downstream.model).queueing:
             ax.axhline(base.workload.rate, color="0.3", linestyle=":", lw=1.6)
             offered = f"; dotted: offered {base.workload.rate:,.4g} jobs/s"
-        ax.set_title(f"Jobs succeeding per second (per {format_duration(base.bin)} bin)"
+        model = downstreams.named(base.downstream.model)
+        ax.set_title(f"{model.successes} per second (per {format_duration(base.bin)} bin)"
                      f"{offered}", fontsize=13)
         ax.set_ylabel("jobs/s")
         # the arms' legend in a band of its own under the panels (no blank band beside one)

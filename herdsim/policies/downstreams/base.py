@@ -20,3 +20,4 @@ class Model(Member):
     # its clients in a figure's heading (a model with clients of its own): ``{clients}``,
     # ``{slots}`` and ``{service}`` (the mean service time) are filled in
     callers: ClassVar[str] = ""
+    successes: ClassVar[str] = "Jobs succeeding"  # what a success is, in a figure's panel

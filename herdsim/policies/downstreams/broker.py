@@ -47,6 +47,7 @@ class Broker(Model):
     queueing: ClassVar[bool] = False
     queue_workers: ClassVar[bool] = False  # workers.count clients, each one connection
     done_when: ClassVar[str | None] = "reconnect_time"
+    successes: ClassVar[str] = "Clients reconnecting (jobs: disconnections ending)"
     callers: ClassVar[str] = ("{clients} clients connected to a broker, a connect {service} "
                               "of one of {slots} handshake slots")
     fluid: ClassVar[str | None] = ("connects at the strategy's sleep density, served at "

@@ -234,3 +234,22 @@ def test_the_broker_fields_belong_to_the_broker_model():
                        "downstream": {"broker": {"max_connections": 5}}})
     with pytest.raises(ScenarioError, match="max_connections"):
         broker_scenario(limit=0)
+
+
+def test_a_blackhole_drops_the_connections_when_the_clients_notice_and_its_connects_hang():
+    """A blackhole at 2 s with keepalive 500 ms: the connections drop at 2.5 s, not
+    before; a connect made while it holds is never answered, its client times out after
+    its timeout (300 ms), and none is refused or accepted until the blackhole ends."""
+    result = run(broker_scenario(20, "fixed", base="100ms", timeout="300ms",
+                                 keepalive="500ms",
+                                 outages=[{"mode": "blackhole", "start": "2s",
+                                           "duration": "1s"}]))
+    ts = result.timeseries
+    assert (result.jobs["arrival"] == 2.5).all() and len(result.jobs) == 20
+    assert ts.loc[ts["time"] < 2.45, "connected"].eq(20).all()
+    during = ts[(ts["time"] > 2.45) & (ts["time"] < 2.95)]  # the bins of [2.5 s, 3 s)
+    assert during["connects_accepted"].sum() == 0 and during["connects_refused"].sum() == 0
+    assert during["connects"].sum() == 20  # all at 2.6 s (fixed 100 ms)
+    assert during["timeouts"].sum() == 20  # together at 2.9 s
+    assert result.sleeps.loc[result.sleeps["attempt"] == 1, "time"].round(9).eq(2.9).all()
+    assert ts["connected"].iloc[-1] == 20  # back after it ends
