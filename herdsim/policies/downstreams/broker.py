@@ -12,7 +12,7 @@ from herdsim.policies.downstreams.base import Model
 from herdsim.policies.fields import MAX_WORKERS, NonNegativeDuration, Section
 
 MAX_CONNECTIONS = 10 * MAX_WORKERS  # a limit above the clients (workers.count) never binds
-BYTES_PER_CLIENT = 40  # a client's state in the engine: five flat arrays (planning reads it)
+BYTES_PER_CLIENT = 40  # a client in the engine: five flat arrays (29 B), and slack
 
 
 class BrokerFields(Section):
