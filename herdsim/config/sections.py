@@ -241,6 +241,9 @@ class Downstream(Section):
     @model_validator(mode="after")
     def _room_and_retry_after(self) -> Downstream:
         self.room()  # its discipline's fields: the member's, and only them
+        for name in downstreams.named(self.model).unread(_changed(self)):  # its declaration
+            raise FieldError(name, f"the {self.model} model does not read {name} (this one "
+                                   f"is model: {self.model})")
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
         return self
@@ -265,6 +268,16 @@ class Downstream(Section):
         if self.rate_limit is not None:
             capacity = min(capacity, self.rate_limit.rate)
         return capacity
+
+
+def _changed(section: Downstream) -> set[str]:
+    """The fields of *section* (and of its ``overload``, dotted) set to other than their
+    defaults (a dumped scenario writes every field, at its default)."""
+    def changed(part: Section) -> set[str]:
+        return {name for name in part.model_fields_set
+                if getattr(part, name) != type(part).model_fields[name].get_default(
+                    call_default_factory=True)}
+    return changed(section) | {f"overload.{name}" for name in changed(section.overload)}
 
 
 class RetryBucket(Section):

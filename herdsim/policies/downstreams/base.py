@@ -21,3 +21,11 @@ class Model(Member):
     # ``{slots}`` and ``{service}`` (the mean service time) are filled in
     callers: ClassVar[str] = ""
     successes: ClassVar[str] = "Jobs succeeding"  # what a success is, in a figure's panel
+    # the downstream's fields (``overload.`` ones dotted) a run of it reads, any other set
+    # is refused naming the model; None: every one (not yet declared)
+    reads: ClassVar[frozenset[str] | None] = None
+
+    @classmethod
+    def unread(cls, fields: set[str]) -> list[str]:
+        """Those of *fields* (set in a scenario's downstream) a run of this model ignores."""
+        return [] if cls.reads is None else sorted(fields - cls.reads)

@@ -53,6 +53,10 @@ class Broker(Model):
     fluid: ClassVar[str | None] = ("connects at the strategy's sleep density, served at "
                                    "concurrency / mean connect time")
 
+    reads: ClassVar[frozenset[str] | None] = frozenset({
+        "model", "concurrency", "queue_limit", "service", "timeout", "serve_abandoned",
+        "outages", "overload", "overload.collapse", "broker"})
+
     @staticmethod
     def fields(broker: BrokerFields | None) -> BrokerFields:
         """The ``broker`` section as a run reads it: the defaults when left out."""

@@ -253,3 +253,18 @@ def test_a_blackhole_drops_the_connections_when_the_clients_notice_and_its_conne
     assert during["timeouts"].sum() == 20  # together at 2.9 s
     assert result.sleeps.loc[result.sleeps["attempt"] == 1, "time"].round(9).eq(2.9).all()
     assert ts["connected"].iloc[-1] == 20  # back after it ends
+
+
+@pytest.mark.parametrize("field, value", [("rate_limit", {"rate": 5}),
+                                          ("discipline", "lifo"),
+                                          ("network_delay", {"mean": 0.01}),
+                                          ("admission", {"kind": "fixed", "limit": 5})])
+def test_a_queue_field_the_broker_does_not_read_is_refused_naming_the_model(field, value):
+    """The broker declares the downstream fields it reads; any other set is an error at
+    that field naming the model, never a setting silently ignored."""
+    doc = {"name": "x", "duration": "5s", "workload": {"rate": 1},
+           "workers": {"count": 5}, "downstream": {"model": "broker", field: value}}
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(doc)
+    (path, message), = err.value.problems
+    assert path == f"downstream.{field}" and "broker model does not read" in message
