@@ -13,7 +13,8 @@ and on a refusal, a failure or its connect ``timeout`` sleeps the next one
 * is refused at once while the broker is down or crashed, or when ``max_connections``
   are open (established plus in handshake), or the accept backlog (``queue_limit``)
   is full;
-* hangs while a blackhole holds (the client's ``timeout`` ends it);
+* hangs while a blackhole holds (the client's ``timeout`` ends it; a handshake served
+  then is wasted, its answer lost);
 * else takes one of ``concurrency`` handshake slots for a ``service`` time (× a slow
   outage's factor), waiting FIFO for one. Served: the client is connected (its job
   succeeds), unless an error outage fails it or its client gave up (``wasted``; with
@@ -231,8 +232,10 @@ def reconnect(scenario: Scenario, recorder: Recorder) -> tuple[Herd, list[Job]]:
                 start(wtok, wx, at)
                 break
             opened -= 1  # its client is gone: skipped, at no cost
-        if token[x] != tok:
-            recorder.wasted.append(at)  # served after its client gave up
+        if token[x] != tok or health.blackhole:
+            # served after its client gave up, or its answer lost in a blackhole (its
+            # client's timeout ends the wait)
+            recorder.wasted.append(at)
             return
         if health.error_rate and error_draw() < health.error_rate:
             recorder.errors.append(at)
