@@ -182,7 +182,7 @@ case = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case)
 def test_invariants_over_random_herds(c):
     """Every client ends connected, backing off, connecting or gone (the clients are
