@@ -40,6 +40,7 @@ from herdsim.model.calls import (
     Call,
 )
 from herdsim.model.downstream.core import Downstream
+from herdsim.model.downstream.refusals import costly
 from herdsim.model.kernel import trigger_later
 
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
@@ -49,7 +50,9 @@ NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 def downstream_type(cfg) -> type[Downstream]:
     """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
     defences when it has any, else the lean core."""
-    return DefendedDownstream if cfg.defends() else Downstream
+    base = DefendedDownstream if cfg.defends() else Downstream
+    costs = cfg.refusal_cost is not None and cfg.refusal_cost.costs()
+    return costly(base) if costs else base  # free refusals: the class as it was
 
 
 class DefendedDownstream(Downstream):
