@@ -40,6 +40,7 @@ from herdsim.model.calls import (
     Call,
 )
 from herdsim.model.downstream.core import Downstream
+from herdsim.model.downstream.degraded import degrading
 from herdsim.model.downstream.refusals import costly
 from herdsim.model.kernel import trigger_later
 
@@ -51,8 +52,11 @@ def downstream_type(cfg) -> type[Downstream]:
     """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
     defences when it has any, else the lean core."""
     base = DefendedDownstream if cfg.defends() else Downstream
-    costs = cfg.refusal_cost is not None and cfg.refusal_cost.costs()
-    return costly(base) if costs else base  # free refusals: the class as it was
+    if cfg.degradation is not None:  # each part only when asked: else the class as it was
+        base = degrading(base)
+    if cfg.refusal_cost is not None and cfg.refusal_cost.costs():
+        base = costly(base)
+    return base
 
 
 class DefendedDownstream(Downstream):

@@ -2,16 +2,19 @@
 with a ``downstream.degradation`` member (:mod:`herdsim.policies.degradation`).
 
 Chosen once, when the downstream is built, so a downstream without degradation keeps
-:class:`~herdsim.model.downstream.service.AtStart` and pays nothing. At every service
-start the member's lag is advanced to now (its driver held since the last start), the
-service time is drawn × slow × the factor at that level, and the driver is set from the
-server's state (calls in service, with the one starting, and waiting). The gauge sampler
-(``degradation``, the factor at each bin start) sets the driver too, so an idle server's
-level decays from the state it was last seen in. A crash clears the level (a restarted
-process starts with an empty heap and no lock queue).
+:class:`~herdsim.model.downstream.service.AtStart` and its class, and pays nothing. At
+every service start the member's lag is advanced to now, and the service time is drawn ×
+slow × the factor at that level. The driver is the server's state (calls in service and
+waiting), set again after every change of it: the mixin :class:`DegradingServer`, put in
+front of the downstream's class by :func:`degrading`, settles it after each admission,
+end of service and expiry, so the lag sees the state as a step function, exactly. The
+gauge ``degradation`` is the factor at each bin start. A crash clears the level (a
+restarted process starts with an empty heap and no lock queue).
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from herdsim.model.downstream.service import AtStart
 from herdsim.policies.degradation import Degradation
@@ -30,22 +33,53 @@ class DegradedAtStart(AtStart):
         self.gauge_samplers = [(gauges.setdefault("degradation", []), self.factor_now)]
 
     def _degraded_draw(self) -> float:
-        """A service draw × the factor now; the driver set from the state after it."""
-        ds = self._ds
-        now = self.env.now
-        lag = self._lag
-        factor = self._member.factor(lag.at(now))
-        lag.set(now, self._member.driver(ds.busy, ds.n_waiting))
-        return self._plain_draw() * factor
+        """A service draw × the factor now."""
+        return self._plain_draw() * self.factor_now()
 
     def factor_now(self) -> float:
-        """The factor now, the driver set from the server's state as it is."""
+        """The factor at the level now."""
+        return self._member.factor(self._lag.at(self.env.now))
+
+    def settle(self) -> None:
+        """The server's state may have changed: the driver from now on."""
         ds = self._ds
-        now = self.env.now
-        factor = self._member.factor(self._lag.at(now))
-        self._lag.set(now, self._member.driver(ds.busy, ds.n_waiting))
-        return factor
+        self._lag.set(self.env.now, self._member.driver(ds.busy, ds.n_waiting))
 
     def reset(self, now: float) -> None:
         """Every call in service failed (a crash): the restarted server starts clean."""
         self._lag.reset(now, self._member.driver(0, 0))
+
+
+class DegradingServer:
+    """The mixin: after every change of the server's state, the driver is set again."""
+
+    service: DegradedAtStart
+
+    def admit(self, proc, timeout):
+        c = super().admit(proc, timeout)  # type: ignore[misc]
+        self.service.settle()
+        return c
+
+    def arrive(self, c):
+        refused = super().arrive(c)  # type: ignore[misc]
+        self.service.settle()
+        return refused
+
+    def finish(self, c, value: int) -> int:
+        outcome = super().finish(c, value)  # type: ignore[misc]
+        self.service.settle()
+        return outcome
+
+    def free_slot(self, now: float, c=None) -> None:
+        super().free_slot(now, c)  # type: ignore[misc]
+        self.service.settle()
+
+    def expire(self, c) -> None:
+        super().expire(c)  # type: ignore[misc]
+        self.service.settle()
+
+
+@cache
+def degrading(base: type) -> type:
+    """*base* (a downstream class) whose service slows with its state."""
+    return type(f"Degrading{base.__name__}", (DegradingServer, base), {})

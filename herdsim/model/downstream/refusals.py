@@ -73,10 +73,10 @@ class CostlyRefusals:
     def _hold(self, cost: float) -> None:
         timer = later(self.env, cost)
         timer.callbacks.append(self._on_held)
-        timer.epoch = self.epoch
+        timer.call = self.epoch  # (a timer's one slot: whose work it is, by epoch)
 
     def _held(self, timer) -> None:
-        if timer.epoch == self.epoch:
+        if timer.call == self.epoch:
             self.free_slot(self.env.now)
 
     # -- the downstream's hooks ----------------------------------------------------------------
