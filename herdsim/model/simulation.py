@@ -280,7 +280,7 @@ class Simulation:
         breaker_open = gauges["breaker_open"].append
         stats = self.breaker_stats
         extra = (*getattr(ds, "gauge_samplers", ()),  # a defended downstream's limit, mode
-                 *getattr(ds.service, "gauge_samplers", ()))  # a degrading one's factor
+                 *getattr(ds, "degradation_samplers", ()))  # a degrading one's factor
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)

@@ -30,7 +30,11 @@ class DegradedAtStart(AtStart):
         self._lag = degradation.lag(downstream.env.now)
         self._plain_draw = draw
         self._draw = self._degraded_draw  # the base class draws through this
-        self.gauge_samplers = [(gauges.setdefault("degradation", []), self.factor_now)]
+        # the downstream's: its mixin settles the driver, the sampler reads the factor
+        # (a tier that calls others replaces this part, and keeps its degraded draw)
+        downstream.degradation = self
+        downstream.degradation_samplers = [(gauges.setdefault("degradation", []),
+                                            self.factor_now)]
 
     def _degraded_draw(self) -> float:
         """A service draw × the factor now."""
@@ -45,7 +49,7 @@ class DegradedAtStart(AtStart):
         ds = self._ds
         self._lag.set(self.env.now, self._member.driver(ds.busy, ds.n_waiting))
 
-    def reset(self, now: float) -> None:
+    def restart(self, now: float) -> None:
         """Every call in service failed (a crash): the restarted server starts clean."""
         self._lag.reset(now, self._member.driver(0, 0))
 
@@ -53,30 +57,34 @@ class DegradedAtStart(AtStart):
 class DegradingServer:
     """The mixin: after every change of the server's state, the driver is set again."""
 
-    service: DegradedAtStart
+    degradation: DegradedAtStart
 
     def admit(self, proc, timeout):
         c = super().admit(proc, timeout)  # type: ignore[misc]
-        self.service.settle()
+        self.degradation.settle()
         return c
 
     def arrive(self, c):
         refused = super().arrive(c)  # type: ignore[misc]
-        self.service.settle()
+        self.degradation.settle()
         return refused
 
     def finish(self, c, value: int) -> int:
         outcome = super().finish(c, value)  # type: ignore[misc]
-        self.service.settle()
+        self.degradation.settle()
         return outcome
 
     def free_slot(self, now: float, c=None) -> None:
         super().free_slot(now, c)  # type: ignore[misc]
-        self.service.settle()
+        self.degradation.settle()
 
     def expire(self, c) -> None:
         super().expire(c)  # type: ignore[misc]
-        self.service.settle()
+        self.degradation.settle()
+
+    def _fail_in_flight(self) -> None:
+        super()._fail_in_flight()  # type: ignore[misc]
+        self.degradation.restart(self.env.now)  # type: ignore[attr-defined]
 
 
 @cache
