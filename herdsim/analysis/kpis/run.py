@@ -252,7 +252,7 @@ REGISTRY: tuple[KPI, ...] = (
                 "capacity degradation (calls served per busy slot-second below "
                 f"{loops.DEGRADATION:g}× its healthy value), crash-restart cycles",
         compute=lambda run: loops.sustained_by(run.ts, run.scenario), present=_held_down,
-        panels={"run": Panel(30), "report": Panel(4, group=OUTCOME)}),
+        panels={"run": Panel(30.5), "report": Panel(3.5, group=OUTCOME)}),  # after recovery
     KPI("tail_calls_per_job", "calls per job in the tail", "calls/job", optional=True,
         meaning="attempts over jobs arrived, over the run's tail (a degraded or "
                 "metastable run)", missing="no job arrived in the tail",
