@@ -51,7 +51,7 @@ NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 def downstream_type(cfg) -> type[Downstream]:
     """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
     defences when it has any, else the lean core."""
-    base = DefendedDownstream if cfg.defends() else Downstream
+    base: type[Downstream] = DefendedDownstream if cfg.defends() else Downstream
     if cfg.degradation is not None:  # each part only when asked: else the class as it was
         base = degrading(base)
     if cfg.refusal_cost is not None and cfg.refusal_cost.costs():

@@ -14,10 +14,13 @@ restarted process starts with an empty heap and no lock queue).
 
 from __future__ import annotations
 
-from functools import cache
+from typing import Any, TypeVar, cast
 
 from herdsim.model.downstream.service import AtStart
 from herdsim.policies.degradation import Degradation
+
+T = TypeVar("T")
+_MADE: dict[type, type] = {}  # base -> the class made from it
 
 
 class DegradedAtStart(AtStart):
@@ -58,6 +61,7 @@ class DegradingServer:
     """The mixin: after every change of the server's state, the driver is set again."""
 
     degradation: DegradedAtStart
+    env: Any  # the downstream's (this is put in front of one)
 
     def admit(self, proc, timeout):
         c = super().admit(proc, timeout)  # type: ignore[misc]
@@ -84,10 +88,12 @@ class DegradingServer:
 
     def _fail_in_flight(self) -> None:
         super()._fail_in_flight()  # type: ignore[misc]
-        self.degradation.restart(self.env.now)  # type: ignore[attr-defined]
+        self.degradation.restart(self.env.now)
 
 
-@cache
-def degrading(base: type) -> type:
+def degrading(base: type[T]) -> type[T]:
     """*base* (a downstream class) whose service slows with its state."""
-    return type(f"Degrading{base.__name__}", (DegradingServer, base), {})
+    made = _MADE.get(base)
+    if made is None:  # one class per base, made once
+        made = _MADE[base] = type(f"Degrading{base.__name__}", (DegradingServer, base), {})
+    return cast("type[T]", made)

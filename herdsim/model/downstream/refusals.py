@@ -15,7 +15,7 @@ its client gives up.
 
 from __future__ import annotations
 
-from functools import cache
+from typing import Any, TypeVar, cast
 
 from herdsim.model.calls import REJECTED, THROTTLED, WAITING, Call
 from herdsim.model.kernel import later
@@ -23,9 +23,18 @@ from herdsim.model.kernel import later
 BY_OUTCOME = {REJECTED: "rejected", THROTTLED: "rate_limited"}
 MARKED = {"_shed_admission": "admission", "_shed_shedding": "shed"}  # counter -> cost
 
+T = TypeVar("T")
+_MADE: dict[type, type] = {}  # base -> the class made from it
+
 
 class CostlyRefusals:
     """The mixin: a downstream whose refusals take a slot's time (see the module doc)."""
+
+    env: Any  # the downstream's (this is put in front of one)
+    busy: int
+    concurrency: int
+    epoch: int
+    serve_abandoned: bool
 
     def __init__(self, env, cfg, *args, **kwargs) -> None:
         super().__init__(env, cfg, *args, **kwargs)  # type: ignore[call-arg]
@@ -114,7 +123,9 @@ class CostlyRefusals:
         self._owed = 0.0
 
 
-@cache
-def costly(base: type) -> type:
+def costly(base: type[T]) -> type[T]:
     """*base* (a downstream class) whose refusals cost server time."""
-    return type(f"Costly{base.__name__}", (CostlyRefusals, base), {})
+    made = _MADE.get(base)
+    if made is None:  # one class per base, made once
+        made = _MADE[base] = type(f"Costly{base.__name__}", (CostlyRefusals, base), {})
+    return cast("type[T]", made)
