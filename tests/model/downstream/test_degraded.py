@@ -168,3 +168,48 @@ def test_the_costly_class_keeps_the_defences():
                             "refusal_cost": {"shed": "1ms"}})
     sim = Simulation(herdsim.load_scenario(data))
     assert isinstance(sim.downstream, DefendedDownstream)
+
+
+OVERLOADED = {"duration": 5.0, "workload": {"arrivals": "poisson", "rate": 400},
+              "workers": {"count": 60}, "retry": {"max_retries": 1}}
+
+
+@pytest.mark.parametrize("downstream, cost, counted", [
+    ({"queue_limit": 2}, "rejected", "rejected"),
+    ({"queue_limit": None, "shedding": {"above": 2, "probability": 0.2}}, "shed",
+     "shed_shedding"),
+    ({"queue_limit": None, "codel": {}}, "shed", "shed_codel"),
+    ({"queue_limit": None, "admission": {"kind": "fixed", "limit": 6}}, "admission",
+     "shed_admission"),
+    ({"queue_limit": None, "rate_limit": {"rate": 150, "burst": 1}}, "rate_limited",
+     "rejected"),
+])
+def test_each_refusal_is_charged_to_its_own_cost(downstream, cost, counted):
+    """Only the refusals of the priced kind take a slot: the count of costly refusals is
+    that mechanism's own counter (the door's 503s and the limiter's 429s are the
+    ``rejected`` counter when no other mechanism refuses)."""
+    others = {name: 0 for name in ("rejected", "shed", "rate_limited", "admission",
+                                   "expired")}
+    data = tiny(**OVERLOADED, downstream={
+        "concurrency": 4, "timeout": "50ms", **downstream,
+        "refusal_cost": {**others, cost: "1ms"}})
+    _, res = frames(data)
+    ts = res.timeseries
+    assert ts[counted].sum() > 20
+    assert ts["costly_refusals"].sum() == ts[counted].sum()
+
+
+def test_calls_expiring_in_the_room_are_charged_when_their_client_leaves():
+    """``expired``: every waiting call whose client gives up (serve_abandoned false) is
+    charged once: as many as the client timeouts of calls that never started (no call
+    here is refused or served late: an unbounded room, a timeout below the service)."""
+    data = tiny(**OVERLOADED, downstream={
+        "concurrency": 2, "queue_limit": None, "timeout": "30ms",
+        "service": {"distribution": "constant", "mean": "40ms"},
+        "refusal_cost": {"expired": "1ms"}})
+    _, res = frames(data)
+    ts = res.timeseries
+    expired = ts["timeouts"].sum() - ts["wasted"].sum()  # timed out before service
+    assert expired > 20
+    # (the 2 calls in service at the end: their timeouts counted, their waste not yet)
+    assert ts["costly_refusals"].sum() == pytest.approx(expired, abs=2)
