@@ -213,3 +213,20 @@ def test_calls_expiring_in_the_room_are_charged_when_their_client_leaves():
     assert expired > 20
     # (the 2 calls in service at the end: their timeouts counted, their waste not yet)
     assert ts["costly_refusals"].sum() == pytest.approx(expired, abs=2)
+
+
+def test_a_comparison_of_arms_with_and_without_them_is_saved_and_read_back(tmp_path):
+    """The factor is a gauge (empty in an arm without it, averaged when bins merge) and
+    costly refusals a counter (0 in an arm without them): the saved folder reads back."""
+    from herdsim.outputs.compare_dir import load_outputs
+
+    data = tiny(duration=3.0, workload={"rate": 300}, downstream={"queue_limit": 2})
+    c = herdsim.compare(herdsim.load_scenario(data), vary={
+        "downstream.refusal_cost": [None, {"rejected": "1ms"}],
+        "downstream.degradation": [None, {"kind": "contention", "per_call": 0.2,
+                                          "recovery": "1s"}]},
+        processes=1, progress=False)
+    herdsim.save(c, tmp_path / "out", formats=())
+    ts = load_outputs(tmp_path / "out").timeseries
+    assert ts["degradation"].isna().any() and ts["degradation"].max() > 1
+    assert (ts["costly_refusals"] >= 0).all() and ts["costly_refusals"].sum() > 0
