@@ -48,9 +48,10 @@ class DegradedAtStart(AtStart):
         return self._member.factor(self._lag.at(self.env.now))
 
     def settle(self) -> None:
-        """The server's state may have changed: the driver from now on."""
+        """The server's state may have changed: the driver from now on (the waiting calls
+        are those in the room: with ``serve_abandoned``, those whose client left too)."""
         ds = self._ds
-        self._lag.set(self.env.now, self._member.driver(ds.busy, ds.n_waiting))
+        self._lag.set(self.env.now, self._member.driver(ds.busy, ds.in_room()))
 
     def restart(self, now: float) -> None:
         """Every call in service failed (a crash): the restarted server starts clean."""
