@@ -83,6 +83,13 @@ SIZES: dict[str, st.SearchStrategy] = {
     "first_attempt": st.integers(0, 5),
     "max_connections": st.integers(1, 60),  # a broker's: one that binds now and then
     "keepalive": st.floats(0.0, 1.0),
+    # a degrading server's lag and heap within a short run; refusals costing up to a
+    # few service times (an hour would hold a slot past any run)
+    "*.degradation.recovery": st.floats(0.01, 2.0),
+    "*.degradation.heap": st.floats(10.0, 500.0),
+    "*.degradation.memory_per_call": st.floats(0.1, 20.0),
+    **{f"*.refusal_cost.{outcome}": st.floats(0.0, 0.05)
+       for outcome in ("rejected", "shed", "rate_limited", "admission", "expired")},
 }
 
 # Strings whose valid values are not in their type.

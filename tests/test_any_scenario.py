@@ -38,7 +38,14 @@ from scenario_gen import _trace_file, repaired, scenarios
 import herdsim
 from herdsim.model.simulation import Simulation
 from herdsim.planning.estimate import estimate
-from herdsim.policies import arrivals, autoscale, distributions, downstreams, outages
+from herdsim.policies import (
+    arrivals,
+    autoscale,
+    degradation,
+    distributions,
+    downstreams,
+    outages,
+)
 from herdsim.results.result import Result
 
 PROFILE = int(os.environ.get("HERDSIM_SCENARIOS", "60"))
@@ -114,6 +121,8 @@ def features(scenario) -> set[str]:
         found.add(f"metric={scenario.workers.autoscale.metric}")
     found.update(f"admission={t.admission.kind}" for t in tiers if t.admission)
     found.update(f"discipline={t.discipline}" for t in tiers)
+    found.update(f"degradation={t.degradation.kind}" for t in tiers if t.degradation)
+    found.update("refusal cost" for t in tiers if t.refusal_cost and t.refusal_cost.costs())
     found.update(name for t in tiers for e in t.calls for name, on in (
         ("hedged edge", e.hedging), ("fan-out", e.count > 1), ("cancel", e.cancel)) if on)
     found.update(name for name, on in (
@@ -131,7 +140,8 @@ CORNERS = ["tiers=1", "tiers=4", "hedged edge", "fan-out", "cancel", "open loop"
            *(f"model={m}" for m in downstreams.FAMILY.names()),
            *(f"metric={m}" for m in autoscale.FAMILY.names()),
            *(f"admission={k}" for k in ("fixed", "aimd", "vegas", "gradient2", "envoy")),
-           *(f"discipline={d}" for d in ("fifo", "lifo", "adaptive_lifo"))]
+           *(f"discipline={d}" for d in ("fifo", "lifo", "adaptive_lifo")),
+           *(f"degradation={m}" for m in degradation.FAMILY.names()), "refusal cost"]
 
 
 @pytest.mark.slow

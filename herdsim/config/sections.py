@@ -25,6 +25,7 @@ from herdsim.policies import disciplines, downstreams, limiters, presets
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.codel import Codel
+from herdsim.policies.degradation import Degradations
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
 from herdsim.policies.durations import format_duration, json_schema, parse_duration
@@ -41,6 +42,7 @@ from herdsim.policies.fields import (
     number_text,
 )
 from herdsim.policies.outages import Outage
+from herdsim.policies.refusal_cost import RefusalCost
 from herdsim.policies.shedding import Shedding
 
 
@@ -231,6 +233,8 @@ class Downstream(Section):
     codel: Codel | None = None
     shedding: Shedding | None = None
     admission: limiters.Admission | None = None
+    degradation: Degradations | None = None
+    refusal_cost: RefusalCost | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -246,6 +250,12 @@ class Downstream(Section):
                                    f"is model: {self.model})")
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
+        for part in ("degradation", "refusal_cost"):
+            if getattr(self, part) is not None and not downstreams.named(self.model).queueing:
+                raise FieldError(part, f"{part} needs a server with slots (model: queue)")
+        if self.degradation is not None and self.overload.latency_model != "at_start":
+            raise FieldError("degradation", "degradation needs overload.latency_model: "
+                                            "at_start")
         return self
 
     def room(self) -> disciplines.Discipline:

@@ -24,6 +24,8 @@ OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # a defended server's, by mechanism
+BY_MECHANISM = (*SHED, "costly_refusals")  # counters only a mechanism's runs have
+MECHANISM_GAUGES = ("degradation",)  # a gauge only a mechanism's runs have (a degrading server)
 GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "breaker_open")
 CHUNK = 1 << 20  # events binned at a time: the temporaries of a 10-million-call run stay small
 

@@ -279,7 +279,8 @@ class Simulation:
                               gauges["downstream_up"].append)
         breaker_open = gauges["breaker_open"].append
         stats = self.breaker_stats
-        extra = getattr(ds, "gauge_samplers", ())  # a defended downstream's limit, mode
+        extra = (*getattr(ds, "gauge_samplers", ()),  # a defended downstream's limit, mode
+                 *getattr(ds, "degradation_samplers", ()))  # a degrading one's factor
         for k in range(self.n_bins):
             yield env.timeout(k * width - env.now)
             in_flight(ds.busy)

@@ -27,7 +27,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import OutputDirError, ScenarioError
 from herdsim.model.downstream import defences
-from herdsim.model.recorder import GAUGES
+from herdsim.model.recorder import GAUGES, MECHANISM_GAUGES
 from herdsim.outputs.atomic import verify
 
 
@@ -175,7 +175,7 @@ def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
     time stepping by the scenario's bin from 0 in every run (by ``arm`` and
     ``replication`` when the file has them)."""
     kinds = ({"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
-             | {gauge: MAYBE for gauge in defences.GAUGES})
+             | {gauge: MAYBE for gauge in (*defences.GAUGES, *MECHANISM_GAUGES)})
     frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
                 kinds=kinds, every=COUNT)
     rows(frame, scenario, directory / "timeseries.csv",

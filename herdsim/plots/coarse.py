@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import StepPatch
 
-from herdsim.model.recorder import GAUGES
+from herdsim.model.recorder import GAUGES, MECHANISM_GAUGES
 from herdsim.plots.style import Comparison
 from herdsim.policies.durations import format_duration
 
@@ -55,7 +55,8 @@ def _merge(frame: pd.DataFrame, k: int, how: dict[str, str]) -> pd.DataFrame:
     gauges averaged, columns in *how* as it says."""
     position = frame.groupby(list(KEYS)).cumcount() // k
     rules = {column: how.get(column, "first" if column == "time" else
-                             "mean" if column in GAUGES else "sum")
+                             "mean" if column in GAUGES or column in MECHANISM_GAUGES
+                             else "sum")
              for column in frame.columns if column not in KEYS}
     merged = frame.groupby([*KEYS, position], sort=False).agg(rules).reset_index(
         level=list(KEYS))

@@ -90,6 +90,7 @@ def _panels(c: Comparison, replication: int) -> dict[str, bool]:
         "breaker": breaker,
         "admission": "admission_limit" in ts and bool(ts["admission_limit"].notna().any()),
         "connected": "connected" in ts,  # a model whose clients hold connections
+        "degradation": "degradation" in ts and bool(ts["degradation"].gt(1).any()),
     }
 
 
@@ -109,7 +110,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     n = len(arms)
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("connected", "retries", "backlog", "admission",
-                                       "up/down") if show[k]]
+                                       "degradation", "up/down") if show[k]]
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     downs = tier_downs(c, replication)  # and a down row per lower tier that went down
     extra += [f"down:{name}" for name in downs]
@@ -204,6 +205,8 @@ def _draw_arms(panels: dict, c: Comparison, styles: dict, names: dict[str, str],
                                                                "alpha": 0.6})
             panels["admission"].step(ts["time"], ts["admission_limit"], where="post",
                                      **line)
+        if "degradation" in panels and ts["degradation"].notna().any():
+            panels["degradation"].plot(ts["time"], ts["degradation"], **line)
 
 
 def _rate_text(value: float) -> str:
@@ -216,6 +219,11 @@ def _label_panels(panels: dict, base) -> None:
         panels["retries"].set_title("Retry sleeps started per second "
                                     f"(per {format_duration(base.bin)} bin)", fontsize=13)
         panels["retries"].set_ylabel("retries/s")
+    if "degradation" in panels:
+        panels["degradation"].set_title("Degradation: the factor on the service time "
+                                        "(downstream.degradation, at each bin start)",
+                                        fontsize=13)
+        panels["degradation"].set_ylabel("× service")
     if "backlog" in panels:
         panels["backlog"].set_title("Main-queue backlog (jobs waiting for a worker)",
                                     fontsize=13)
@@ -246,7 +254,8 @@ def _label_panels(panels: dict, base) -> None:
             note += ", off the scale"
         ax.set_title(f"{name}: calls reaching it per second (thin: failed; {note})",
                      fontsize=13)
-    for key in ("success", "connected", "retries", "backlog", "admission", *tier_keys):
+    for key in ("success", "connected", "retries", "backlog", "admission", "degradation",
+                *tier_keys):
         if key in panels:
             panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
             panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))

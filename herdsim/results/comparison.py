@@ -36,7 +36,7 @@ from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
-from herdsim.model.recorder import SHED
+from herdsim.model.recorder import BY_MECHANISM
 from herdsim.plots import figures
 
 
@@ -180,7 +180,7 @@ class Comparison:
             frames = [out[name].assign(arm=arm.label, replication=r)
                       for (arm, r), out in zip(keys, outputs, strict=True)]
             frame = pd.concat(frames, ignore_index=True)
-            for counter in (c for c in SHED if c in frame and frame[c].isna().any()):
+            for counter in (c for c in BY_MECHANISM if c in frame and frame[c].isna().any()):
                 frame[counter] = frame[counter].fillna(0).astype(np.int64)
             columns = dict.fromkeys(c for f in frames for c in f.columns[:-2])
             return frame[["arm", "replication", *columns]]

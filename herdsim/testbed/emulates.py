@@ -52,6 +52,7 @@ REFUSED: dict[str, str] = {
     "downstream.request_delay": "a request delay",
     "downstream.overload.latency_model": "processor sharing (latency_model: {value})",
     "downstream.serve_abandoned": "serving abandoned calls",
+    "downstream.refusal_cost": "refusals that cost server time (refusal_cost)",
     "downstream.discipline": "a LIFO waiting room (discipline: {value})",
     "downstream.lifo_threshold": "a LIFO waiting room (lifo_threshold)",
     "retry.bucket": "a retry bucket",

@@ -33,7 +33,7 @@ class Panel:
     only when some arm's value is nonzero; ``wide``: only where there is room (not in a
     terminal)."""
 
-    order: int
+    order: float  # (a KPI added between two takes a place between their orders)
     heading: str = ""
     axis: str = ""
     group: str = ""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from herdsim.analysis import loops
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.base import KPI, Panel
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
@@ -61,6 +62,11 @@ def _succeeded_share(frame):
 
 def _state(run) -> str:
     return rules.state(run, run.ts, run.scenario)
+
+
+def _held_down(run) -> bool:
+    """A queue run that ended degraded or metastable (its tail's loops are named)."""
+    return run.queueing and "in_flight" in run.ts and run["state"] != "recovered"
 
 
 def _pending(run) -> int:
@@ -240,6 +246,39 @@ REGISTRY: tuple[KPI, ...] = (
         panels={"run": Panel(30), "compare": Panel(5, "recovery s"), "rank": Panel(2),
                 "report": Panel(3, group=OUTCOME),
                 "figure": Panel(4, "Recovery time", "s after the outage ends")}),
+    KPI("sustained_by", "held down by", kind="text", optional=True, across="mode",
+        meaning="for a degraded or metastable run, the loops measured over its tail: "
+                f"workload amplification (calls per job above {loops.AMPLIFICATION:g}), "
+                "capacity degradation (calls served per busy slot-second below "
+                f"{loops.DEGRADATION:g}× its healthy value), crash-restart cycles",
+        compute=lambda run: loops.sustained_by(run.ts, run.scenario), present=_held_down,
+        panels={"run": Panel(30.5), "report": Panel(3.5, group=OUTCOME)}),  # after recovery
+    KPI("tail_calls_per_job", "calls per job in the tail", "calls/job", optional=True,
+        meaning="attempts over jobs arrived, over the run's tail (a degraded or "
+                "metastable run)", missing="no job arrived in the tail",
+        compute=lambda run: loops.calls_per_job(run.ts, run.scenario), present=_held_down),
+    KPI("tail_capacity_ratio", "served per busy slot-second / healthy", "×", optional=True,
+        meaning="calls served per busy slot-second while up, over the run's tail, over "
+                "one over the service's mean (a degraded or metastable run)",
+        missing="no slot busy in the tail",
+        compute=lambda run: loops.capacity_ratio(run.ts, run.scenario),
+        present=_held_down),
+    KPI("tail_down_fraction", "down in the tail", kind="fraction", optional=True,
+        meaning="share of the run's tail the server was down, after the last outage (a "
+                "degraded or metastable run)",
+        compute=lambda run: loops.down_fraction(run.ts, run.scenario), present=_held_down),
+    KPI("degradation_peak", "degradation factor peak", "×", better="lower", optional=True,
+        meaning="the largest factor on the service time (downstream.degradation), "
+                "sampled at bin starts",
+        compute=lambda run: float(run.ts["degradation"].max()),
+        present=lambda run: "degradation" in run.ts),
+    KPI("degradation_end", "degradation factor at the end", "×", better="lower",
+        optional=True, meaning="the factor on the service time at the last bin start",
+        compute=lambda run: float(run.ts["degradation"].iloc[-1]),
+        present=lambda run: "degradation" in run.ts),
+    KPI("costly_refusals_total", "refusals that cost server time", kind="count",
+        optional=True, meaning="refusals that took a slot for their refusal_cost",
+        **_shed("costly_refusals")),
     KPI("latency_p50", "latency p50", "s", better="lower",
         meaning="median time to success or dead letter over every submitted job, an order "
                 "statistic; jobs still pending count at their age, so this is a lower "

@@ -56,6 +56,7 @@ from herdsim.model.calls import (
     make_call,
 )
 from herdsim.model.downstream.collapse import CollapseGuard
+from herdsim.model.downstream.degraded import DegradedAtStart
 from herdsim.model.downstream.health import Health
 from herdsim.model.downstream.network import Wire
 from herdsim.model.downstream.service import AtStart, ProcessorSharing
@@ -107,14 +108,18 @@ class Downstream:
                         if cfg.rate_limit else None)
         self._gated = self.limiter is not None or self._guard is not None  # checked per call
         overload = cfg.overload
-        self.service: AtStart | ProcessorSharing
+        self.service: AtStart | ProcessorSharing  # (DegradedAtStart is an AtStart)
         if overload.latency_model == "continuous":
             self.service = ProcessorSharing(self, service, cfg.service.mean,
                                             overload.latency_per_call, network,
                                             recorder.wasted.append)
-        else:
+        elif cfg.degradation is None:
             self.service = AtStart(self, service, overload.latency_per_call, network,
                                    recorder.wasted.append)
+        else:  # a server that slows as it fills: chosen here, the plain path untouched
+            self.service = DegradedAtStart(self, service, overload.latency_per_call, network,
+                                           recorder.wasted.append, cfg.degradation,
+                                           recorder.gauges)
         self._start = self.service.start
         hint = cfg.retry_after
         self._hint: Callable[[float], float] | None = None

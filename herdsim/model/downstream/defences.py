@@ -40,6 +40,8 @@ from herdsim.model.calls import (
     Call,
 )
 from herdsim.model.downstream.core import Downstream
+from herdsim.model.downstream.degraded import degrading
+from herdsim.model.downstream.refusals import costly
 from herdsim.model.kernel import trigger_later
 
 GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined without it)
@@ -49,7 +51,12 @@ NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 def downstream_type(cfg) -> type[Downstream]:
     """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
     defences when it has any, else the lean core."""
-    return DefendedDownstream if cfg.defends() else Downstream
+    base: type[Downstream] = DefendedDownstream if cfg.defends() else Downstream
+    if cfg.degradation is not None:  # each part only when asked: else the class as it was
+        base = degrading(base)
+    if cfg.refusal_cost is not None and cfg.refusal_cost.costs():
+        base = costly(base)
+    return base
 
 
 class DefendedDownstream(Downstream):

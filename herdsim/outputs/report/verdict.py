@@ -136,6 +136,9 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
     elif not pd.isna(row.get("peak_attempt_rate", np.nan)):
         parts.append(f"busiest {window}: {show('peak_calls', row.get('peak_calls'), context)}"
                      " calls")
+    held = row.get("sustained_by")
+    if isinstance(held, str):  # a degraded or metastable run: the loops of its tail
+        parts.append(f"held down by {held}")
     return "; ".join(parts)
 
 
