@@ -90,6 +90,7 @@ class Scenario(Section):
         self._check_times()
         self._check_callers()
         self._check_retries()
+        self._check_late_answers()
         self._check_scaling()
         self._check_spikes()
         graph.check(self.downstream, self.services, self.duration)
@@ -159,6 +160,28 @@ class Scenario(Section):
                 f"retry.strategy {self.retry.strategy!r} may retry at once and retries are "
                 "unlimited: against a fast failure simulated time would stand still; set "
                 "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
+
+    def _check_late_answers(self) -> None:
+        """Late answers need a timeout to be late after, and the loop that hears them
+        (:mod:`herdsim.model.late`) runs without what it does not model."""
+        if not self.retry.late_answers:
+            return
+        ds = self.downstream
+        refused = (("downstream.timeout", ds.timeout is None, "a client timeout (there is "
+                    "nothing to be late after)"),
+                   ("downstream.model", ds.model != "queue", "the queue model"),
+                   ("downstream.overload.latency_model", ds.overload.latency_model != "at_start",
+                    "latency_model: at_start"),
+                   ("downstream.network_delay", ds.network_delay is not None
+                    or ds.request_delay is not None, "no network or request delay"),
+                   ("downstream.calls", graph.has_graph(ds, self.services, self.hedging),
+                    "no call graph and no hedging"),
+                   ("workers.retry_mode", self.workers.retry_mode != "sleep",
+                    "retry_mode: sleep"),
+                   ("workload.keys", self.workload.keys is not None, "no keys"))
+        for path, wrong, needed in refused:
+            if wrong:
+                raise FieldError(path, f"retry.late_answers needs {needed}")
 
     def _check_scaling(self) -> None:
         """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor

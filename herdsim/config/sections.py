@@ -298,6 +298,9 @@ class Retry(Section):
         list(presets.RETRY_ON),
         description="the failures this client retries (reset: a connection refused or "
                     "reset); any other dead-letters at once")
+    late_answers: Annotated[bool, GatesCalls()] = Field(
+        False, description="an answer that arrives after the timeout completes the job "
+                           "and cancels its pending retry (Metafor's model; most clients)")
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
         None, description="a retry waits the larger of its backoff and this shared "
                           "bucket's reservation delay")
