@@ -85,6 +85,7 @@ def make_late_run_job(sim: Loops):
         late_count(now)
         held.pop(job.id, None)
         finish(job, now, SUCCEEDED)
+        in_hand.discard(job)  # ended (its process may wait on its last call a while)
         proc = sleeping.pop(job, None)
         if proc is not None:
             proc.interrupt(LATE)
