@@ -88,7 +88,8 @@ class Simulation:
         self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
-        self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
+        self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n),
+                           rngs["offsets"])
         self.keyed = scenario.workload.keys is not None
         self.open_loop = scenario.workers.count is None
         feeds = None if self.open_loop else self.clock  # the queue's arrivals (open: none)
