@@ -169,7 +169,8 @@ class Scenario(Section):
         ds = self.downstream
         refused = (("downstream.timeout", ds.timeout is None, "a client timeout (there is "
                     "nothing to be late after)"),
-                   ("downstream.model", ds.model != "queue", "the queue model"),
+                   ("downstream.model", not downstreams.named(ds.model).queueing,
+                    "a queueing model"),
                    ("downstream.overload.latency_model", ds.overload.latency_model != "at_start",
                     "latency_model: at_start"),
                    ("downstream.network_delay", ds.network_delay is not None

@@ -85,7 +85,9 @@ PLACES = {
 def _values(trace: str) -> dict:
     """A valid value of every member-owned field, for its owner."""
     return {"error_rate": 0.5, "factor": 2.0, "sigma": 1.0, "burst_size": 7,
-            "trace": {"file": trace}, "occ": {"hop_mean": "5ms"}}
+            "trace": {"file": trace}, "occ": {"hop_mean": "5ms"},
+            # periodic: clients / interval is _base's rate, 20 a second
+            "clients": 20, "interval": "1s", "offset": "random", "restarts": ["1s"]}
 
 
 def _own_fields(member) -> set[str]:
