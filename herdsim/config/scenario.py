@@ -167,22 +167,23 @@ class Scenario(Section):
         if not self.retry.late_answers:
             return
         ds = self.downstream
-        refused = (("downstream.timeout", ds.timeout is None, "a client timeout (there is "
-                    "nothing to be late after)"),
-                   ("downstream.model", not downstreams.named(ds.model).queueing,
-                    "a queueing model"),
-                   ("downstream.overload.latency_model", ds.overload.latency_model != "at_start",
-                    "latency_model: at_start"),
-                   ("downstream.network_delay", ds.network_delay is not None
-                    or ds.request_delay is not None, "no network or request delay"),
-                   ("downstream.calls", graph.has_graph(ds, self.services, self.hedging),
-                    "no call graph and no hedging"),
-                   ("workers.retry_mode", self.workers.retry_mode != "sleep",
-                    "retry_mode: sleep"),
-                   ("workload.keys", self.workload.keys is not None, "no keys"))
-        for path, wrong, needed in refused:
+        refused = (
+            (ds.timeout is None, "need a client timeout (downstream.timeout): without one "
+                                 "no answer is late"),
+            (not downstreams.named(ds.model).queueing,
+             f"need a queueing model (downstream.model is {ds.model})"),
+            (ds.overload.latency_model != "at_start",
+             "need downstream.overload.latency_model: at_start"),
+            (ds.network_delay is not None or ds.request_delay is not None,
+             "are not modelled across a network (downstream.network_delay, request_delay)"),
+            (graph.has_graph(ds, self.services, self.hedging),
+             "are not modelled in a call graph or with hedging (downstream.calls, services, "
+             "hedging)"),
+            (self.workers.retry_mode != "sleep", "need workers.retry_mode: sleep"),
+            (self.workload.keys is not None, "are not modelled with workload.keys"))
+        for wrong, problem in refused:
             if wrong:
-                raise FieldError(path, f"retry.late_answers needs {needed}")
+                raise FieldError("retry.late_answers", f"late answers {problem}")
 
     def _check_scaling(self) -> None:
         """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor
