@@ -59,6 +59,8 @@ def test_a_run_offers_exactly_the_schedule():
                                                           "mean": "10ms"}}}
     scenario = herdsim.load_scenario(data)
     assert scenario.workload.rate == pytest.approx(0.3)
+    # as a run folder writes it (its rate filled in), it reads back the same
+    assert herdsim.load_scenario(scenario.model_dump(mode="json")) == scenario
     res = herdsim.run(scenario)
     assert sorted(res.jobs["arrival"]) == [t for t in (0.0, 10.0, 20.0, 30.0) for _ in range(3)]
     assert estimate(scenario).jobs == 3 * math.ceil(35 / 10)  # clients x started intervals
