@@ -1,6 +1,8 @@
-"""Run Metafor's own discrete-event simulator on its README example, seed by seed.
+"""Run Metafor's own discrete-event simulator on its README example, seed by seed, and
+set herdsim's runs beside them (docs/validation.md, section 6).
 
-    python benchmarks/metafor.py --metafor DIR --seeds 10 --horizon 3600 --csv runs.csv
+    python benchmarks/metafor.py --metafor DIR --seeds 10 --horizon 10000 --csv runs.csv
+    python benchmarks/metafor.py --table [--seeds 5]    # herdsim beside the stored runs
 
 DIR holds ``metafor/simulator/{client,job,server}.py`` of github.com/mpi-sws-rse/metafor
 (commit 5355c17, its HEAD when this was written) with an empty
@@ -79,13 +81,46 @@ def run(seed: int, horizon: float) -> dict[str, float]:
             "refusals_per_s": server.dropped_queue_full / horizon}
 
 
+def table(seeds: int) -> None:
+    """Metafor's stored runs, the interval a mean of *seeds* herdsim runs is held to, and
+    herdsim's runs (seeds 0, 1, …) without and with late answers: mean ± 95% t."""
+    import numpy as np
+    from scipy import stats
+
+    from herdsim.experiments import metafor
+
+    reference = metafor.reference()["runs"]
+    horizon = reference[0]["horizon"]
+    arms = {"Metafor": reference}
+    for late in (False, True):
+        arms[f"herdsim, late answers {'on' if late else 'off'}"] = [
+            metafor.run(seed, horizon, late) for seed in range(seeds)]
+    for name, runs in arms.items():
+        cells = []
+        for metric in metafor.METRICS:
+            v = np.array([run[metric] for run in runs])
+            half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+            cells.append(f"{metric} {v.mean():.4f} ± {half:.4f} [{v.min():.4f}, {v.max():.4f}]")
+            if name == "Metafor":
+                wide = (stats.t.ppf(0.995, len(v) - 1) * v.std(ddof=1)
+                        * np.sqrt(1 / len(v) + 1 / seeds))
+                cells[-1] += f" held to [{v.mean() - wide:.4f}, {v.mean() + wide:.4f}]"
+        print(f"{name} ({len(runs)} runs): " + " | ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--metafor", type=Path, required=True)
+    parser.add_argument("--metafor", type=Path)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--horizon", type=float, default=3600.0)
-    parser.add_argument("--csv", type=Path, required=True)
+    parser.add_argument("--horizon", type=float, default=10000.0)
+    parser.add_argument("--csv", type=Path)
+    parser.add_argument("--table", action="store_true", help="herdsim beside the stored runs")
     args = parser.parse_args(argv)
+    if args.table:
+        table(args.seeds)
+        return
+    if args.metafor is None or args.csv is None:
+        parser.error("--metafor and --csv are needed to run Metafor (or give --table)")
     client = (args.metafor / "metafor/simulator/client.py").read_text()
     if CHANGED not in client:
         sys.exit(f"{args.metafor}: the client timeout is not armed for every job (see --help)")
