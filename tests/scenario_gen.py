@@ -66,6 +66,8 @@ SIZES: dict[str, st.SearchStrategy] = {
     "workload.rate": st.floats(1.0, 300.0),
     "rate": st.floats(0.5, 300.0),
     "burst_size": st.integers(1, 40),
+    "workload.interval": st.floats(0.05, 1.0),  # a periodic client's (clients: below)
+    "workload.restarts.*": st.floats(0.0, 3.0),
     "backlog": st.integers(0, 60),
     "keys": st.integers(1, 40),
     "workers.count": st.none() | st.integers(1, 40),  # None: open-loop callers
@@ -267,12 +269,34 @@ def scenarios(draw) -> dict:
         workload["arrivals"] = "trace"  # they go together
         workload["trace"] = {"file": _trace_file(), **(workload.get("trace") or {})}
         workload.pop("rate", None)  # the trace's mean
+    elif workload.get("arrivals") == "periodic":
+        for name in ("rate", "profile", "spikes"):  # it sets its own rate
+            workload.pop(name, None)
+        workload.setdefault("clients", draw(SIZES["clients"]))
+        workload.setdefault("interval", draw(SIZES["workload.interval"]))
     elif workload.get("profile"):
         workload["rate"] = workload["profile"][0]["rate"]  # the profile's first step
+    if doc.get("retry", {}).get("late_answers") and draw(st.booleans()):
+        _late_answers_apply(doc)  # half the time: what they need, so they run
     _only_chosen(workload, arrivals.FAMILY)
     for tier in tiers:
         _only_chosen(tier, downstreams.FAMILY)
     return doc
+
+
+def _late_answers_apply(doc: dict) -> None:
+    """``retry.late_answers`` needs a timeout, the queue model at its at-start service, no
+    network delays, graph or hedging, sleeps and no keys (each refused else)."""
+    ds = doc["downstream"]
+    for name in ("network_delay", "request_delay", "calls", "model", "occ"):
+        ds.pop(name, None)
+    ds.setdefault("overload", {})["latency_model"] = "at_start"
+    ds["timeout"] = ds.get("timeout") or 0.5
+    for name in ("services", "hedging"):
+        doc.pop(name, None)
+    doc.get("workers", {}).pop("retry_mode", None)
+    doc["workload"].pop("keys", None)
+    doc["workload"].pop("key_skew", None)
 
 
 def _only_chosen(section: dict, family: Family) -> None:

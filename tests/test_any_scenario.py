@@ -128,12 +128,14 @@ def features(scenario) -> set[str]:
     found.update(name for name, on in (
         ("trace", scenario.workload.trace), ("profile", scenario.workload.profile),
         ("autoscale", scenario.workers.autoscale), ("keys", scenario.workload.keys),
-        ("preset", scenario.retry.preset)) if on)
+        ("preset", scenario.retry.preset), ("late answers", scenario.retry.late_answers),
+        ("restarts", scenario.workload.restarts)) if on)
     return found
 
 
 CORNERS = ["tiers=1", "tiers=4", "hedged edge", "fan-out", "cancel", "open loop",
-           "closed loop", "trace", "profile", "autoscale", "keys", "preset",
+           "closed loop", "trace", "profile", "autoscale", "keys", "preset", "late answers",
+           "restarts",
            *(f"outage={m}" for m in outages.FAMILY.names()),
            *(f"service={m}" for m in distributions.FAMILY.names()),
            *(f"arrivals={m}" for m in arrivals.FAMILY.names()),

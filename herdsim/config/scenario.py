@@ -90,6 +90,7 @@ class Scenario(Section):
         self._check_times()
         self._check_callers()
         self._check_retries()
+        self._check_late_answers()
         self._check_scaling()
         self._check_spikes()
         graph.check(self.downstream, self.services, self.duration)
@@ -159,6 +160,30 @@ class Scenario(Section):
                 f"retry.strategy {self.retry.strategy!r} may retry at once and retries are "
                 "unlimited: against a fast failure simulated time would stand still; set "
                 "workers.attempt_overhead (what one attempt costs the client, e.g. 1ms)")
+
+    def _check_late_answers(self) -> None:
+        """Late answers need a timeout to be late after, and the loop that hears them
+        (:mod:`herdsim.model.late`) runs without what it does not model."""
+        if not self.retry.late_answers:
+            return
+        ds = self.downstream
+        refused = (
+            (ds.timeout is None, "need a client timeout (downstream.timeout): without one "
+                                 "no answer is late"),
+            (not downstreams.named(ds.model).queueing,
+             f"need a queueing model (downstream.model is {ds.model})"),
+            (ds.overload.latency_model != "at_start",
+             "need downstream.overload.latency_model: at_start"),
+            (ds.network_delay is not None or ds.request_delay is not None,
+             "are not modelled across a network (downstream.network_delay, request_delay)"),
+            (graph.has_graph(ds, self.services, self.hedging),
+             "are not modelled in a call graph or with hedging (downstream.calls, services, "
+             "hedging)"),
+            (self.workers.retry_mode != "sleep", "need workers.retry_mode: sleep"),
+            (self.workload.keys is not None, "are not modelled with workload.keys"))
+        for wrong, problem in refused:
+            if wrong:
+                raise FieldError("retry.late_answers", f"late answers {problem}")
 
     def _check_scaling(self) -> None:
         """An autoscaled pool starts within its bounds; occ has clients, not a pool (nor

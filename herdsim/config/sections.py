@@ -7,6 +7,7 @@ Every field is documented in ``docs/scenarios.md``. Durations accept ``250ms``, 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
@@ -93,6 +94,15 @@ class Workload(Section):
                                                               "arrivals from here")
     burst_size: int | None = Field(None, ge=1, le=MAX_WORKERS,
                                    description="jobs per burst (arrivals: burst; default 100)")
+    clients: int | None = Field(None, ge=1, le=MAX_WORKERS, description="arrivals: periodic: "
+                                "clients, each firing once an interval")
+    interval: Period | None = Field(None, description="arrivals: periodic: the time between "
+                                                      "one client's firings")
+    offset: Literal["aligned", "random"] | None = Field(
+        None, description="arrivals: periodic: every client fires first at 0 (aligned, the "
+                          "default) or at a uniform random offset within the interval")
+    restarts: list[NonNegativeDuration] | None = Field(
+        None, description="arrivals: periodic: times at which every client starts over")
     backlog: int = Field(0, ge=0, le=MAX_BACKLOG, description="jobs already queued at t=0")
     poison_fraction: Fraction = 0.0
     queue_limit: int | None = Field(None, ge=1, description="main-queue length limit")
@@ -146,6 +156,18 @@ class Workload(Section):
             elif self.rate != steps[0].rate:
                 raise FieldError("rate", f"{self.rate:g} jobs/s beside a profile, whose first "
                                          f"step sets the rate ({steps[0].rate:g}): remove "
+                                         "rate")
+        source = self.source()
+        if isinstance(source, sources.Periodic):
+            own = source.rate()
+            if self.profile or self.spikes:
+                raise FieldError("profile" if self.profile else "spikes",
+                                 "periodic arrivals set their own rate (clients / interval)")
+            if self.rate is None:
+                self.rate = own
+            elif not math.isclose(self.rate, own):
+                raise FieldError("rate", f"{self.rate:g} jobs/s beside periodic arrivals, "
+                                         f"whose clients / interval set it ({own:g}): remove "
                                          "rate")
         if self.rate is None and self.trace is None:
             raise FieldError("rate", "required field is missing (or give a "
@@ -322,6 +344,9 @@ class Retry(Section):
         list(presets.RETRY_ON),
         description="the failures this client retries (reset: a connection refused or "
                     "reset); any other dead-letters at once")
+    late_answers: Annotated[bool, GatesCalls()] = Field(
+        False, description="an answer that arrives after the timeout completes the job "
+                           "and cancels its pending retry (Metafor's model; most clients)")
     bucket: Annotated[RetryBucket | None, GatesCalls()] = Field(
         None, description="a retry waits the larger of its backoff and this shared "
                           "bucket's reservation delay")

@@ -23,6 +23,7 @@ from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.kernel import Environment, Runner
+from herdsim.model.late import make_late_run_job
 from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
 from herdsim.model.recorder import MERGED, Recorder
 from herdsim.model.scaling import Pool, autoscaler
@@ -87,7 +88,8 @@ class Simulation:
         self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
-        self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
+        self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n),
+                           rngs["offsets"])
         self.keyed = scenario.workload.keys is not None
         self.open_loop = scenario.workers.count is None
         feeds = None if self.open_loop else self.clock  # the queue's arrivals (open: none)
@@ -133,7 +135,8 @@ class Simulation:
         if self.keyed:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
-        self.run_job = make_run_job(self)
+        self.run_job = make_late_run_job(self) if scenario.retry.late_answers \
+            else make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self._start(progress)
 

@@ -14,7 +14,7 @@ from herdsim.config import trace as traces
 from herdsim.config.sections import Workload
 from herdsim.model.kernel import Alarm
 from herdsim.model.streams import BLOCK, Sample, draws
-from herdsim.policies.arrivals import TraceFile
+from herdsim.policies.arrivals import Periodic, TraceFile
 from herdsim.policies.arrivals.piecewise import Piecewise
 
 
@@ -168,19 +168,43 @@ class TraceClock:
             self.advance()
 
 
-Clock = ArrivalClock | SteadyClock | TraceClock
+class PeriodicClock:
+    """Arrivals on clients' schedules (``arrivals: periodic``), offsets drawn from
+    *rng*, the offsets stream."""
+
+    burst = 1
+
+    def __init__(self, source: Periodic, rng: np.random.Generator):
+        self._times = source.times(rng)
+        self.next_at = 0.0
+        self.advance()
+
+    def advance(self) -> None:
+        """Move ``next_at`` to the schedule's next time."""
+        self.next_at = next(self._times, math.inf)
+
+    def times(self) -> Iterator[float]:
+        """``next_at``, then each arrival after it (``advance`` is not called again)."""
+        return chain((self.next_at,), self._times, repeat(math.inf))
+
+
+Clock = ArrivalClock | SteadyClock | TraceClock | PeriodicClock
 """What the arrivals read of any of them: ``burst`` and the arrival times, either
 ``next_at`` moved on by ``advance()`` or the iterator ``times()``."""
 
 
-def clock(cfg: Workload, sample: Sample) -> Clock:
-    """The arrival clock *cfg* describes: a trace's, else the rate's (steady for good, or
-    a profile, spikes); *sample(n)* draws *n* unit exponentials (Poisson gaps)."""
+def clock(cfg: Workload, sample: Sample, offsets: np.random.Generator | None = None) -> Clock:
+    """The arrival clock *cfg* describes: a trace's, periodic clients' (their offsets
+    drawn from *offsets*), else the rate's (steady for good, or a profile, spikes);
+    *sample(n)* draws *n* unit exponentials (Poisson gaps)."""
     if cfg.trace is not None:
         return TraceClock(cfg.trace)
+    source = cfg.source()
+    if isinstance(source, Periodic):
+        assert offsets is not None, "periodic arrivals draw from the offsets stream"
+        return PeriodicClock(source, offsets)
     _, rate, slope, end = Piecewise(cfg).piece(0.0)
     if slope == 0.0 and rate > 0 and end == math.inf:
-        source = cfg.source()
         return SteadyClock(rate, source.poisson, source.jobs_per_arrival(), sample)
     return ArrivalClock(cfg, sample)
 

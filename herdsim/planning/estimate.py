@@ -131,6 +131,9 @@ def disturbed(scenario: Scenario) -> float:
 def _jobs(scenario: Scenario) -> float:
     load = scenario.workload
     seconds = scenario.duration
+    counted = load.source().jobs_within(seconds)
+    if counted is not None:  # a source that counts its own (periodic clients)
+        return load.backlog + counted
     if load.profile:
         arriving = Piecewise(load).integral(0.0, seconds)
     else:

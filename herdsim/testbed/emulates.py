@@ -56,9 +56,13 @@ REFUSED: dict[str, str] = {
     "downstream.discipline": "a LIFO waiting room (discipline: {value})",
     "downstream.lifo_threshold": "a LIFO waiting room (lifo_threshold)",
     "retry.bucket": "a retry bucket",
+    "retry.late_answers": "late answers (its workers give up on a call at its timeout)",
     "retry.retry_on": "a choice of the failures retried (retry_on: its workers retry every "
                       "failure)",
     "retry.throttling": "a choice of the answers that throttle (retry.throttling)",
+    **dict.fromkeys([f"workload.{name}" for name in ("clients", "interval", "offset",
+                                                     "restarts")],
+                    "periodic clients (arrivals: periodic: the producer has no offsets stream)"),
     "workload.keys": "keys (client-go's dedup)",
     "workload.key_skew": "keys (client-go's dedup)",
 }

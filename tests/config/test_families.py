@@ -86,7 +86,9 @@ def _values(trace: str) -> dict:
     """A valid value of every member-owned field, for its owner."""
     return {"error_rate": 0.5, "factor": 2.0, "sigma": 1.0, "burst_size": 7,
             "trace": {"file": trace}, "occ": {"hop_mean": "5ms"},
-            "broker": {"max_connections": 10}}
+            "broker": {"max_connections": 10},
+            # periodic: clients / interval is _base's rate, 20 a second
+            "clients": 20, "interval": "1s", "offset": "random", "restarts": ["1s"]}
 
 
 def _own_fields(member) -> set[str]:

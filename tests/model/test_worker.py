@@ -105,7 +105,9 @@ TURNED_ON = {
     "retry.bucket": {"rate": 10, "burst": 100},
     "workload.keys": 50,
     "hedging": {"delay": "30ms"},
+    "retry.late_answers": True,
 }
+NEEDS = {"retry.late_answers": {"downstream.timeout": "50ms"}}  # what one needs beside it
 
 
 def test_every_gating_field_is_exercised_below():
@@ -140,6 +142,8 @@ def test_a_feature_that_gates_calls_forces_the_general_loop(path, open_loop, mon
         del spec["retry"]
     assert plain(herdsim.load_scenario(spec))
     _set(spec, path, TURNED_ON[path])
+    for extra, value in NEEDS.get(path, {}).items():
+        _set(spec, extra, value)
     for extra, value in FOR_CALLERS.get(path, {}).items() if open_loop else ():
         _set(spec, extra, value)
     scenario = herdsim.load_scenario(spec)

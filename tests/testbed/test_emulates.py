@@ -232,7 +232,11 @@ def _inner(annotation: Any) -> Any:
 
 # A field valid only beside another (what its type cannot say): that one, set with it.
 BESIDE = {"key_skew": ("keys", 10), "lifo_threshold": ("discipline", "adaptive_lifo"),
-          "occ": ("model", "occ"), "broker": ("model", "broker")}  # a field and what it goes with
+          # a field (its name, or its path) and what it goes with
+          "occ": ("model", "occ"), "broker": ("model", "broker"),
+          **dict.fromkeys([f"workload.{name}" for name in ("clients", "interval", "offset",
+                                                           "restarts")],
+                          ("arrivals", "periodic"))}
 
 
 def with_value(draw, path: str, value: Any) -> dict:
@@ -244,8 +248,9 @@ def with_value(draw, path: str, value: Any) -> dict:
     for i, part in enumerate(parts):
         at = f"{at}.{part}".lstrip(".")  # where it sits: with an index, a service's name
         field = model.model_fields[part]
-        if part in BESIDE:
-            node.setdefault(*BESIDE[part])
+        beside = BESIDE.get(at, BESIDE.get(part))
+        if beside is not None:
+            node.setdefault(*beside)
         if i == len(parts) - 1:
             listed = _inner(field.annotation) is list and not isinstance(value, list)
             node[part] = [value] if listed else value

@@ -167,6 +167,10 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("wasted_total", "wasted (served after timeout)", kind="count", optional=True,
         meaning="calls served after their client had gone", compute=_counter("wasted"),
         panels={"run": Panel(21)}),
+    KPI("late_answers", "late answers", kind="count", optional=True,
+        meaning="jobs completed by an answer that came after their client's timeout "
+                "(retry.late_answers)", compute=_counter("late_answers"),
+        present=lambda run: "late_answers" in run.ts, panels={"run": Panel(43)}),
     KPI("recycled_total", "recycled (no DLQ)", kind="count", optional=True,
         meaning="failed jobs put back on the main queue (DLQ off)",
         compute=_counter("recycled"), panels={"run": Panel(22)}),

@@ -18,3 +18,8 @@ class Source(Member):
     def jobs_per_arrival(self) -> int:
         """Jobs that arrive together at each arrival time."""
         return 1
+
+    def jobs_within(self, seconds: float) -> float | None:
+        """Jobs arriving in [0, *seconds*) when the source sets its own count (None: the
+        workload's rate, profile and spikes say)."""
+        return None
