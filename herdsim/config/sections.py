@@ -18,12 +18,14 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import fleet
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
 from herdsim.policies import arrivals as sources
-from herdsim.policies import disciplines, downstreams, limiters, presets
+from herdsim.policies import balancers, disciplines, downstreams, limiters, presets
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
+from herdsim.policies.balancers import outlier
 from herdsim.policies.codel import Codel
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
@@ -230,6 +232,12 @@ class Downstream(Section):
     codel: Codel | None = None
     shedding: Shedding | None = None
     admission: limiters.Admission | None = None
+    replicas: int | None = Field(None, ge=1, le=balancers.MAX_REPLICAS,
+                                 description="replicas behind a balancer, each its own pool")
+    balancer: balancers.BalancerChoice | None = Field(None, description="replicas: who "
+                                                                        "gets each call")
+    outlier_detection: outlier.OutlierDetection | None = None
+    health_check: outlier.HealthCheck | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -242,6 +250,7 @@ class Downstream(Section):
         self.room()  # its discipline's fields: the member's, and only them
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
+        fleet.check(self)
         return self
 
     def room(self) -> disciplines.Discipline:
@@ -260,7 +269,7 @@ class Downstream(Section):
 
     def capacity_rate(self) -> float:
         """Calls per second the downstream can serve when healthy."""
-        capacity = self.concurrency / self.mean_service()
+        capacity = self.concurrency / self.mean_service() * (self.replicas or 1)
         if self.rate_limit is not None:
             capacity = min(capacity, self.rate_limit.rate)
         return capacity
