@@ -73,6 +73,9 @@ class Fleet:
         self._calls = [recorder.counter(f"replica{i}_calls").append for i in range(n)]
         self._ejected = ([recorder.counter(f"replica{i}_ejections").append for i in range(n)]
                          if self.ejector is not None else [])
+        if self.ejector is not None or self.checker is not None:  # all may be out
+            self._no_host = recorder.counter("no_healthy_host").append
+        self._attempts, self._rejected = recorder.attempts.append, recorder.rejected.append
         self.health = FleetHealth(replicas)
         self.gauge_samplers: list = []
         for i, r in enumerate(replicas):
@@ -119,6 +122,12 @@ class Fleet:
                 found = self._views[proc] = (self._picker(self.n, self._draw), [0] * self.n)
             picker, view = found
         hosts = self.eligible
+        if not hosts:  # every host ejected, no panic: Envoy's 503 "no healthy upstream"
+            now = self.env.now
+            self._no_host(now)
+            self._attempts(now)
+            self._rejected(now)
+            return REJECTED
         host = picker.pick(hosts, view, key)
         tried = self._tried
         if tried is not None:
