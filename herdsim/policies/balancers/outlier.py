@@ -4,9 +4,11 @@ and ticks it every ``interval``.
 
 Read from Envoy (``source/common/upstream/outlier_detection_impl.cc``, envoyproxy/envoy
 commit 00c7146d, the v1.36 line): ``consecutive_5xx`` failures in a row eject a host at
-once; every ``interval`` an ejected host returns once ``min(base_ejection_time × its
-ejection count, max_ejection_time)`` has passed since its ejection, a host not ejected
-has its count lowered by one, and the success-rate rule runs (hosts with at least
+once (the count starts again either way); every ``interval`` an ejected host returns
+once ``min(base_ejection_time × its backoff, max_ejection_time)`` has passed since its
+ejection (the backoff grows by one an ejection while ``backoff × base <= max``, and
+falls by one a sweep once the host has been back a whole interval), and the
+success-rate rule runs (hosts with at least
 ``success_rate_request_volume`` answers in the interval, when there are at least
 ``success_rate_minimum_hosts`` of them: a host below ``mean − stdev_factor × stdev`` is
 ejected). An ejection that would take the ejected share above
@@ -63,8 +65,9 @@ class Ejector:
         self.cfg = cfg
         self.n = n
         self.ejected = [False] * n
-        self.backoff = [0] * n
-        self.since = [0.0] * n
+        self.backoff = [0] * n  # Envoy's ejectTimeBackoff
+        self.since = [0.0] * n  # the last ejection
+        self.back: list[float | None] = [None] * n  # the last unejection
         self.consecutive = [0] * n
         self.ok = [0] * n
         self.total = [0] * n
@@ -72,17 +75,19 @@ class Ejector:
         self.ejections = 0
 
     def heard(self, host: int, failed: bool, now: float) -> bool:
-        """Host *host* answered (*failed*: a 5xx) at *now*: whether it is ejected now."""
+        """Host *host* answered (*failed*: a 5xx) at *now*: whether it is ejected now.
+        The count of failures in a row fires when it reaches ``consecutive_5xx`` and
+        starts again (an ejected host's goes on counting, unheard, until it is back)."""
         self.total[host] += 1
         if not failed:
             self.ok[host] += 1
             self.consecutive[host] = 0
             return False
         self.consecutive[host] += 1
-        limit = self.cfg.consecutive_5xx
-        if limit is not None and self.consecutive[host] >= limit and not self.ejected[host]:
-            return self.eject(host, now)
-        return False
+        if self.consecutive[host] != self.cfg.consecutive_5xx or self.ejected[host]:
+            return False
+        self.consecutive[host] = 0
+        return self.eject(host, now)
 
     def eject(self, host: int, now: float) -> bool:
         """Eject *host* now if the maximum ejected share allows: whether it did."""
@@ -94,10 +99,9 @@ class Ejector:
         self.active += 1
         self.ejections += 1
         self.since[host] = now
-        if cfg.base_ejection_time * (self.backoff[host] + 1) <= cfg.max_ejection_time:
+        base = cfg.base_ejection_time
+        if self.backoff[host] * base < cfg.max_ejection_time + base:
             self.backoff[host] += 1
-        elif self.backoff[host] == 0:
-            self.backoff[host] = 1
         return True
 
     def ejection_time(self, host: int) -> float:
@@ -106,25 +110,34 @@ class Ejector:
         return min(cfg.base_ejection_time * self.backoff[host], cfg.max_ejection_time)
 
     def tick(self, now: float) -> list[int]:
-        """The interval's sweep at *now*: the hosts whose state changed."""
+        """The interval's sweep at *now* (Envoy's ``onIntervalTimer``): hosts whose time
+        is up come back, the success-rate rule runs, and a host in for a whole interval
+        since it came back has its backoff lowered by one. Returns the hosts whose state
+        changed."""
         changed = []
         for host in range(self.n):
-            if self.ejected[host]:
-                if self.ejection_time(host) <= now - self.since[host]:
-                    self.ejected[host] = False
-                    self.active -= 1
-                    self.consecutive[host] = 0
-                    changed.append(host)
-            elif self.backoff[host]:
-                self.backoff[host] -= 1
+            if self.ejected[host] and self.ejection_time(host) <= now - self.since[host]:
+                self.ejected[host] = False
+                self.active -= 1
+                self.consecutive[host] = 0
+                self.back[host] = now
+                changed.append(host)
         if self.cfg.success_rate:
             changed += [h for h in self._low_success() if self.eject(h, now)]
+        interval = self.cfg.interval
+        for host in range(self.n):
+            back = self.back[host]
+            if (not self.ejected[host] and back is not None and now - back >= interval
+                    and self.backoff[host]):
+                self.backoff[host] -= 1
         self.ok = [0] * self.n
         self.total = [0] * self.n
         return changed
 
     def _low_success(self) -> list[int]:
         cfg = self.cfg
+        if self.n < cfg.success_rate_minimum_hosts:
+            return []
         rates = {h: self.ok[h] / self.total[h] for h in range(self.n)
                  if self.total[h] >= cfg.success_rate_request_volume and not self.ejected[h]}
         if len(rates) < cfg.success_rate_minimum_hosts:

@@ -85,22 +85,29 @@ class Weighted(Balancer):
 
 class Edf:
     """Envoy's EDF scheduler over the eligible hosts: each host's next deadline is its
-    last one plus ``1 / weight``; the earliest is picked (ties: lower host index)."""
+    last one plus ``1 / weight``; the earliest is picked, ties in the order the entries
+    went in (Envoy's ``order_offset``)."""
 
-    __slots__ = ("weights", "_heap", "_hosts", "_now")
+    __slots__ = ("weights", "_heap", "_hosts", "_now", "_order")
 
     def __init__(self, weights: Sequence[float]):
         self.weights = list(weights)
         self._hosts: tuple[int, ...] = ()
-        self._heap: list[tuple[float, int]] = []
+        self._heap: list[tuple[float, int, int]] = []
         self._now = 0.0
+        self._order = 0
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int:
         if tuple(hosts) != self._hosts:  # the eligible set changed: a fresh schedule
             self._hosts = tuple(hosts)
-            self._heap = [(self._now + 1.0 / self.weights[h], h) for h in hosts]
-            heapq.heapify(self._heap)
-        due, host = heapq.heappop(self._heap)
+            self._heap = []
+            for h in hosts:
+                self._push(self._now + 1.0 / self.weights[h], h)
+        due, _, host = heapq.heappop(self._heap)
         self._now = due
-        heapq.heappush(self._heap, (due + 1.0 / self.weights[host], host))
+        self._push(due + 1.0 / self.weights[host], host)
         return host
+
+    def _push(self, due: float, host: int) -> None:
+        heapq.heappush(self._heap, (due, self._order, host))
+        self._order += 1
