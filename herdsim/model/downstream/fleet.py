@@ -58,9 +58,12 @@ class Fleet:
         self._picker = member.picker
         self._draw = draw
         self.active = [0] * n
-        self._proxy = member.picker(n, draw) if member.scope == "proxy" else None
+        # a hash balancer keeps no state of its own per caller: one view serves them all
+        shared = member.scope == "proxy" or member.keyed
+        self._proxy = member.picker(n, draw) if shared else None
+        self._keyed = member.keyed
         self._views: dict[Any, tuple[Any, list[int]]] = {}  # a client-scoped view by caller
-        self._callers: dict[Any, int] = {}  # each caller's number: its hash key
+        self._callers: dict[Any, int] = {}  # each caller's number: its hash key (keyed)
         self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
         self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
         self._threshold = member.panic_threshold
@@ -111,9 +114,11 @@ class Fleet:
 
     def call(self, proc, timeout: float | None) -> Any:
         """Pick a replica for *proc*'s call and hand it over (the core's ``call``)."""
-        key = self._callers.get(proc)
-        if key is None:
-            key = self._callers[proc] = len(self._callers)
+        key = 0
+        if self._keyed:  # the caller's number, in order of first call: its hash key
+            key = self._callers.get(proc)  # type: ignore[assignment]
+            if key is None:
+                key = self._callers[proc] = len(self._callers)
         if self._proxy is not None:
             picker, view = self._proxy, self.active
         else:

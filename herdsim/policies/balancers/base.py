@@ -51,6 +51,10 @@ class Balancer(Member):
     def picker(self, n: int, draw: Callable[[], float]) -> Picker:
         """A view of *n* hosts, drawing uniform numbers from *draw*."""
 
+    def table_entries(self) -> int:
+        """Entries of one table it builds (a hash balancer's ring or Maglev table)."""
+        return 0
+
 
 def index(draw: Callable[[], float], n: int) -> int:
     """A uniform index below *n* (``random() % n`` in Envoy)."""

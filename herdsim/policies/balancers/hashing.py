@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from herdsim.policies.balancers.base import Balancer
 
-BUILT = 64  # tables kept per view, one per eligible set seen (most recent first out)
+MAX_TABLE = 1_000_003  # ring points or Maglev slots (Envoy allows 8M and 5M): built in Python
+BUILT = 8  # tables kept, one per eligible set seen (the oldest dropped first)
 
 
 def hash64(text: str, salt: bytes = b"") -> int:
@@ -60,7 +62,7 @@ class RingHash(Balancer):
     """``kind: ring_hash``: the first ring point at or after the key's hash."""
 
     kind: Literal["ring_hash"]
-    minimum_ring_size: int = Field(1024, ge=1, le=1 << 20,
+    minimum_ring_size: int = Field(1024, ge=1, le=MAX_TABLE,
                                    description="ring points at least (Envoy's default 1024)")
     about: ClassVar[str] = "consistent hashing on a ring of minimum_ring_size points " \
                            "(Envoy RING_HASH); the key: the caller"
@@ -68,6 +70,9 @@ class RingHash(Balancer):
 
     def picker(self, n: int, draw: Callable[[], float]) -> _Tables:
         return _Tables(self.ring)
+
+    def table_entries(self) -> int:
+        return self.minimum_ring_size
 
     def ring(self, hosts: tuple[int, ...]) -> Callable[[int], int]:
         """The lookup of the ring over *hosts*: a key's hash to its host."""
@@ -87,15 +92,26 @@ class Maglev(Balancer):
     """``kind: maglev``: ``table[hash mod M]``, the table filled by the hosts' turns."""
 
     kind: Literal["maglev"]
-    table_size: int = Field(65537, ge=2, le=5_000_011,
+    table_size: int = Field(65537, ge=2, le=MAX_TABLE,
                             description="a prime, larger than 100 × replicas "
                                         "(Envoy's default 65537)")
     about: ClassVar[str] = "Maglev consistent hashing over a prime table (Envoy MAGLEV); " \
                            "the key: the caller"
     keyed: ClassVar[bool] = True
 
+    @field_validator("table_size")
+    @classmethod
+    def _prime(cls, size: int) -> int:
+        if size < 2 or any(size % d == 0 for d in range(2, math.isqrt(size) + 1)):
+            raise ValueError(f"{size} is not a prime (Maglev's table size must be one: "
+                             "65537, 131071, 1000003 …)")
+        return size
+
     def picker(self, n: int, draw: Callable[[], float]) -> _Tables:
         return _Tables(self.table)
+
+    def table_entries(self) -> int:
+        return self.table_size
 
     def table(self, hosts: tuple[int, ...]) -> Callable[[int], int]:
         """The lookup of the Maglev table over *hosts*."""
