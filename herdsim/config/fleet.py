@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from herdsim.policies import downstreams
 from herdsim.policies.fields import FieldError
 
 PARTS = ("balancer", "outlier_detection", "health_check")
@@ -19,8 +20,8 @@ def check(section: Any) -> None:
             if getattr(section, part) is not None:
                 raise FieldError(part, f"{part} needs replicas (a tier of one pool has "
                                        "nothing to balance)")
-    elif section.model != "queue":
-        raise FieldError("replicas", f"replicas need model: queue (this one is model: "
+    elif not downstreams.named(section.model).queueing:  # slots and outages to copy
+        raise FieldError("replicas", f"replicas need a queueing model (this one is model: "
                                      f"{section.model})")
     for k, outage in enumerate(section.outages):
         if outage.replica is None:
