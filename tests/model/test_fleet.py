@@ -15,12 +15,14 @@ from herdsim.model.downstream import fleet
 from herdsim.model.simulation import Simulation, _service_draws
 
 
-def fleet_scenario(n=4, outage=None, balancer=None, **changes):
+def fleet_scenario(n=4, outage=None, balancer=None, health_check=None, **changes):
     down = {"replicas": n, "concurrency": 5, "service": {"distribution": "exponential",
                                                          "mean": 0.05},
             "timeout": 1.0, "outages": [outage] if outage else []}
     if balancer is not None:
         down["balancer"] = balancer
+    if health_check is not None:
+        down["health_check"] = health_check
     return tiny(duration=20, workload={"rate": 100}, workers={"count": 30},
                 downstream=down, **changes)
 
@@ -130,3 +132,30 @@ def test_power_of_two_choices_against_the_supermarket_mean_field():
     depth = np.array([ts[f"replica{i}_in_flight"].to_numpy() for i in range(100)])
     for k in range(1, 5):
         assert abs((depth >= k).mean() - 0.9 ** (2 ** k - 1)) < (0.02 if k < 4 else 0.03), k
+
+
+def test_active_health_checks_take_a_down_replica_out_and_back():
+    """Probes every 0.5 s: 3 failures in a row take replica 1 out (by 1.5 s after its
+    outage starts), 2 passes put it back (by 1 s after it ends); while it is out it gets
+    no calls (5 of 4 replicas stay healthy: no panic)."""
+    res = herdsim.run(validate(fleet_scenario(
+        outage={"mode": "down", "start": 5, "duration": 8, "replica": 1},
+        health_check={"interval": 0.5, "unhealthy_threshold": 3, "healthy_threshold": 2},
+        bin=0.25)))
+    ts = res.timeseries
+    out = ts.loc[ts["replica1_healthy"] < 0.5, "time"]
+    assert 5.0 < out.min() <= 6.75 and 12.75 <= out.max() <= 14.0
+    inside = ts["time"].between(out.min(), out.max() - 0.25)
+    assert ts.loc[inside, "replica1_calls"].sum() == 0
+
+
+def test_a_client_scoped_balancer_keeps_a_view_per_caller():
+    """scope: client: each worker that called has its own round-robin position (its own
+    view; the plain loop hands jobs to the last idle worker first, so at this load not
+    all 30 ever call); every replica still gets about a quarter of the calls."""
+    sc = validate(fleet_scenario(balancer={"kind": "round_robin", "scope": "client"}))
+    sim = Simulation(sc)
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    assert 1 < len(sim.downstream._views) <= 30
+    calls = replica_calls(res.timeseries, 4).sum(axis=1)
+    assert (abs(calls / calls.sum() - 0.25) < 0.03).all()

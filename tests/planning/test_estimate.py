@@ -416,3 +416,22 @@ def test_the_wall_time_is_no_less_than_the_longest_run():
     took = estimate.Timing(likely=30.0, most=300.0, speed=2e5, runs=4, at_once=2,
                            longest=(20.0, 250.0))
     assert took.describe().startswith("20 s (up to 4.2 min")
+
+
+def test_replicas_and_per_caller_views_add_to_the_memory_estimate():
+    """A fleet holds its pools, a client-scoped balancer a view per caller, a hash
+    balancer its tables: each adds to the estimate's memory, in its own part."""
+    from conftest import tiny
+
+    from herdsim.config.loading import validate
+    from herdsim.planning.estimate import estimate
+
+    def part(down):
+        sc = validate(tiny(duration=10, workers={"count": 500},
+                           downstream={"replicas": 10, **down}))
+        return dict(estimate(sc).parts)["replicas"]
+    proxy = part({})
+    client = part({"balancer": {"kind": "least_request", "scope": "client"}})
+    maglev = part({"balancer": {"kind": "maglev", "table_size": 1_000_003}})
+    assert 0 < proxy < client and maglev > 8 * 1_000_003 * 8
+    assert dict(estimate(validate(tiny())).parts)["replicas"] == 0
