@@ -99,15 +99,21 @@ def test_the_panic_threshold_keeps_every_host_in_play():
 
 
 def test_a_graph_service_with_replicas():
-    """A call graph's leaf with replicas: the tier still counts every call (its attempts
-    are its replicas' calls)."""
+    """A call graph's leaf with replicas: every replica serves, and the tier counts each
+    call its replicas got (the tier's calls are the replicas' calls)."""
     data = graph()
     data["services"]["db"]["replicas"] = 3
     data["services"]["db"]["balancer"] = {"kind": "least_request"}
-    res = herdsim.run(validate(data))
-    assert res.summary["jobs_succeeded"] > 0
-    db = res.tier("db") if hasattr(res, "tier") else None
-    assert db is None or db["attempts"].sum() > 0
+    sim = Simulation(validate(data))
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    fleets = {id(e.callee): e.callee for edges in sim.edges.values() for e in edges
+              if isinstance(e.callee, fleet.Fleet)}
+    assert len(fleets) == 1
+    (db,) = fleets.values()
+    record = sim.tiers["db"]
+    served = [len(record.optional[f"replica{i}_calls"]) for i in range(3)]
+    assert all(n > 0 for n in served) and len(db.replicas) == 3
+    assert res.timeseries["db_calls"].sum() == sum(served) == len(record.attempts)
 
 
 @pytest.mark.slow
