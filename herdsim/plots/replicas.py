@@ -4,6 +4,7 @@ checks). Only for a run with ``replica{i}_calls`` columns (a tier with ``replica
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 
 from herdsim.plots.style import one
@@ -52,9 +53,8 @@ def draw_strip(ax, c, arm, name: str, replication: int, top: float) -> None:
     time = ts["time"].to_numpy()
     edges = np.append(time, time[-1] + width) if len(time) else np.array([0.0, width])
     shown = np.ma.masked_where(out, rates)
-    mesh = ax.pcolormesh(edges, np.arange(n + 1) - 0.5, shown, cmap="viridis",
-                         shading="flat", vmin=0, vmax=max(top, 1e-9))
-    mesh.cmap.set_bad("0.75")
+    ax.pcolormesh(edges, np.arange(n + 1) - 0.5, shown, shading="flat", vmin=0,
+                  vmax=max(top, 1e-9), cmap=mpl.colormaps["viridis"].with_extremes(bad="0.75"))
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_yticks(range(0, n, max(1, -(-n // 5))))
     ax.set_ylabel("replica")
