@@ -224,3 +224,17 @@ def test_every_pick_is_an_eligible_host(n, data):
                    Weighted(kind="weighted", weights=[1 + i for i in range(n)])):
         picker = member.picker(n, rng.random)
         assert all(picker.pick(hosts, active, k) in hosts for k in range(5))
+
+
+@pytest.mark.parametrize("member", [RingHash(kind="ring_hash"), Maglev(kind="maglev")],
+                         ids=["ring_hash", "maglev"])
+def test_a_hash_balancers_second_pick_moves_on(member):
+    """A retry's second pick (previous_hosts) under a hash balancer: Envoy moves one point
+    on along the ring (Maglev: the key hashed again with the attempt), so it lands on
+    another host about (n − 1)/n of the time, and the same key always the same way."""
+    picker = member.picker(5, lambda: 0.0)
+    hosts = range(5)
+    moved = [picker.again(hosts, [0] * 5, k) != picker.pick(hosts, [0] * 5, k)
+             for k in range(2_000)]
+    assert 0.7 < sum(moved) / len(moved) < 0.9
+    assert picker.again(hosts, [0] * 5, 7) == picker.again(hosts, [0] * 5, 7)

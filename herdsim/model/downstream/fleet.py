@@ -138,7 +138,7 @@ class Fleet:
         if tried is not None:
             seen = tried.setdefault(proc, set())
             if host in seen:  # one more pick (host_selection_retry_max_attempts: 1)
-                host = picker.pick(hosts, view, key)
+                host = picker.again(hosts, view, key)
             seen.add(host)
         now = self.env.now
         self._calls[host](now)

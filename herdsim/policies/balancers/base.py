@@ -30,6 +30,10 @@ class Picker(Protocol):
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int: ...
 
+    def again(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int:
+        """The pick made again for a retry that landed on a host already tried."""
+        ...
+
 
 class Balancer(Member):
     """A balancer's shared fields; the rule is the member's :meth:`picker`."""

@@ -40,22 +40,33 @@ class _Tables:
 
     __slots__ = ("build", "built", "keys")
 
-    def __init__(self, build: Callable[[tuple[int, ...]], Callable[[int], int]]):
+    def __init__(self, build: Callable[[tuple[int, ...]], Callable[[int, int], int]]):
         self.build = build
-        self.built: dict[tuple[int, ...], Callable[[int], int]] = {}
+        self.built: dict[tuple[int, ...], Callable[[int, int], int]] = {}
         self.keys: dict[int, int] = {}
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int:
+        return self._lookup(hosts)(self._hashed(key), 0)
+
+    def again(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int:
+        """A retry's second pick (Envoy's attempt 1): the ring's next point; Maglev's
+        entry for the key hashed again with the attempt."""
+        return self._lookup(hosts)(self._hashed(key), 1)
+
+    def _lookup(self, hosts: Sequence[int]) -> Callable[[int, int], int]:
         eligible = tuple(hosts)
         lookup = self.built.get(eligible)
         if lookup is None:
             if len(self.built) >= BUILT:
                 del self.built[next(iter(self.built))]
             lookup = self.built[eligible] = self.build(eligible)
+        return lookup
+
+    def _hashed(self, key: int) -> int:
         hashed = self.keys.get(key)
         if hashed is None:
             hashed = self.keys[key] = hash64(f"key-{key}")
-        return lookup(hashed)
+        return hashed
 
 
 class RingHash(Balancer):
@@ -74,16 +85,17 @@ class RingHash(Balancer):
     def table_entries(self) -> int:
         return self.minimum_ring_size
 
-    def ring(self, hosts: tuple[int, ...]) -> Callable[[int], int]:
-        """The lookup of the ring over *hosts*: a key's hash to its host."""
+    def ring(self, hosts: tuple[int, ...]) -> Callable[[int, int], int]:
+        """The lookup of the ring over *hosts*: a key's hash (and the retry's attempt, 0
+        for a first pick: Envoy moves that many points on) to its host."""
         per_host = -(-self.minimum_ring_size // len(hosts))
         points = sorted((hash64(f"replica-{h}_{i}"), h) for h in hosts for i in range(per_host))
         hashes = [p for p, _ in points]
         owners = [h for _, h in points]
 
-        def lookup(hashed: int) -> int:
+        def lookup(hashed: int, attempt: int = 0) -> int:
             at = bisect.bisect_left(hashes, hashed)
-            return owners[at if at < len(owners) else 0]
+            return owners[((at if at < len(owners) else 0) + attempt) % len(owners)]
 
         return lookup
 
@@ -113,8 +125,9 @@ class Maglev(Balancer):
     def table_entries(self) -> int:
         return self.table_size
 
-    def table(self, hosts: tuple[int, ...]) -> Callable[[int], int]:
-        """The lookup of the Maglev table over *hosts*."""
+    def table(self, hosts: tuple[int, ...]) -> Callable[[int, int], int]:
+        """The lookup of the Maglev table over *hosts* (a retry's attempt hashes the key
+        again with it)."""
         m = self.table_size
         offsets = [hash64(f"replica-{h}", b"offset") % m for h in hosts]
         skips = [hash64(f"replica-{h}", b"skip") % (m - 1) + 1 for h in hosts]
@@ -131,4 +144,5 @@ class Maglev(Balancer):
                 nexts[i] += 1
                 filled += 1
                 if filled == m:
-                    return lambda hashed: table[hashed % m]
+                    return lambda hashed, attempt=0: table[
+                        (hash64(f"{hashed}-{attempt}") if attempt else hashed) % m]

@@ -53,6 +53,8 @@ class _NChoices:
                 best = sampled
         return best
 
+    again = pick  # a retry's second pick: the same rule, drawn again
+
 
 class _FullScan:
     __slots__ = ("draw",)
@@ -70,3 +72,5 @@ class _FullScan:
                 if index(self.draw, tied) == 0:
                     best = host
         return best
+
+    again = pick  # a retry's second pick: the same rule, drawn again

@@ -43,6 +43,8 @@ class _RoundRobin:
         self.i = i + 1
         return hosts[i % len(hosts)]
 
+    again = pick  # a retry's second pick: the same rule, drawn again
+
 
 class Random(Balancer):
     """``kind: random``: a host drawn uniformly."""
@@ -62,6 +64,8 @@ class _Random:
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int:
         return hosts[index(self.draw, len(hosts))]
+
+    again = pick  # a retry's second pick: the same rule, drawn again
 
 
 class Weighted(Balancer):
@@ -111,3 +115,5 @@ class Edf:
     def _push(self, due: float, host: int) -> None:
         heapq.heappush(self._heap, (due, self._order, host))
         self._order += 1
+
+    again = pick  # a retry's second pick: the same rule, drawn again
