@@ -160,6 +160,7 @@ def estimate(scenario: Scenario) -> Estimate:
     ticks = scenario.duration / scenario.workers.poll_interval  # the delayed queue's poller
     if scenario.workers.autoscale is not None:
         ticks += scenario.duration / scenario.workers.autoscale.interval
+    ticks += fleet_ticks(scenario)
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
@@ -189,6 +190,16 @@ def fleet_bytes(scenario: Scenario, callers: float, rows: int) -> float:
                       + callers * 100)
         elif member is not None and member.scope == "client":
             total += callers * (n * BYTES_PER_VIEW_HOST + 200)
+    return total
+
+
+def fleet_ticks(scenario: Scenario) -> float:
+    """The fleets' sweeps and probes: every interval, a step per replica."""
+    total = 0.0
+    for cfg in graph.tiers(scenario.downstream, scenario.services).values():
+        for part in (cfg.outlier_detection, cfg.health_check):
+            if cfg.replicas is not None and part is not None:
+                total += scenario.duration / part.interval * cfg.replicas
     return total
 
 

@@ -435,3 +435,18 @@ def test_replicas_and_per_caller_views_add_to_the_memory_estimate():
     maglev = part({"balancer": {"kind": "maglev", "table_size": 1_000_003}})
     assert 0 < proxy < client and maglev > 8 * 1_000_003 * 8
     assert dict(estimate(validate(tiny())).parts)["replicas"] == 0
+
+
+def test_a_fleets_sweeps_are_work_the_estimate_counts():
+    """Outlier detection every microsecond over 1,000 replicas is 1e9 steps a simulated
+    second: the estimate says so (hours, not the seconds of the same fleet swept every
+    10 s), so the run is not started blind."""
+    from conftest import tiny
+
+    from herdsim.config.loading import validate
+    from herdsim.planning.estimate import estimate
+
+    def cpu(interval):
+        return estimate(validate(tiny(duration=10, downstream={
+            "replicas": 1000, "outlier_detection": {"interval": interval}}))).cpu
+    assert cpu("1us") > 1000 > 10 > cpu("10s")
