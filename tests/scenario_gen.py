@@ -92,6 +92,18 @@ SIZES: dict[str, st.SearchStrategy] = {
     "*.degradation.memory_per_call": st.floats(0.1, 20.0),
     **{f"*.refusal_cost.{outcome}": st.floats(0.0, 0.05)
        for outcome in ("rejected", "shed", "rate_limited", "admission", "expired")},
+    "replicas": st.none() | st.integers(1, 5),  # a fleet (its parts need it: repaired)
+    "replica": st.none() | st.integers(0, 4),  # an outage's one replica
+    "choice_count": st.integers(2, 4),
+    "minimum_ring_size": st.integers(1, 256),
+    "table_size": st.sampled_from([2, 3, 5, 7, 13, 251, 257]),  # primes (Maglev's)
+    "weights": st.lists(st.floats(0.1, 5.0), min_size=1, max_size=5),
+    "max_requests": st.none() | st.integers(1, 40),
+    "success_rate_request_volume": st.integers(1, 50),
+    "success_rate_minimum_hosts": st.integers(1, 5),
+    "consecutive_5xx": st.none() | st.integers(1, 5),
+    "unhealthy_threshold": st.integers(1, 3),
+    "healthy_threshold": st.integers(1, 3),
 }
 
 # Strings whose valid values are not in their type.

@@ -9,6 +9,7 @@ from herdsim.policies import (
     arrivals,
     autoscale,
     backoff,
+    balancers,
     breaker,
     budgets,
     codel,
@@ -21,6 +22,7 @@ from herdsim.policies import (
     shedding,
 )
 from herdsim.policies.backoff.registry import Registry
+from herdsim.policies.balancers import outlier
 from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
@@ -37,6 +39,9 @@ FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     breaker.FAMILY,
     adaptive.FAMILY,
     autoscale.FAMILY,
+    balancers.FAMILY,
+    outlier.OUTLIER,
+    outlier.HEALTH_CHECK,
     backoff.FAMILY,
 )
 

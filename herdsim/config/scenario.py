@@ -134,6 +134,10 @@ class Scenario(Section):
                 raise FieldError(f"{section}.scope",
                                  "scope client needs workers.clients (open-loop callers "
                                  "grouped into clients)")
+        if self.breaker.enabled and self.budget is not None and self.budget.gates_every_call:
+            raise FieldError("budget.kind", "an envoy budget counts every call sent and "
+                                            "the breaker may stop one after it is counted: "
+                                            "use one of them")
         if self.workers.count is None:
             if self.workers.retry_mode == "requeue":
                 raise FieldError("workers.retry_mode",

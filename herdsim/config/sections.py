@@ -19,12 +19,14 @@ from pydantic import (
     model_validator,
 )
 
+from herdsim.config import fleet
 from herdsim.config.schema import GatesCalls
 from herdsim.errors import StrategyError
 from herdsim.policies import arrivals as sources
-from herdsim.policies import disciplines, downstreams, limiters, presets
+from herdsim.policies import balancers, disciplines, downstreams, limiters, presets
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
+from herdsim.policies.balancers import outlier
 from herdsim.policies.codel import Codel
 from herdsim.policies.degradation import Degradations
 from herdsim.policies.distributions import Distribution as Service
@@ -257,6 +259,12 @@ class Downstream(Section):
     admission: limiters.Admission | None = None
     degradation: Degradations | None = None
     refusal_cost: RefusalCost | None = None
+    replicas: int | None = Field(None, ge=1, le=balancers.MAX_REPLICAS,
+                                 description="replicas behind a balancer, each its own pool")
+    balancer: balancers.BalancerChoice | None = Field(None, description="replicas: who "
+                                                                        "gets each call")
+    outlier_detection: outlier.OutlierDetection | None = None
+    health_check: outlier.HealthCheck | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -278,6 +286,7 @@ class Downstream(Section):
         if self.degradation is not None and self.overload.latency_model != "at_start":
             raise FieldError("degradation", "degradation needs overload.latency_model: "
                                             "at_start")
+        fleet.check(self)
         return self
 
     def room(self) -> disciplines.Discipline:
@@ -296,7 +305,7 @@ class Downstream(Section):
 
     def capacity_rate(self) -> float:
         """Calls per second the downstream can serve when healthy."""
-        capacity = self.concurrency / self.mean_service()
+        capacity = self.concurrency / self.mean_service() * (self.replicas or 1)
         if self.rate_limit is not None:
             capacity = min(capacity, self.rate_limit.rate)
         return capacity

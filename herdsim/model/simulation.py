@@ -15,7 +15,7 @@ import numpy as np
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
 from herdsim.model import hedging
-from herdsim.model.downstream import tiers
+from herdsim.model.downstream import fleet, tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
 from herdsim.model.downstream.edges import Edge
@@ -161,6 +161,8 @@ class Simulation:
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
                                                              args, _service_draws)
             return downstream
+        if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
+            return fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
         return downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
 
     def _start(self, progress: Progress | None) -> None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from herdsim.config import graph
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
@@ -41,6 +42,7 @@ from herdsim.planning import connections
 from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
 from herdsim.policies import downstreams
 from herdsim.policies.arrivals.piecewise import Piecewise
+from herdsim.policies.balancers import hashing
 
 # CPU, in calls of the calibration run (its CPU over its calls: a job and a call each);
 # fitted on the bundled scenarios (benchmarks/estimate.py): the calls a run really makes
@@ -160,11 +162,13 @@ def estimate(scenario: Scenario) -> Estimate:
         workers = max(workers, scenario.workers.autoscale.max)
     parts = (("jobs", jobs * (BYTES_PER_JOB + BYTES_PER_CALL)),
              ("calls", (likely - jobs) * BYTES_PER_CALL),
-             ("bins", rows * BYTES_PER_BIN), ("workers", workers * BYTES_PER_WORKER))
+             ("bins", rows * BYTES_PER_BIN), ("workers", workers * BYTES_PER_WORKER),
+             ("replicas", fleet_bytes(scenario, workers or jobs, rows)))
     most_bytes = BASE_BYTES + sum(b for _, b in parts) + (calls - likely) * BYTES_PER_CALL
     ticks = scenario.duration / scenario.workers.poll_interval  # the delayed queue's poller
     if scenario.workers.autoscale is not None:
         ticks += scenario.duration / scenario.workers.autoscale.interval
+    ticks += fleet_ticks(scenario)
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
@@ -178,6 +182,39 @@ def estimate(scenario: Scenario) -> Estimate:
                     tuple(tiers))
 
 
+def fleet_bytes(scenario: Scenario, callers: float, rows: int) -> float:
+    """What the tiers' replicas hold: each a pool with its columns, a client-scoped
+    balancer a view per caller (*callers*: the workers, or every open-loop job), a hash
+    balancer its tables (one per set of healthy replicas, ``hashing.BUILT`` at most)."""
+    total = 0.0
+    for cfg in graph.tiers(scenario.downstream, scenario.services).values():
+        n = cfg.replicas
+        if n is None:
+            continue
+        total += n * (BYTES_PER_REPLICA + rows * BYTES_PER_REPLICA_ROW)
+        member = cfg.balancer
+        if member is not None and member.keyed:
+            total += (hashing.BUILT * (member.table_entries() + n) * BYTES_PER_TABLE_ENTRY
+                      + callers * 100)
+        elif member is not None and member.scope == "client":
+            total += callers * (n * BYTES_PER_VIEW_HOST + 200)
+    return total
+
+
+def fleet_ticks(scenario: Scenario) -> float:
+    """The fleets' sweeps and probes: every interval, a step per replica."""
+    total = 0.0
+    for cfg in graph.tiers(scenario.downstream, scenario.services).values():
+        for part in (cfg.outlier_detection, cfg.health_check):
+            if cfg.replicas is not None and part is not None:
+                total += scenario.duration / part.interval * cfg.replicas
+    return total
+
+
+BYTES_PER_REPLICA = 50_000  # a pool: its objects, timers and streams' blocks
+BYTES_PER_REPLICA_ROW = 64  # its columns (calls, in flight, health, ejections) a row
+BYTES_PER_VIEW_HOST = 40  # a client-scoped view: a count a replica, and its picker
+BYTES_PER_TABLE_ENTRY = 40  # a ring point (its hash and owner) or a Maglev slot
 EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
 
 

@@ -117,9 +117,13 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
             parts.append(f"{sc.workload.poison_fraction:.0%} poison jobs")
     if sc.services:  # a call graph: the outages say which tier they hit
         parts.append(f"{len(sc.services) + 1} tiers")
+    if d.replicas is not None:
+        kind = d.balancer.kind if d.balancer is not None else "round_robin"
+        parts.append(f"{d.replicas} replicas ({kind})")
     for where, tier in [("", d), *((f"{name} ", t) for name, t in sc.services.items())]:
         for o in tier.outages:
-            parts.append(f"{where}{o.label()} {format_duration(o.duration)} at "
+            one = f"replica {o.replica} " if o.replica is not None else ""
+            parts.append(f"{where}{one}{o.label()} {format_duration(o.duration)} at "
                          f"{format_duration(o.start)}")
     if not sc.all_outages and queueing:
         parts.append("no outage")

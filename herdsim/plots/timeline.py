@@ -9,7 +9,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLoca
 
 from herdsim.analysis.kpis import BY_KEY, number_text, percent
 from herdsim.config import graph
-from herdsim.plots import describe
+from herdsim.plots import describe, replicas
 from herdsim.plots.style import (
     CAPACITY_STYLE,
     SLIDE_ARMS,
@@ -114,7 +114,10 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     downs = tier_downs(c, replication)  # and a down row per lower tier that went down
     extra += [f"down:{name}" for name in downs]
-    heights = [1.0] * n + [0.45 * n + 0.5 if k == "up/down" or k.startswith("down:") else 1.9
+    strips = {f"replicas:{arm.label}": arm for arm in replicas.strip_arms(c)}
+    extra[1:1] = list(strips)  # a fleet: a heat strip of its replicas per arm
+    heights = [1.0] * n + [0.45 * n + 0.5 if k == "up/down" or k.startswith("down:")
+                           else replicas.strip_height(c) if k in strips else 1.9
                            for k in extra]
     right = active_until(c, replication)
     with mpl.rc_context(STYLE):
@@ -165,6 +168,9 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
             _state_panel(panels["up/down"], c, styles, names, replication, show["breaker"])
         for name, spans in downs.items():
             _down_panel(panels[f"down:{name}"], c, name, spans, styles, names)
+        top_rate = replicas.peak(c, list(strips.values()), replication)
+        for key, arm in strips.items():
+            replicas.draw_strip(panels[key], c, arm, names[arm.label], replication, top_rate)
         bottom = list(panels.values())[-1]
         bottom.tick_params(labelbottom=True)
         bottom.set_xlabel("time (s)")

@@ -173,16 +173,24 @@ _PRESETS = (
         "envoy main branch (no release tag read)",
         "randint[0, min(25 * 2^(k-1), 250)) ms",
         "num_retries 1 (route default); base 25 ms (upstream.base_retry_backoff_ms), max "
-        "10 x base",
-        _fields("envoy", 0.025, 0.25, 1, retry_on=("timeout", "reset", 500, 503)),
+        "10 x base; the cluster's max_retries circuit breaker: 3 retries outstanding (one "
+        "proxy for the pool; a retry in its backoff is not counted)",
+        _fields("envoy", 0.025, 0.25, 1, retry_on=("timeout", "reset", 500, 503),
+                budget={"kind": "envoy", "scope": "pool", "max_retries": 3,
+                        "max_requests": None}),
         ("envoyproxy/envoy source/common/common/backoff_strategy.cc:13-19 (current); "
          "backoff_strategy.h doubling_limit_ = max_interval_ / 2",
          "envoyproxy/envoy source/common/router/retry_state_impl.cc:78-86 @e78906c5",
          "envoyproxy/envoy api/envoy/config/route/v3/route_components.proto "
-         "RetryPolicy.num_retries (defaults to 1)"),
+         "RetryPolicy.num_retries (defaults to 1)",
+         "envoyproxy/envoy api/envoy/config/cluster/v3/circuit_breaker.proto "
+         "Thresholds (max_retries 3, max_requests 1024; retry_budget unset)"),
         "a route retries nothing until retry_on names conditions (it has no default): the "
         "preset uses 5xx, which retries 5xx answers, resets, refused connections and per-try "
-        "timeouts, not a 429 (that needs retriable-status-codes)"),
+        "timeouts, not a 429 (that needs retriable-status-codes). Envoy's max_requests "
+        "circuit breaker (1024 active) is left off: one proxy for a whole pool would refuse "
+        "calls in steady state whenever more than 1024 are in flight (the stacks story has "
+        "1,400), which is about sizing the proxy, not retries"),
     Preset(
         "polly", "Polly v8 RetryStrategyOptions defaults (.NET)",
         "Polly.Core 8.7.0",

@@ -20,6 +20,7 @@ from herdsim.cli import app
 from herdsim.config import graph, schema
 from herdsim.config.scenario import Scenario
 from herdsim.model.simulation import Simulation
+from herdsim.policies import balancers
 from herdsim.policies import fields as fields_
 from herdsim.policies.fields import LIMIT
 from herdsim.results.result import Result
@@ -262,7 +263,8 @@ def test_every_count_is_bounded_and_the_multipliers_below_the_global_limit():
         "downstream.calls.retry.max_retries": fields_.MAX_RETRIES,
         "downstream.concurrency": fields_.MAX_WORKERS,
         "downstream.calls.count": graph.MAX_COUNT, "hedging.max_attempts": 100,
-        "downstream.calls.hedging.max_attempts": 100}
+        "downstream.calls.hedging.max_attempts": 100,
+        "downstream.replicas": balancers.MAX_REPLICAS}
     docs = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text()
     table = docs[docs.index("<!-- bounds -->"):docs.index("<!-- /bounds -->")]
     for path, bound in multipliers.items():

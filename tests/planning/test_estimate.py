@@ -416,3 +416,37 @@ def test_the_wall_time_is_no_less_than_the_longest_run():
     took = estimate.Timing(likely=30.0, most=300.0, speed=2e5, runs=4, at_once=2,
                            longest=(20.0, 250.0))
     assert took.describe().startswith("20 s (up to 4.2 min")
+
+
+def test_replicas_and_per_caller_views_add_to_the_memory_estimate():
+    """A fleet holds its pools, a client-scoped balancer a view per caller, a hash
+    balancer its tables: each adds to the estimate's memory, in its own part."""
+    from conftest import tiny
+
+    from herdsim.config.loading import validate
+    from herdsim.planning.estimate import estimate
+
+    def part(down):
+        sc = validate(tiny(duration=10, workers={"count": 500},
+                           downstream={"replicas": 10, **down}))
+        return dict(estimate(sc).parts)["replicas"]
+    proxy = part({})
+    client = part({"balancer": {"kind": "least_request", "scope": "client"}})
+    maglev = part({"balancer": {"kind": "maglev", "table_size": 1_000_003}})
+    assert 0 < proxy < client and maglev > 8 * 1_000_003 * 8
+    assert dict(estimate(validate(tiny())).parts)["replicas"] == 0
+
+
+def test_a_fleets_sweeps_are_work_the_estimate_counts():
+    """Outlier detection every microsecond over 1,000 replicas is 1e9 steps a simulated
+    second: the estimate says so (hours, not the seconds of the same fleet swept every
+    10 s), so the run is not started blind."""
+    from conftest import tiny
+
+    from herdsim.config.loading import validate
+    from herdsim.planning.estimate import estimate
+
+    def cpu(interval):
+        return estimate(validate(tiny(duration=10, downstream={
+            "replicas": 1000, "outlier_detection": {"interval": interval}}))).cpu
+    assert cpu("1us") > 1000 > 10 > cpu("10s")

@@ -21,6 +21,7 @@ import numpy as np
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
 from herdsim.model.calls import OK, RUNNING, WAITING
+from herdsim.model.downstream import fleet
 from herdsim.model.downstream.calling import Calling
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -161,9 +162,13 @@ def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
                                 if cfg.request_delay else None)}
             if cfg.defends():
                 args["draw"] = _uniform(rngs["admission"])
-        tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
-        Tier(tier, record, own_deadlines=i > 0 and not _uniform_deadlines(
-            name, every, scenario.deadline))
+        own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
+        if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool
+            tier = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
+                               lambda ds, record=record, own=own: Tier(ds, record, own))
+        else:
+            tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
+            Tier(tier, record, own_deadlines=own)
         built[name] = tier
         records[name] = record
     edges: dict = {}
@@ -174,7 +179,8 @@ def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
         mine = [Edge(e, built[e.service], s, scenario.deadline) for e, s in
                 zip(cfg.calls, seeds[2 * i + 1].spawn(len(cfg.calls)), strict=True)]
         edges[name] = mine
-        tier.service = Calling(tier, records[name], tier.service._draw,
-                               cfg.overload.latency_per_call, tier.service._network, mine)
-        tier._start = tier.service.start
+        for pool in getattr(tier, "replicas", (tier,)):
+            pool.service = Calling(pool, records[name], pool.service._draw,
+                                   cfg.overload.latency_per_call, pool.service._network, mine)
+            pool._start = pool.service.start
     return built[graph.top_name(scenario.downstream)], records, edges

@@ -25,3 +25,5 @@ class Budget(Member):
                             "client")
     fast_path: ClassVar[bool] = False  # it gates the workers' retries (or calls)
     emulated: ClassVar[bool] = True  # the testbed's workers run it (testbed/shared.py)
+    gates_every_call: ClassVar[bool] = False  # counts every call sent (the breaker must
+    # not stop one after it is counted)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import ClassVar
 
+from pydantic import Field
+
 from herdsim.policies.family import Member
 from herdsim.policies.fields import NonNegativeDuration, PositiveDuration
 
@@ -45,6 +47,8 @@ class Outage(Member):
 
     start: NonNegativeDuration
     duration: PositiveDuration
+    replica: int | None = Field(None, ge=0, description="the replica it hits (a tier with "
+                                                        "replicas; null: every one)")
     refuses: ClassVar[bool] = False  # every call refused while it holds; the calls in
     # flight fail together at its start
     needs_timeout: ClassVar[bool] = False  # a call hangs until its client's timeout

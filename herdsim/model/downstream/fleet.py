@@ -1,0 +1,281 @@
+"""A tier with ``replicas``: N pools behind a balancer (docs/model.md, Fleets).
+
+Each replica is the downstream its section asks for (the core, or the core with its
+defences), with its own slots, waiting room, defences, health and outages (an outage
+with ``replica: i`` hits replica *i* alone; one without, every replica), and its own
+random streams (``SeedSequence(seed, spawn_key=(FLEET_STREAMS, tier, replica))``), so
+adding a replica shifts no other's draws. The :class:`Fleet` speaks the core's call
+protocol: ``call(proc, timeout)`` picks a replica by the balancer member's rule
+(:mod:`herdsim.policies.balancers`) among the healthy ones (all of them in panic) and
+hands the call over; ``finish(call, value)`` goes back to that replica. Outlier
+detection hears every answer; active health checks and the detector's sweeps run on
+their own timers. Nothing here runs for a tier without replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, TIMEOUT
+from herdsim.model.downstream.core import Downstream
+from herdsim.model.downstream.defences import downstream_type
+from herdsim.model.streams import draws
+from herdsim.policies.balancers import MAX_REPLICAS, in_panic
+from herdsim.policies.balancers.outlier import probe_passes
+from herdsim.policies.balancers.simple import RoundRobin
+
+FLEET_STREAMS = 2000  # SeedSequence spawn key of the fleets' streams (clear of the graph's)
+REPLICA_PURPOSES = ("service", "outages", "network", "request", "admission")
+BALANCER, PROBES = MAX_REPLICAS, MAX_REPLICAS + 1  # the fleet's own streams, after replicas
+FIVE_XX = frozenset((DOWN, REJECTED, ERROR, TIMEOUT, FAILED))  # what outlier detection counts
+
+
+class FleetHealth:
+    """What the gauges read of a fleet's health: up while any replica is up."""
+
+    def __init__(self, replicas: list[Downstream]):
+        self._replicas = replicas
+
+    @property
+    def up(self) -> bool:
+        return any(r.health.up for r in self._replicas)
+
+
+class Fleet:
+    """N replicas behind a balancer, answering the call protocol (see the module
+    docstring). ``active[i]``: calls in flight at replica *i* as the shared view sees
+    them; a client-scoped balancer keeps one such list per caller."""
+
+    def __init__(self, env, cfg, replicas: list[Downstream], recorder,
+                 draw: Callable[[], float], probe_draw: Callable[[], float]):
+        self.env = env
+        self.replicas = replicas
+        n = self.n = len(replicas)
+        member = self.member = cfg.balancer or RoundRobin()
+        self._picker = member.picker
+        self._draw = draw
+        self.active = [0] * n
+        # a hash balancer keeps no state of its own per caller: one view serves them all
+        shared = member.scope == "proxy" or member.keyed
+        self._proxy = member.picker(n, draw) if shared else None
+        self._keyed = member.keyed
+        self._views: dict[Any, tuple[Any, list[int]]] = {}  # a client-scoped view by caller
+        self._callers: dict[Any, int] = {}  # each caller's number: its hash key (keyed)
+        self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
+        self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
+        self._threshold = member.panic_threshold
+        self._last = 0
+        self.eligible = list(range(n))
+        self.ejector = (cfg.outlier_detection.ejector(n)
+                        if cfg.outlier_detection is not None else None)
+        self.checker = cfg.health_check.checker(n) if cfg.health_check is not None else None
+        self._probe_draw = probe_draw
+        self._calls = [recorder.counter(f"replica{i}_calls").append for i in range(n)]
+        self._ejected = ([recorder.counter(f"replica{i}_ejections").append for i in range(n)]
+                         if self.ejector is not None else [])
+        if self.ejector is not None or self.checker is not None:  # all may be out
+            self._no_host = recorder.counter("no_healthy_host").append
+        self._attempts, self._rejected = recorder.attempts.append, recorder.rejected.append
+        self.health = FleetHealth(replicas)
+        self.gauge_samplers: list = []
+        for i, r in enumerate(replicas):
+            self.gauge_samplers.append((recorder.gauges.setdefault(f"replica{i}_in_flight", []),
+                                        lambda r=r: float(r.busy + r.n_waiting)))
+            if self.ejector is not None or self.checker is not None:
+                self.gauge_samplers.append((recorder.gauges.setdefault(f"replica{i}_healthy", []),
+                                            lambda i=i: float(self._healthy(i))))
+            previous = r.on_fail_in_flight
+            r.on_fail_in_flight = self._failing(i, previous)
+        self.gauge_samplers += _shared_gauges(replicas)
+        if self.ejector is not None:
+            env.process(self._sweeps(cfg.outlier_detection.interval))
+        if self.checker is not None:
+            env.process(self._probes(cfg.health_check.interval))
+
+    # -- what the callers and the gauges read ---------------------------------------------
+
+    @property
+    def busy(self) -> int:
+        return sum(r.busy for r in self.replicas)
+
+    @property
+    def n_waiting(self) -> int:
+        return sum(r.n_waiting for r in self.replicas)
+
+    @property
+    def retry_after(self) -> float | None:
+        """The Retry-After of the replica that answered last."""
+        return self.replicas[self._last].retry_after
+
+    # -- the call protocol ----------------------------------------------------------------
+
+    def call(self, proc, timeout: float | None) -> Any:
+        """Pick a replica for *proc*'s call and hand it over (the core's ``call``)."""
+        key = 0
+        if self._keyed:  # the caller's number, in order of first call: its hash key
+            key = self._callers.get(proc)  # type: ignore[assignment]
+            if key is None:
+                key = self._callers[proc] = len(self._callers)
+        if self._proxy is not None:
+            picker, view = self._proxy, self.active
+        else:
+            found = self._views.get(proc)
+            if found is None:
+                found = self._views[proc] = (self._picker(self.n, self._draw), [0] * self.n)
+            picker, view = found
+        hosts = self.eligible
+        if not hosts:  # every host ejected, no panic: Envoy's 503 "no healthy upstream"
+            now = self.env.now
+            self._no_host(now)
+            self._attempts(now)
+            self._rejected(now)
+            return REJECTED
+        host = picker.pick(hosts, view, key)
+        tried = self._tried
+        if tried is not None:
+            seen = tried.setdefault(proc, set())
+            if host in seen:  # one more pick (host_selection_retry_max_attempts: 1)
+                host = picker.again(hosts, view, key)
+            seen.add(host)
+        now = self.env.now
+        self._calls[host](now)
+        self._last = host
+        c = self.replicas[host].call(proc, timeout)
+        if c.__class__ is int:
+            self._heard(host, proc, c, now)
+            return c
+        self._where[c] = (host, view)
+        view[host] += 1
+        if view is not self.active:
+            self.active[host] += 1
+        return c
+
+    def finish(self, c, value: int) -> int:
+        """The outcome of *c* from the replica that served it (the core's ``finish``)."""
+        host, view = self._where.pop(c)
+        view[host] -= 1
+        if view is not self.active:
+            self.active[host] -= 1
+        outcome = self.replicas[host].finish(c, value)
+        self._last = host
+        self._heard(host, c.proc, outcome, self.env.now)
+        return outcome
+
+    def cancel(self, c) -> None:
+        """*c*'s caller gave up on it: its replica's ``cancel`` (a tier's)."""
+        found = self._where.get(c)
+        if found is not None:
+            self.replicas[found[0]].cancel(c)  # type: ignore[attr-defined]
+
+    def expire(self, c) -> None:
+        found = self._where.get(c)
+        if found is not None:
+            self.replicas[found[0]].expire(c)
+
+    # -- health -----------------------------------------------------------------------------
+
+    def _heard(self, host: int, proc, outcome: int, now: float) -> None:
+        if outcome == OK and self._tried is not None:
+            self._tried.pop(proc, None)
+        ejector = self.ejector
+        if ejector is not None and ejector.heard(host, outcome in FIVE_XX, now):
+            self._ejected[host](now)
+            self._refresh()
+
+    def _failing(self, host: int, previous: Callable[[int], None] | None):
+        """Replica *host*'s hook for calls failing together: they leave the views."""
+        replica = self.replicas[host]
+
+        def failing(n: int) -> None:
+            now = self.env.now
+            for c in list(replica.active):
+                found = self._where.pop(c, None)
+                if found is not None:
+                    found[1][host] -= 1
+                    if found[1] is not self.active:
+                        self.active[host] -= 1
+                    self._heard(host, c.proc, FAILED, now)
+            if previous is not None:
+                previous(n)
+
+        return failing
+
+    def _healthy(self, host: int) -> bool:
+        return not ((self.ejector is not None and self.ejector.ejected[host])
+                    or (self.checker is not None and self.checker.failing[host]))
+
+    def _refresh(self) -> None:
+        """The eligible hosts: the healthy ones, or every one in panic (Envoy)."""
+        healthy = [i for i in range(self.n) if self._healthy(i)]
+        self.eligible = (list(range(self.n)) if in_panic(len(healthy), self.n, self._threshold)
+                         else healthy)
+
+    def _sweeps(self, interval: float):
+        env, ejector = self.env, self.ejector
+        while True:
+            yield env.timeout(interval)
+            for host in ejector.tick(env.now):  # type: ignore[union-attr]
+                if ejector.ejected[host]:  # type: ignore[union-attr]
+                    self._ejected[host](env.now)
+            self._refresh()
+
+    def _probes(self, interval: float):
+        env, checker, draw = self.env, self.checker, self._probe_draw
+        while True:
+            yield env.timeout(interval)
+            changed = False
+            for i, r in enumerate(self.replicas):
+                h = r.health
+                changed |= checker.probed(  # type: ignore[union-attr]
+                    i, probe_passes(h.up, h.blackhole, h.error_rate, draw))
+            if changed:
+                self._refresh()
+
+
+def _shared_gauges(replicas: list[Downstream]) -> list:
+    """A defended replica's gauges (its admission limit …) are the run's columns: one
+    sample a bin, the replicas' mean."""
+    readers: dict[int, tuple[list, list]] = {}
+    for r in replicas:
+        for samples, read in getattr(r, "gauge_samplers", ()):
+            readers.setdefault(id(samples), (samples, []))[1].append(read)
+    return [(samples, lambda reads=reads: sum(f() for f in reads) / len(reads))
+            for samples, reads in readers.values()]
+
+
+def build(env, cfg, recorder, seed: int, tier: int, service_draws,
+          wrap: Callable[[Downstream], Any] | None = None) -> Fleet:
+    """The fleet *cfg* (a downstream or service section with ``replicas``) asks for, tier
+    number *tier* of the run seeded *seed*; ``service_draws(section, rng)`` makes a
+    service-time section's draws, *wrap* is applied to each replica (a tier's counting)."""
+    replicas = []
+    for i in range(cfg.replicas):
+        own = [o for o in cfg.outages if o.replica is None or o.replica == i]
+        rcfg = cfg.model_copy(update={"outages": own})
+        root = np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS, tier, i))
+        rngs = {p: np.random.default_rng(s) for p, s in
+                zip(REPLICA_PURPOSES, root.spawn(len(REPLICA_PURPOSES)), strict=True)}
+        args: dict[str, Any] = {
+            "service": service_draws(cfg.service, rngs["service"]),
+            "outage_draw": _uniform(rngs["outages"]),
+            "network": (service_draws(cfg.network_delay, rngs["network"])
+                        if cfg.network_delay else None),
+            "request": (service_draws(cfg.request_delay, rngs["request"])
+                        if cfg.request_delay else None)}
+        if cfg.defends():
+            args["draw"] = _uniform(rngs["admission"])
+        replica = downstream_type(rcfg)(env, rcfg, recorder=recorder, **args)
+        if wrap is not None:
+            wrap(replica)
+        replicas.append(replica)
+    own_rng = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS,
+                                                                              tier, k)))
+               for k in (BALANCER, PROBES)]
+    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]))
+
+
+def _uniform(rng: np.random.Generator) -> Callable[[], float]:
+    return draws(lambda n: rng.random(n))
