@@ -1,0 +1,130 @@
+"""What the fluid model reads of a scenario, on its time grid: the jobs arriving in each
+step, the outages' effect in each step (asked of the outage members through
+:class:`~herdsim.policies.outages.base.OutageState`) and each retry's sleep kernel (asked
+of the backoff strategy: :meth:`~herdsim.policies.backoff.base.Strategy.sleep_pdf`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from herdsim.config.scenario import Scenario
+from herdsim.policies.arrivals.piecewise import Piecewise
+from herdsim.policies.outages.base import OutageState
+
+STEP = 0.002  # s: the issue's prototype found a 10 ms step halves the herd's peaks
+UNLIMITED_RETRIES = 20  # max_retries: null, as the work estimate assumes
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Where one retry's sleep puts the call, in steps from the failure: ``offset`` the
+    first non-empty cell, ``mass`` the shares from there (one cell: a delta)."""
+
+    offset: int
+    mass: np.ndarray
+
+    @property
+    def spread(self) -> bool:
+        """Whether the sleep is random (more than one cell)."""
+        return self.mass.size > 1
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The scenario on the fluid model's time grid (``n`` steps of ``dt`` seconds)."""
+
+    dt: float
+    n: int
+    jobs: np.ndarray  # jobs arriving in each step
+    down: np.ndarray  # bool: every call refused (an outage that refuses)
+    fail_all: np.ndarray  # bool: the calls in flight fail together at this step
+    blackhole: np.ndarray  # bool: calls hang until their client's timeout
+    error_rate: np.ndarray  # chance a served call fails
+    slow: np.ndarray  # service-time multiplier
+    kernels: tuple[Kernel, ...]  # kernels[k]: the sleep before retry k + 1
+
+
+def step_for(scenario: Scenario) -> float:
+    """The step: 2 ms, or less so that a bin and the peak window hold whole steps."""
+    dt = min(STEP, scenario.peak_window / 2, scenario.bin / 2)
+    per_bin = max(1, math.ceil(scenario.bin / dt - 1e-9))
+    return scenario.bin / per_bin
+
+
+def build(scenario: Scenario, dt: float) -> Grid:
+    """The scenario on a grid of step *dt*."""
+    n = int(round(scenario.duration / dt))
+    mids = (np.arange(n) + 0.5) * dt
+    return Grid(dt, n, arrivals(scenario, mids, dt), *outages(scenario, n, dt),
+                kernels=sleep_kernels(scenario, dt, n))
+
+
+def arrivals(scenario: Scenario, mids: np.ndarray, dt: float) -> np.ndarray:
+    """Jobs arriving in each step: the rate (profile, ramps, spikes) at the step's middle
+    times the step (exact for linear pieces), or the trace's arrivals counted per step."""
+    wl = scenario.workload
+    if wl.trace is not None:
+        times = wl.source().times()  # type: ignore[attr-defined]
+        counts = np.bincount(np.minimum((np.asarray(times) / dt).astype(np.int64),
+                                        mids.size - 1), minlength=mids.size)
+        return counts.astype(float)
+    rate = Piecewise(wl)
+    edges = np.asarray(rate.edges)
+    i = np.searchsorted(edges, mids, side="right") - 1
+    starts = edges[i]
+    levels = np.array([p[0] for p in rate.pieces])[i]
+    slopes = np.array([p[1] for p in rate.pieces])[i]
+    return np.maximum(levels + slopes * (mids - starts), 0.0) * dt
+
+
+def outages(scenario: Scenario, n: int, dt: float) -> tuple[np.ndarray, ...]:
+    """Per step: down, calls failing together, blackhole, error rate and slow factor, from
+    the outage members' own bookkeeping (each begins and ceases on the grid)."""
+    down = np.zeros(n, bool)
+    fail_all = np.zeros(n, bool)
+    blackhole = np.zeros(n, bool)
+    error_rate = np.zeros(n)
+    slow = np.ones(n)
+    events = sorted([(o.start, 1, o) for o in scenario.downstream.outages]
+                    + [(o.end, 0, o) for o in scenario.downstream.outages],
+                    key=lambda e: (e[0], e[1]))
+    state = OutageState()
+    cuts = [0]
+    for t, begins, outage in events:
+        at = min(n, int(round(t / dt)))
+        cuts.append(at)
+        if begins:
+            outage.begin(state)
+            if outage.refuses and at < n:
+                fail_all[at] = True
+        else:
+            outage.cease(state)
+        state.refresh()
+        down[at:] = state.down > 0
+        blackhole[at:] = state.blackhole > 0
+        error_rate[at:] = state.error_rate
+        slow[at:] = state.slow
+    return down, fail_all, blackhole, error_rate, slow
+
+
+def sleep_kernels(scenario: Scenario, dt: float, n: int) -> tuple[Kernel, ...]:
+    """One kernel per retry, from the strategy's own sleep distribution (its ``fluid``
+    form, :meth:`~herdsim.policies.backoff.base.Strategy.sleep_pdf`); a sleep beyond the
+    run lands after it. At least one step: a call retried lands in a later step."""
+    strategy = scenario.retry.build()
+    retries = scenario.retry.max_retries
+    count = UNLIMITED_RETRIES if retries is None else retries
+    out = []
+    for k in range(count):
+        mass = strategy.sleep_pdf(k, dt, n + 1)
+        assert mass is not None  # refused before: see herdsim.fluid.support
+        mass = mass.copy()
+        mass[1] += mass[0]  # a sleep shorter than half a step: the next step
+        mass[0] = 0.0
+        nz = np.flatnonzero(mass > 1e-12)
+        first, last = int(nz[0]), int(nz[-1])
+        out.append(Kernel(first, mass[first:last + 1] / mass[first:last + 1].sum()))
+    return tuple(out)

@@ -1,0 +1,257 @@
+"""The fluid model's integration: one tier's mean flows, a step of ``dt`` at a time.
+
+State (all fluid amounts, not counts of individuals): the main queue, the workers busy,
+the calls in service (live ones, and ``waste``: calls whose client left), the waiting
+room as a FIFO ring of amounts by the step they entered (so a timeout is the entry that
+reaches the timeout's age), and the retries to come as rows of a table indexed by the
+step they land in. Every call carries its class: retry number k (0: the first try) and
+whether its job is poison; the downstream's calls share one mix (``mix``: how many of
+each class), so the calls that leave it (served, timed out, failed together) take its
+proportions.
+
+Per step: the scheduled client failures (a doomed call's or a blackholed one's), the
+served calls (exponential: a share ``1 - exp(-dt / mean)`` of the slots, a mean-field
+rate), the waiting room's head into the freed slots, the calls whose wait reached the
+timeout, then the step's arrivals (first tries of new jobs as workers free up, and the
+retries landing now): refused while down, crashing it past the collapse rule, else into
+a slot, the room or refused. Failures at retry k land k's sleep kernel later (a delta
+stays a delta, a jitter spreads it); past the last retry they are dead-lettered.
+
+The loop is over scalars and a few short vectors (the classes): its cost is the number
+of steps, not the population.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from herdsim.config.scenario import Scenario
+from herdsim.fluid.inputs import Grid
+
+TINY = 1e-9  # an amount below this is nothing
+
+
+@dataclass
+class Flows:
+    """Per step: the counters (events in the step) and the gauges (at the step's start)."""
+
+    attempts: np.ndarray
+    randomised: np.ndarray  # the attempts of random timing (Poisson tries, jittered sleeps)
+    success: np.ndarray
+    retry: np.ndarray
+    failed_dlq: np.ndarray
+    rejected: np.ndarray
+    timeouts: np.ndarray
+    errors: np.ndarray
+    wasted: np.ndarray
+    crashes: np.ndarray
+    in_flight: np.ndarray
+    waiting: np.ndarray
+    queue_depth: np.ndarray
+    delayed: np.ndarray
+    downstream_up: np.ndarray
+    collapse_load: np.ndarray  # calls counted by the collapse rule's window, while up
+
+
+def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, PLR0915
+    """Run the fluid model of *scenario* on *grid* (one long loop: its locals are the
+    state, read and written without attribute look-ups)."""
+    ds, wl = scenario.downstream, scenario.workload
+    n, dt = grid.n, grid.dt
+    kernels = grid.kernels
+    nk = len(kernels)
+    classes = nk + 1  # retry number 0..nk; poison calls in a second block
+    workers = scenario.workers.count
+    slots = float(ds.concurrency)
+    room_limit = math.inf if ds.queue_limit is None else float(ds.queue_limit)
+    timeout = ds.timeout
+    t_steps = n + 1 if timeout is None else max(1, int(round(timeout / dt)))
+    keep_abandoned = ds.serve_abandoned
+    mean = ds.service.mean
+    served_share = 1.0 - np.exp(-dt / (mean * grid.slow))
+    collapse = ds.overload.collapse
+    threshold = math.inf if collapse is None or collapse.threshold is None \
+        else float(collapse.threshold)
+    load_limit = math.inf if collapse is None or collapse.load_limit is None \
+        else float(collapse.load_limit)
+    w_steps = 1 if collapse is None else max(1, int(round(collapse.window / dt)))
+    restart = 0 if collapse is None else int(round(collapse.restart_time / dt))
+    poison = wl.poison_fraction
+    poison_retries = scenario.retry.poison_retryable
+    random_tries = wl.source().name() != "constant"
+
+    span = max(k.offset + k.mass.size for k in kernels) if kernels else 1
+    retries = np.zeros((n + span + 1, 2 * classes))  # calls landing at each step
+    retries_total = np.zeros(n + span + 1)
+    retries_random = np.zeros(n + span + 1)
+    doomed = np.zeros((n + t_steps + 2, 2 * classes))  # client failures to come
+    ring_size = t_steps + 2
+    room = np.zeros(ring_size)
+    window = np.zeros(w_steps)
+    out = Flows(*(np.zeros(n) for _ in range(16)))
+    mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
+    first = np.zeros(2 * classes)
+    queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
+        0.0, 0.0, 0.0
+    sleeping, head, in_window, crashed_until = 0.0, 0, 0.0, -1
+    down, fail_all, blackhole, error_rate = grid.down, grid.fail_all, grid.blackhole, \
+        grid.error_rate
+    jobs = grid.jobs
+    for i in range(n):
+        up = not down[i] and i >= crashed_until
+        out.in_flight[i] = live_served + waste
+        out.waiting[i] = waiting
+        out.queue_depth[i] = queue
+        out.delayed[i] = sleeping
+        out.downstream_up[i] = up
+        failed = doomed[i]  # accumulates this step's failures, by class
+        if fail_all[i]:
+            failed += mix
+            mix[:] = 0.0
+            live_served = waste = abandoned = waiting = in_window = 0.0
+            room[:] = 0.0
+            window[:] = 0.0
+            head = i
+        # the calls served in this step
+        share = served_share[i]
+        live = live_served + waiting
+        if live_served > TINY:
+            done = live_served * share
+            part = mix * (done / live)
+            mix -= part
+            live_served -= done
+            err = error_rate[i]
+            good = part[:classes].sum() * (1.0 - err)
+            out.success[i] = good
+            busy -= good
+            if err:
+                out.errors[i] = done * err
+                failed[:classes] += part[:classes] * err
+            failed[classes:] += part[classes:]
+        if waste > TINY:
+            gone = waste * share
+            waste -= gone
+            out.wasted[i] = gone
+        # the room's head into the free slots
+        free = slots - live_served - waste
+        if free > TINY and abandoned + waiting > TINY:
+            moved = min(free, abandoned)
+            abandoned -= moved
+            waste += moved
+            want = take = min(free - moved, waiting)
+            age = i - head
+            while take > TINY and head < i:
+                j = head % ring_size
+                got = min(room[j], take)
+                room[j] -= got
+                take -= got
+                if room[j] <= TINY:
+                    room[j] = 0.0
+                    head += 1
+            served = want - take
+            waiting -= served
+            live_served += served
+            left = (t_steps - age) * dt
+            lost = math.exp(-left / (mean * grid.slow[i])) if left > 0 else 1.0
+            if lost > 1e-6 and served > TINY:  # served past the client's deadline
+                cut = served * lost
+                part = mix * (cut / (live_served + waiting))
+                mix -= part
+                doomed[max(i + 1, i - age + t_steps)] += part
+                live_served -= cut
+                waste += cut
+        # the calls whose wait reached the timeout
+        expired = i - t_steps
+        if expired >= 0 and expired >= head:
+            j = expired % ring_size
+            gone = room[j]
+            if gone > TINY:
+                part = mix * (gone / (live_served + waiting))
+                mix -= part
+                failed += part
+                waiting -= gone
+                out.timeouts[i] = gone
+                if keep_abandoned:
+                    abandoned += gone
+            room[j] = 0.0
+            head = expired + 1
+        # the step's arrivals: first tries as workers free up, and retries landing now
+        new = jobs[i] + queue if workers is None else min(workers - busy, queue + jobs[i])
+        new = max(new, 0.0)
+        queue = 0.0 if workers is None else queue + jobs[i] - new
+        busy += new
+        landing = retries[i]
+        landing[0] += new * (1.0 - poison)
+        landing[classes] += new * poison
+        total = retries_total[i] + new
+        sleeping -= retries_total[i]
+        out.attempts[i] = total
+        out.randomised[i] = retries_random[i] + (new if random_tries else 0.0)
+        if total > TINY:
+            if not up:
+                out.rejected[i] = total
+                failed += landing
+            elif blackhole[i]:
+                doomed[i + t_steps] += landing
+            else:
+                in_window += total - window[i % w_steps]
+                window[i % w_steps] = total
+                out.collapse_load[i] = in_window
+                if in_window > threshold or \
+                        live_served + waste + waiting + total >= load_limit:
+                    out.crashes[i] = 1.0
+                    crashed_until = i + max(restart, 1)
+                    out.rejected[i] = total
+                    failed += landing + mix
+                    mix[:] = 0.0
+                    live_served = waste = abandoned = waiting = in_window = 0.0
+                    room[:] = 0.0
+                    window[:] = 0.0
+                    head = i + 1
+                else:
+                    into = min(total, max(slots - live_served - waste, 0.0))
+                    held = abandoned + waiting if keep_abandoned else waiting
+                    queued = min(total - into, max(room_limit - held, 0.0))
+                    refused = total - into - queued
+                    mix += landing * ((into + queued) / total)
+                    if refused > TINY:
+                        failed += landing * (refused / total)
+                        out.rejected[i] = refused
+                    live_served += into
+                    if queued > TINY:
+                        room[i % ring_size] += queued
+                        waiting += queued
+        elif up:
+            in_window -= window[i % w_steps]
+            window[i % w_steps] = 0.0
+        # failures: the next retry after its sleep, or the dead-letter queue
+        if failed.any():
+            for k in range(nk):
+                plain, bad = failed[k], failed[classes + k] if poison_retries else 0.0
+                amount = plain + bad
+                if amount <= TINY:
+                    continue
+                kernel = kernels[k]
+                lo = i + kernel.offset
+                hi = lo + kernel.mass.size
+                if kernel.mass.size == 1:
+                    retries[lo, k + 1] += plain
+                    retries[lo, classes + k + 1] += bad
+                    retries_total[lo] += amount
+                else:
+                    retries[lo:hi, k + 1] += plain * kernel.mass
+                    if bad:
+                        retries[lo:hi, classes + k + 1] += bad * kernel.mass
+                    spread = amount * kernel.mass
+                    retries_total[lo:hi] += spread
+                    retries_random[lo:hi] += spread
+                out.retry[i] += amount
+                sleeping += amount
+            dead = failed[nk] + failed[classes + nk] + \
+                (0.0 if poison_retries else failed[classes:classes + nk].sum())
+            out.failed_dlq[i] = dead
+            busy -= dead
+    return out
