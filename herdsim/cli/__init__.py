@@ -6,6 +6,7 @@
 from herdsim.cli import (
     compare,
     outputs,
+    predict,
     presets,
     reproduce,
     run,
@@ -16,5 +17,5 @@ from herdsim.cli import (
 )
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "schema", "sweep",
+__all__ = ["app", "compare", "main", "outputs", "predict", "presets", "reproduce", "run", "schema", "sweep",
            "testbed", "trace"]

@@ -36,29 +36,30 @@ def check(scenario: Scenario) -> None:
     the fluid model cannot represent."""
     problem = _first(scenario)
     if problem is not None:
-        path, what = problem
-        raise ScenarioError([(path, f"herdsim predict cannot represent {what} (no fluid "
-                                    "form): run it with herdsim run")])
+        path, what, why = problem
+        raise ScenarioError([(path, f"herdsim predict cannot represent {what} ({why}): "
+                                    "run it with herdsim run")])
 
 
-def _first(scenario: Scenario) -> tuple[str, str] | None:
+def _first(scenario: Scenario) -> tuple[str, str, str] | None:
+    none, later = "it declares no fluid form", "not in the fluid model yet"
     for path in member_places(type(scenario)):
         member = value_at(scenario, path)
         if isinstance(member, Member) and member.fluid is None:
-            return path, f"{member.family.noun} {member.name()}"
+            return path, f"{member.family.noun} {member.name()}", none
     for i, outage in enumerate(scenario.downstream.outages):
         if outage.fluid is None:
-            return f"downstream.outages.{i}", f"outage {outage.name()}"
+            return f"downstream.outages.{i}", f"outage {outage.name()}", none
     strategy = scenario.retry.build()
     if strategy.fluid is None or getattr(strategy, "cdf", None) is None:
-        return "retry.strategy", f"the {scenario.retry.strategy} strategy"
+        return "retry.strategy", f"the {scenario.retry.strategy} strategy", none
     for path, off in gates(type(scenario)).items():
         if not off(value_at(scenario, path)):
-            return path, path.rsplit(".", 1)[-1].replace("_", " ")
+            return path, path.rsplit(".", 1)[-1].replace("_", " "), later
     for path, (off, what) in NOT_YET.items():
         if not off(value_at(scenario, path)):
-            return path, what
+            return path, what, later
     if scenario.downstream.timeout is None and any(o.needs_timeout for o in
                                                    scenario.downstream.outages):
-        return "downstream.timeout", "a blackhole without a timeout"
+        return "downstream.timeout", "a blackhole without a timeout", later
     return None
