@@ -74,8 +74,8 @@ def table(summary: dict, title: str) -> Table:
             "n/a" if value is None else form.format(value)
         out.add_row(label, safe(text), unit)
     notes = [f"step {summary['step'] * 1000:g} ms; peaks over "
-             f"{summary['peak_window'] * 1000:g} ms, +{summary['peak_z']:.1f} sd of their "
-             "random part"]
+             f"{summary['peak_window'] * 1000:g} ms: the mean flow, and its random part (Poisson "
+             "arrivals, jittered sleeps) bunched as a sliding window's busiest"]
     if summary.get("near_threshold"):
         notes.append("near threshold: " + summary["near_threshold"])
     out.caption = safe("; ".join(notes))

@@ -71,7 +71,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     t_steps = n + 1 if timeout is None else max(1, int(round(timeout / dt)))
     keep_abandoned = ds.serve_abandoned
     mean = ds.service.mean
-    served_share = 1.0 - np.exp(-dt / (mean * grid.slow))
+    served_share = (1.0 - np.exp(-dt / (mean * grid.slow))).tolist()
+    slow = grid.slow.tolist()
     collapse = ds.overload.collapse
     threshold = math.inf if collapse is None or collapse.threshold is None \
         else float(collapse.threshold)
@@ -88,18 +89,19 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     retries_total = np.zeros(n + span + 1)
     retries_random = np.zeros(n + span + 1)
     doomed = np.zeros((n + t_steps + 2, 2 * classes))  # client failures to come
+    doomed_any = [False] * (n + t_steps + 2)
     ring_size = t_steps + 2
-    room = np.zeros(ring_size)
-    window = np.zeros(w_steps)
-    out = Flows(*(np.zeros(n) for _ in range(16)))
+    room = [0.0] * ring_size
+    window = [0.0] * w_steps
+    out = Flows(*([0.0] * n for _ in range(16)))  # lists while it runs: arrays at the end
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
-    first = np.zeros(2 * classes)
     queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
         0.0, 0.0, 0.0
     sleeping, head, in_window, crashed_until = 0.0, 0, 0.0, -1
-    down, fail_all, blackhole, error_rate = grid.down, grid.fail_all, grid.blackhole, \
-        grid.error_rate
-    jobs = grid.jobs
+    down, fail_all, blackhole, error_rate = grid.down.tolist(), grid.fail_all.tolist(), \
+        grid.blackhole.tolist(), grid.error_rate.tolist()
+    jobs = grid.jobs.tolist()
+    landing_total = retries_total  # (read one step at a time)
     for i in range(n):
         up = not down[i] and i >= crashed_until
         out.in_flight[i] = live_served + waste
@@ -108,29 +110,35 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         out.delayed[i] = sleeping
         out.downstream_up[i] = up
         failed = doomed[i]  # accumulates this step's failures, by class
+        any_failed = doomed_any[i]
         if fail_all[i]:
             failed += mix
+            any_failed = True
             mix[:] = 0.0
             live_served = waste = abandoned = waiting = in_window = 0.0
-            room[:] = 0.0
-            window[:] = 0.0
+            room = [0.0] * ring_size
+            window = [0.0] * w_steps
             head = i
         # the calls served in this step
         share = served_share[i]
         live = live_served + waiting
         if live_served > TINY:
             done = live_served * share
-            part = mix * (done / live)
-            mix -= part
             live_served -= done
             err = error_rate[i]
-            good = part[:classes].sum() * (1.0 - err)
+            if err or poison:  # some of the served calls fail
+                part = mix * (done / live)
+                mix -= part
+                good = float(part[:classes].sum()) * (1.0 - err)
+                failed[:classes] += part[:classes] * err
+                failed[classes:] += part[classes:]
+                any_failed = True
+                out.errors[i] = done * err
+            else:
+                mix *= 1.0 - done / live
+                good = done
             out.success[i] = good
             busy -= good
-            if err:
-                out.errors[i] = done * err
-                failed[:classes] += part[:classes] * err
-            failed[classes:] += part[classes:]
         if waste > TINY:
             gone = waste * share
             waste -= gone
@@ -155,12 +163,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             waiting -= served
             live_served += served
             left = (t_steps - age) * dt
-            lost = math.exp(-left / (mean * grid.slow[i])) if left > 0 else 1.0
+            lost = math.exp(-left / (mean * slow[i])) if left > 0 else 1.0
             if lost > 1e-6 and served > TINY:  # served past the client's deadline
                 cut = served * lost
                 part = mix * (cut / (live_served + waiting))
                 mix -= part
-                doomed[max(i + 1, i - age + t_steps)] += part
+                due = max(i + 1, i - age + t_steps)
+                doomed[due] += part
+                doomed_any[due] = True
                 live_served -= cut
                 waste += cut
         # the calls whose wait reached the timeout
@@ -172,6 +182,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 part = mix * (gone / (live_served + waiting))
                 mix -= part
                 failed += part
+                any_failed = True
                 waiting -= gone
                 out.timeouts[i] = gone
                 if keep_abandoned:
@@ -186,16 +197,19 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         landing = retries[i]
         landing[0] += new * (1.0 - poison)
         landing[classes] += new * poison
-        total = retries_total[i] + new
-        sleeping -= retries_total[i]
+        due = float(landing_total[i])
+        total = due + new
+        sleeping -= due
         out.attempts[i] = total
-        out.randomised[i] = retries_random[i] + (new if random_tries else 0.0)
+        out.randomised[i] = float(retries_random[i]) + (new if random_tries else 0.0)
         if total > TINY:
             if not up:
                 out.rejected[i] = total
                 failed += landing
+                any_failed = True
             elif blackhole[i]:
                 doomed[i + t_steps] += landing
+                doomed_any[i + t_steps] = True
             else:
                 in_window += total - window[i % w_steps]
                 window[i % w_steps] = total
@@ -206,10 +220,11 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     crashed_until = i + max(restart, 1)
                     out.rejected[i] = total
                     failed += landing + mix
+                    any_failed = True
                     mix[:] = 0.0
                     live_served = waste = abandoned = waiting = in_window = 0.0
-                    room[:] = 0.0
-                    window[:] = 0.0
+                    room = [0.0] * ring_size
+                    window = [0.0] * w_steps
                     head = i + 1
                 else:
                     into = min(total, max(slots - live_served - waste, 0.0))
@@ -219,6 +234,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     mix += landing * ((into + queued) / total)
                     if refused > TINY:
                         failed += landing * (refused / total)
+                        any_failed = True
                         out.rejected[i] = refused
                     live_served += into
                     if queued > TINY:
@@ -228,9 +244,10 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             in_window -= window[i % w_steps]
             window[i % w_steps] = 0.0
         # failures: the next retry after its sleep, or the dead-letter queue
-        if failed.any():
+        if any_failed:
+            counts = failed.tolist()
             for k in range(nk):
-                plain, bad = failed[k], failed[classes + k] if poison_retries else 0.0
+                plain, bad = counts[k], counts[classes + k] if poison_retries else 0.0
                 amount = plain + bad
                 if amount <= TINY:
                     continue
@@ -250,8 +267,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     retries_random[lo:hi] += spread
                 out.retry[i] += amount
                 sleeping += amount
-            dead = failed[nk] + failed[classes + nk] + \
-                (0.0 if poison_retries else failed[classes:classes + nk].sum())
+            dead = counts[nk] + counts[classes + nk] + \
+                (0.0 if poison_retries else sum(counts[classes:classes + nk]))
             out.failed_dlq[i] = dead
             busy -= dead
-    return out
+    return Flows(*(np.asarray(values, dtype=float) for values in vars(out).values()))
