@@ -104,7 +104,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     landing_total = retries_total  # (read one step at a time)
     for i in range(n):
         up = not down[i] and i >= crashed_until
-        out.in_flight[i] = live_served + waste
+        in_service = live_served + waste  # (the gauge: its mean over the step, below)
         out.waiting[i] = waiting
         out.queue_depth[i] = queue
         out.delayed[i] = sleeping
@@ -143,6 +143,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             gone = waste * share
             waste -= gone
             out.wasted[i] = gone
+        out.in_flight[i] = (in_service + live_served + waste) / 2
         # the room's head into the free slots
         free = slots - live_served - waste
         if free > TINY and abandoned + waiting > TINY:

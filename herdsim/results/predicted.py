@@ -161,7 +161,7 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
              timeouts_total=float(flows.timeouts.sum()),
              errors_total=float(flows.errors.sum()), wasted_total=float(flows.wasted.sum()),
              capacity_rate=capacity, peak_window=scenario.peak_window,
-             peak_calls_mean=peak.mean, peak_calls=peak.corrected, 
+             peak_calls_mean=peak.mean, peak_calls=peak.corrected,
              peak_attempt_rate=peak.corrected / scenario.peak_window,
              peak_to_capacity=peak.corrected / scenario.peak_window / capacity,
              collapses=int(flows.crashes.sum()), collapses_after_outage=after,
