@@ -31,8 +31,8 @@ _WHERE = {
     "sweep": "herdsim.experiments.sweep",
 }
 
-__all__ = ["Comparison", "HerdsimError", "Prediction", "Result", "Scenario", "ScenarioError", "Strategy",
-           "compare", "load_scenario", "predict", "run", "save", "sweep"]
+__all__ = ["Comparison", "HerdsimError", "Prediction", "Result", "Scenario", "ScenarioError",
+           "Strategy", "compare", "load_scenario", "predict", "run", "save", "sweep"]
 
 
 def _version() -> str:

@@ -17,5 +17,5 @@ from herdsim.cli import (
 )
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "predict", "presets", "reproduce", "run", "schema", "sweep",
-           "testbed", "trace"]
+__all__ = ["app", "compare", "main", "outputs", "predict", "presets", "reproduce", "run",
+           "schema", "sweep", "testbed", "trace"]
