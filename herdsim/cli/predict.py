@@ -6,6 +6,7 @@ from rich.table import Table
 
 from herdsim.cli.app import (
     FORMAT,
+    ForceOpt,
     FormatOpt,
     JsonOpt,
     OutOpt,
@@ -40,7 +41,8 @@ SHOWN = (  # key, label, unit, format
 
 @app.command()
 def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
-            json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = FORMAT) -> None:
+            json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = FORMAT,
+            force: ForceOpt = False) -> None:
     """Predict a scenario with the fluid (mean-field) model, in well under a second: the
     same time series, summary and timeline as run, marked as predicted.
 
@@ -51,7 +53,7 @@ def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, f"{sc.name}-predicted")
-    prediction = fluid(sc)
+    prediction = fluid(sc, force=force)
     save_prediction(prediction, target, formats)
     if json_:
         emit_json(prediction.summary)

@@ -54,9 +54,26 @@ def step_for(scenario: Scenario) -> float:
     return scenario.bin / per_bin
 
 
+def steps(scenario: Scenario, dt: float) -> int:
+    """Steps of *dt* in the run."""
+    return int(round(scenario.duration / dt))
+
+
+def retries(scenario: Scenario) -> int:
+    """Retries a call may take (``max_retries``, or the estimate's 20 without a limit)."""
+    count = scenario.retry.max_retries
+    return UNLIMITED_RETRIES if count is None else count
+
+
+def kernel_cells(scenario: Scenario, dt: float) -> int:
+    """The bound of the cells in every sleep kernel: each at most its cap, and the run."""
+    n = steps(scenario, dt)
+    return retries(scenario) * min(n + 1, int(scenario.retry.cap / dt) + 2)
+
+
 def build(scenario: Scenario, dt: float) -> Grid:
     """The scenario on a grid of step *dt*."""
-    n = int(round(scenario.duration / dt))
+    n = steps(scenario, dt)
     mids = (np.arange(n) + 0.5) * dt
     return Grid(dt, n, arrivals(scenario, mids, dt), *outages(scenario, n, dt),
                 kernels=sleep_kernels(scenario, dt, n))
@@ -115,10 +132,8 @@ def sleep_kernels(scenario: Scenario, dt: float, n: int) -> tuple[Kernel, ...]:
     form, :meth:`~herdsim.policies.backoff.base.Strategy.sleep_pdf`); a sleep beyond the
     run lands after it. At least one step: a call retried lands in a later step."""
     strategy = scenario.retry.build()
-    retries = scenario.retry.max_retries
-    count = UNLIMITED_RETRIES if retries is None else retries
     out = []
-    for k in range(count):
+    for k in range(retries(scenario)):
         mass = strategy.sleep_pdf(k, dt, n + 1)
         assert mass is not None  # refused before: see herdsim.fluid.support
         mass = mass.copy()

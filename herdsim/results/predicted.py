@@ -26,6 +26,7 @@ from herdsim.errors import UsageError
 from herdsim.fluid import inputs, peaks, support
 from herdsim.fluid.integrate import Flows, integrate
 from herdsim.model.recorder import COUNTERS, GAUGES
+from herdsim.planning import estimate
 from herdsim.results.comparison import Arm, Comparison, short_name
 from herdsim.results.result import Result
 
@@ -94,18 +95,23 @@ def _arms(scenario: Scenario) -> list[Arm]:
     return [Arm(short_name(strategy), strategy, {}, scenario)]
 
 
-def predict(scenario: Scenario | str | Path | dict) -> Prediction:
+def predict(scenario: Scenario | str | Path | dict, force: bool = False) -> Prediction:
     """The fluid model's :class:`Prediction` of *scenario* (a :class:`Scenario` or what
     :func:`~herdsim.load_scenario` reads). A mechanism it cannot represent is refused
-    (:class:`~herdsim.errors.ScenarioError`, one line naming it)."""
+    (:class:`~herdsim.errors.ScenarioError`, one line naming it), and so is a model
+    beyond the work budget (:class:`~herdsim.errors.CapacityError`) unless *force*."""
     if isinstance(scenario, (str, Path, dict)):
         scenario = load_scenario(scenario)
     elif not isinstance(scenario, Scenario):
         raise UsageError(f"predict({type(scenario).__name__}): expected a Scenario, a "
                          "scenario file's path or a dict")
     support.check(scenario)
+    dt = inputs.step_for(scenario)
+    estimate.check_fluid(estimate.fluid(inputs.steps(scenario, dt),
+                                        2 * (inputs.retries(scenario) + 1),
+                                        inputs.kernel_cells(scenario, dt)), force)
     began = time.process_time()
-    grid = inputs.build(scenario, inputs.step_for(scenario))
+    grid = inputs.build(scenario, dt)
     flows = integrate(scenario, grid)
     took = time.process_time() - began
     ts = timeseries(flows, scenario, grid.dt)

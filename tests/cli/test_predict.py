@@ -46,3 +46,13 @@ def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
     assert said.exit_code == 2
     assert len(said.output.strip().splitlines()) == 1 and "breaker" in said.output
     assert not out.exists()
+
+
+def test_a_model_beyond_the_budget_is_refused_before_it_allocates(tmp_path, scenarios_dir):
+    """30 days on a 2 ms grid: 1.3 billion steps, hundreds of GB: refused in one line."""
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "outage.yaml"),
+                                    "--set", "duration=720h", "--out", str(out)])
+    assert said.exit_code == 2
+    assert len(said.output.strip().splitlines()) == 1 and "steps" in said.output
+    assert not out.exists()
