@@ -98,6 +98,9 @@ def boundary(scenario: Scenario | str | Path, find: list[str] | str,
         raise UsageError(f"--find: give one or two paths, got {len(paths)}")
     for path in paths:
         _current(base, path)
+    # the whole search's bound, before anything runs: every boundary at its budget
+    estimate.check([base], processes or 1, force, max_simulations * (5 if len(paths) == 2
+                                                                       else 1))
     if len(paths) == 2:
         current = _current(base, paths[1])
         values = np.geomspace(current / 2, current * 2, 5)
