@@ -39,7 +39,9 @@ class Flows:
     """Per step: the counters (events in the step) and the gauges (at the step's start)."""
 
     attempts: np.ndarray
-    randomised: np.ndarray  # the attempts of random timing (Poisson tries, jittered sleeps)
+    randomised: np.ndarray  # attempts of random timing: Poisson tries, jittered sleeps, and
+    # sleeps after failures at random instants (service ends; a timeout or a refusal keeps
+    # the timing its calls arrived with)
     success: np.ndarray
     retry: np.ndarray
     failed_dlq: np.ndarray
@@ -111,7 +113,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         out.downstream_up[i] = up
         failed = doomed[i]  # accumulates this step's failures, by class
         any_failed = doomed_any[i]
+        cohort = 0.0  # of them, failed together at one instant (no randomness in timing)
         if fail_all[i]:
+            cohort = float(mix.sum())
             failed += mix
             any_failed = True
             mix[:] = 0.0
@@ -184,6 +188,10 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 mix -= part
                 failed += part
                 any_failed = True
+                # a wait of exactly the timeout keeps the timing its calls arrived with
+                came = out.attempts[expired]
+                cohort += gone * (1.0 - out.randomised[expired] / came) if came > TINY \
+                    else 0.0
                 waiting -= gone
                 out.timeouts[i] = gone
                 if keep_abandoned:
@@ -202,12 +210,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         total = due + new
         sleeping -= due
         out.attempts[i] = total
-        out.randomised[i] = float(retries_random[i]) + (new if random_tries else 0.0)
+        randomised = float(retries_random[i]) + (new if random_tries else 0.0)
+        out.randomised[i] = randomised
         if total > TINY:
             if not up:
                 out.rejected[i] = total
                 failed += landing
                 any_failed = True
+                cohort += total - randomised
             elif blackhole[i]:
                 doomed[i + t_steps] += landing
                 doomed_any[i + t_steps] = True
@@ -220,6 +230,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     out.crashes[i] = 1.0
                     crashed_until = i + max(restart, 1)
                     out.rejected[i] = total
+                    cohort += total - randomised + float(mix.sum())
                     failed += landing + mix
                     any_failed = True
                     mix[:] = 0.0
@@ -236,6 +247,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     if refused > TINY:
                         failed += landing * (refused / total)
                         any_failed = True
+                        cohort += refused * (1.0 - randomised / total)
                         out.rejected[i] = refused
                     live_served += into
                     if queued > TINY:
@@ -247,6 +259,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         # failures: the next retry after its sleep, or the dead-letter queue
         if any_failed:
             counts = failed.tolist()
+            # what keeps random timing: all but the cohorts (a delay keeps a draw a draw)
+            random_share = 1.0 - min(cohort / max(sum(counts), TINY), 1.0)
             for k in range(nk):
                 plain, bad = counts[k], counts[classes + k] if poison_retries else 0.0
                 amount = plain + bad
@@ -259,6 +273,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     retries[lo, k + 1] += plain
                     retries[lo, classes + k + 1] += bad
                     retries_total[lo] += amount
+                    retries_random[lo] += amount * random_share
                 else:
                     retries[lo:hi, k + 1] += plain * kernel.mass
                     if bad:

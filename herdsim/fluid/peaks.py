@@ -2,8 +2,9 @@
 
 A fluid gives the mean number of calls in a window ending at each step, m = d + r: d
 from deterministic cohorts (constant arrivals, fixed or exponential sleeps after one
-failure instant: no correction) and r of random timing (Poisson arrivals, jittered
-sleeps: Poisson). The simulation's busiest window slides over the whole run, so its
+failure instant, an outage's start or a crash: no correction) and r of random timing
+(Poisson arrivals, jittered sleeps, any sleep after a failure at a random instant:
+Poisson). The simulation's busiest window slides over the whole run, so its
 count is a scan statistic: a level K is crossed at a rate, per second,
 (r/w)·((c - r)/c)·p(c - 1; r) with c = K - d the random calls it takes and p the Poisson
 probability (Alm 1983, "On the distribution of the scan statistic of a Poisson
