@@ -88,10 +88,10 @@ def boundary(scenario: Scenario | str | Path, find: list[str] | str,
              processes: int | None = None, scheduler: str | None = None,
              force: bool = False, label: str | None = None) -> Boundary | list[Boundary]:
     """The boundary of *scenario* along ``find[0]`` (see the module docstring); with a
-    second path, the first's boundary at 5 values of the second across its *span* default
-    (a list). *span* is the range searched (default: a tenth to four times today's
-    value); the search stops when the interval is narrower than *precision* × the value
-    or after *max_simulations*."""
+    second path, a list: the first path's boundary at 5 values of the second, from half
+    to twice today's. *span* is the first path's range searched (default: a tenth to
+    four times today's value); each search stops when the interval is narrower than
+    *precision* × the value or after *max_simulations*."""
     base = load_scenario(scenario) if isinstance(scenario, (str, Path)) else scenario
     paths = [find] if isinstance(find, str) else list(find)
     if not 1 <= len(paths) <= 2:
@@ -104,10 +104,17 @@ def boundary(scenario: Scenario | str | Path, find: list[str] | str,
     if len(paths) == 2:
         current = _current(base, paths[1])
         values = np.geomspace(current / 2, current * 2, 5)
-        return [boundary(_with(base, {paths[1]: _typed(base, paths[1], v)}), paths[0],
-                         span, replications, max_simulations, precision, processes,
-                         scheduler, force, label) for v in values]
-    path = paths[0]
+        return [_search(_with(base, {paths[1]: _typed(base, paths[1], v)}), paths[0], span,
+                        replications, max_simulations, precision, processes, scheduler,
+                        force, label) for v in values]
+    return _search(base, paths[0], span, replications, max_simulations, precision,
+                   processes, scheduler, force, label)
+
+
+def _search(base: Scenario, path: str, span: tuple[float, float] | None, replications: int,
+            max_simulations: int, precision: float, processes: int | None,
+            scheduler: str | None, force: bool, label: str | None) -> Boundary:
+    """One path's boundary (see :func:`boundary`)."""
     current = _current(base, path)
     lo, hi = span if span is not None else (current / 10, current * 4)
     if not 0 < lo < hi:

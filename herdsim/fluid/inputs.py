@@ -75,8 +75,9 @@ def build(scenario: Scenario, dt: float) -> Grid:
     """The scenario on a grid of step *dt*."""
     n = steps(scenario, dt)
     mids = (np.arange(n) + 0.5) * dt
-    return Grid(dt, n, arrivals(scenario, mids, dt), *outages(scenario, n, dt),
-                kernels=sleep_kernels(scenario, dt, n))
+    down, fail_all, blackhole, error_rate, slow = outages(scenario, n, dt)
+    return Grid(dt, n, arrivals(scenario, mids, dt), down, fail_all, blackhole, error_rate,
+                slow, sleep_kernels(scenario, dt, n))
 
 
 def arrivals(scenario: Scenario, mids: np.ndarray, dt: float) -> np.ndarray:
@@ -109,10 +110,8 @@ def outages(scenario: Scenario, n: int, dt: float) -> tuple[np.ndarray, ...]:
                     + [(o.end, 0, o) for o in scenario.downstream.outages],
                     key=lambda e: (e[0], e[1]))
     state = OutageState()
-    cuts = [0]
     for t, begins, outage in events:
         at = min(n, int(round(t / dt)))
-        cuts.append(at)
         if begins:
             outage.begin(state)
             if outage.refuses and at < n:

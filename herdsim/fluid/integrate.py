@@ -97,7 +97,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     ring_size = t_steps + 2
     room = [0.0] * ring_size
     window = [0.0] * w_steps
-    out = Flows(*([0.0] * n for _ in range(16)))  # lists while it runs: arrays at the end
+    # lists while it runs (a list's item is cheaper to set than an array's), arrays at the end
+    out = Flows(*([0.0] * n for _ in range(16)))  # type: ignore[arg-type]
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
     queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
         0.0, 0.0, 0.0
@@ -176,9 +177,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 cut = served * lost
                 part = mix * (cut / (live_served + waiting))
                 mix -= part
-                due = max(i + 1, i - age + t_steps)
-                doomed[due] += part
-                doomed_any[due] = True
+                deadline = max(i + 1, i - age + t_steps)
+                doomed[deadline] += part
+                doomed_any[deadline] = True
                 live_served -= cut
                 waste += cut
         # the calls whose wait reached the timeout
@@ -243,8 +244,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     head = i + 1
                 else:
                     into = min(total, max(slots - live_served - waste, 0.0))
-                    held = abandoned + waiting if keep_abandoned else waiting
-                    queued = min(total - into, max(room_limit - held, 0.0))
+                    occupied = abandoned + waiting if keep_abandoned else waiting
+                    queued = min(total - into, max(room_limit - occupied, 0.0))
                     refused = total - into - queued
                     mix += landing * ((into + queued) / total)
                     if refused > TINY:
