@@ -58,6 +58,7 @@ class Flows:
     delayed: np.ndarray
     downstream_up: np.ndarray
     collapse_load: np.ndarray  # calls counted by the collapse rule's window, while up
+    budget_refused: np.ndarray  # retries the budget refused (their jobs dead-lettered)
 
 
 def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, PLR0915
@@ -98,7 +99,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     room = [0.0] * ring_size
     window = [0.0] * w_steps
     # lists while it runs (a list's item is cheaper to set than an array's), arrays at the end
-    out = Flows(*([0.0] * n for _ in range(16)))  # type: ignore[arg-type]
+    out = Flows(*([0.0] * n for _ in range(17)))  # type: ignore[arg-type]
+    gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
+    first_ok = 0.0  # first tries served this step (for the budget)
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
     queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
         0.0, 0.0, 0.0
@@ -130,10 +133,12 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         # the calls served in this step
         share = served_share[i]
         live = live_served + waiting
+        first_ok = 0.0
         if live_served > TINY:
             done = live_served * share
             live_served -= done
             err = error_rate[i]
+            first_ok = done * float(mix[0]) / live * (1.0 - err)
             if err or poison:  # some of the served calls fail
                 part = mix * (done / live)
                 mix -= part
@@ -261,6 +266,21 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             in_window -= window[i % w_steps]
             window[i % w_steps] = 0.0
         # failures: the next retry after its sleep, or the dead-letter queue
+        if gate is not None:  # the budget: hears the step, limits its retries
+            counts = failed.tolist() if any_failed else [0.0] * len(failed)
+            wanted = sum(counts[:nk]) + (sum(counts[classes:classes + nk])
+                                         if poison_retries else 0.0)
+            allowed = gate.allow(wanted, min(out.timeouts[i], wanted))
+            if wanted - allowed > TINY:
+                cut = allowed / wanted
+                refused = wanted - allowed
+                failed[:nk] *= cut
+                if poison_retries:
+                    failed[classes:classes + nk] *= cut
+                out.budget_refused[i] = refused
+                out.failed_dlq[i] += refused
+                busy -= refused
+            gate.heard(new, first_ok, out.success[i] - first_ok, sum(counts))
         if any_failed:
             counts = failed.tolist()
             # what keeps random timing: all but the cohorts (a delay keeps a draw a draw)
@@ -286,7 +306,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 sleeping += amount
             dead = counts[nk] + counts[classes + nk] + \
                 (0.0 if poison_retries else sum(counts[classes:classes + nk]))
-            out.failed_dlq[i] = dead
+            out.failed_dlq[i] += dead
             busy -= dead
         if held and i % GATHER == GATHER - 1:
             for k in range(nk):

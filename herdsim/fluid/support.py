@@ -54,7 +54,10 @@ def _first(scenario: Scenario) -> tuple[str, str, str] | None:
     if strategy.fluid is None or getattr(strategy, "cdf", None) is None:
         return "retry.strategy", f"the {scenario.retry.strategy} strategy", none
     for path, off in gates(type(scenario)).items():
-        if not off(value_at(scenario, path)):
+        value = value_at(scenario, path)
+        if path == "budget" and value is not None and value.fluid_gate(1e-3) is not None:
+            continue  # a budget with a fluid gate: a limit on the retry flow
+        if not off(value):
             return path, path.rsplit(".", 1)[-1].replace("_", " "), later
     for path, (off, what) in NOT_YET.items():
         if not off(value_at(scenario, path)):

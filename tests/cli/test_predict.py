@@ -29,7 +29,7 @@ def test_predict_writes_a_runs_layout_marked_as_predicted(tmp_path, scenarios_di
 @pytest.mark.parametrize(("changes", "named"), [
     ({"breaker": {"enabled": True}}, "breaker"),
     ({"retry": {"strategy": "decorrelated_jitter"}}, "retry.strategy"),
-    ({"budget": {"kind": "ratio"}}, "budget"),
+    ({"budget": {"kind": "ratio", "scope": "worker"}}, "budget"),
 ])
 def test_a_mechanism_without_a_fluid_form_is_refused_naming_it(tmp_path, changes, named):
     with pytest.raises(ScenarioError) as caught:
