@@ -5,17 +5,20 @@ of the backoff strategy: :meth:`~herdsim.policies.backoff.base.Strategy.sleep_pd
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from herdsim.config import trace as traces
 from herdsim.config.scenario import Scenario
 from herdsim.policies.arrivals.piecewise import Piecewise
 from herdsim.policies.outages.base import OutageState
 
 STEP = 0.002  # s: the issue's prototype found a 10 ms step halves the herd's peaks
 UNLIMITED_RETRIES = 20  # max_retries: null, as the work estimate assumes
+TRACE_CHUNK = 1 << 20  # a trace's times counted at a time
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,7 @@ def arrivals(scenario: Scenario, mids: np.ndarray, dt: float) -> np.ndarray:
     times the step (exact for linear pieces), or the trace's arrivals counted per step."""
     wl = scenario.workload
     if wl.trace is not None:
-        times = wl.source().times()  # type: ignore[attr-defined]
-        counts = np.bincount(np.minimum((np.asarray(times) / dt).astype(np.int64),
-                                        mids.size - 1), minlength=mids.size)
-        return counts.astype(float)
+        return trace_counts(wl.trace, mids.size, dt)
     rate = Piecewise(wl)
     edges = np.asarray(rate.edges)
     i = np.searchsorted(edges, mids, side="right") - 1
@@ -96,6 +96,20 @@ def arrivals(scenario: Scenario, mids: np.ndarray, dt: float) -> np.ndarray:
     levels = np.array([p[0] for p in rate.pieces])[i]
     slopes = np.array([p[1] for p in rate.pieces])[i]
     return np.maximum(levels + slopes * (mids - starts), 0.0) * dt
+
+
+def trace_counts(trace, n: int, dt: float) -> np.ndarray:
+    """A trace's arrivals (× ``time_scale``, + ``start``) counted per step, read a chunk
+    at a time (a long trace never sits in memory whole); those after the run dropped."""
+    counts = np.zeros(n)
+    times = traces.times(trace.file, trace.format)
+    while True:
+        chunk = np.fromiter(itertools.islice(times, TRACE_CHUNK), dtype=float)
+        if chunk.size == 0:
+            return counts
+        steps = ((chunk * trace.time_scale + trace.start) / dt).astype(np.int64)
+        steps = steps[steps < n]
+        counts += np.bincount(steps, minlength=n)[:n]
 
 
 def outages(scenario: Scenario, n: int, dt: float) -> tuple[np.ndarray, ...]:

@@ -27,7 +27,6 @@ NOT_YET = {
     "dlq.enabled": (lambda v: v, "redelivery without a DLQ"),
     "services": (lambda v: not v, "a call graph"),
     "deadline": (lambda v: v is None, "deadline propagation"),
-    "workload.trace": (lambda v: v is None, "a trace"),
 }
 
 
