@@ -47,6 +47,10 @@ def boundary_command(
     processes: Annotated[int | None, typer.Option(
         "--processes", min=1, metavar="N",
         help="Local processes (default: every core; 1 = serial).", show_default=False)] = None,
+    sweep_map: Annotated[Path | None, typer.Option(
+        "--map", metavar="SWEEP_DIR",
+        help="With two --find paths: also draw the curve over this sweep's map (its axes "
+             "the two paths) to boundary_map.png.", show_default=False)] = None,
     json_: JsonOpt = False, force: ForceOpt = False,
 ) -> None:
     """Find where recovering stops: the value of a setting at which P(recover) crosses
@@ -59,6 +63,9 @@ def boundary_command(
 
     sc = load(scenario, set_)
     lo_hi = _span(span)
+    if sweep_map is not None and len(find) != 2:
+        raise UsageError("--map: draws the boundary curve; give two --find paths")
+    mapped = _sweep(sweep_map, find) if sweep_map is not None else None
     target = output_dir(out, f"{sc.name}-boundary")
     found = boundary(sc, find, lo_hi, max_simulations=max_simulations, processes=processes,
                      scheduler=scheduler, force=force,
@@ -67,10 +74,17 @@ def boundary_command(
     with staged_dir(target) as staging:
         staging.mkdir()
         if isinstance(found, list):
-            fig = figures.curve(find[0], find[1],
-                                [(_read(b.scenario, find[1]), b.value, b.low, b.high)
-                                 for b in edges], (_read(sc, find[1]), _read(sc, find[0])),
-                                sc.name)
+            points = [(_read(b.scenario, find[1]), b.value, b.low, b.high) for b in edges]
+            fig = figures.curve(find[0], find[1], points,
+                                (_read(sc, find[1]), _read(sc, find[0])), sc.name)
+            if mapped is not None:
+                from herdsim.plots.metastability_map import plot_map
+
+                runs, manifest = mapped
+                axes = {a["path"]: a["values"] for a in manifest["axes"]}
+                figures.over_map(plot_map(runs, manifest, x=find[1], y=find[0]),
+                                 sc.retry.strategy, axes[find[1]], axes[find[0]],
+                                 points).savefig(staging / "boundary_map.png", dpi=90)
         else:
             fig = figures.safe_operating(found.path, found.value, found.low, found.high,
                                          found.current, found.below, found.runs, sc.name)
@@ -85,6 +99,19 @@ def boundary_command(
     for b in edges:
         console.print(safe(b.text()), highlight=False, soft_wrap=True)
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
+
+
+def _sweep(directory: Path, find: list[str]):
+    """The sweep's table and manifest, checked to have both paths as axes."""
+    from herdsim.outputs.sweep_dir import load_sweep
+
+    runs, manifest = load_sweep(directory)
+    swept = [a["path"] for a in manifest["axes"]]
+    missing = [p for p in find if p not in swept]
+    if missing:
+        raise UsageError(f"--map {directory}: {missing[0]} is not one of its axes "
+                         f"({', '.join(swept)})")
+    return runs, manifest
 
 
 def _span(text: str | None) -> tuple[float, float] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -59,3 +60,34 @@ def curve(path: str, along: str, points: Sequence[tuple[float, float, float, flo
     ax.set_title(f"{title}\nwhere recovering stops: the boundary curve", fontsize=11)
     ax.legend(fontsize=8)
     return fig
+
+
+def over_map(fig: Figure, strategy: str, x_values: Sequence[float],
+             y_values: Sequence[float],
+             points: Sequence[tuple[float, float, float, float]]) -> Figure:
+    """The boundary curve (``points``: along, value, low, high) drawn over a sweep map
+    (:func:`~herdsim.plots.metastability_map.plot_map` with the second path on x and the
+    first on y), on the panel of *strategy*: the map's cells sit at index positions, so
+    each value is placed between them (on a log scale when the axis is geometric)."""
+    ax = next((a for a in fig.axes if a.get_title() == strategy), fig.axes[0])
+    place_x, place_y = _placer(x_values), _placer(y_values)
+    xs = [place_x(p[0]) for p in points]
+    ys = [place_y(p[1]) for p in points]
+    ax.fill_between(xs, [place_y(p[2]) for p in points], [place_y(p[3]) for p in points],
+                    color="black", alpha=0.15, zorder=5)
+    ax.plot(xs, ys, color="black", lw=2.5, marker="o", zorder=6,
+            label="herdsim boundary: P(recover) = 1/2 (band: 95% CI)")
+    ax.legend(loc="upper left", fontsize=10)
+    return fig
+
+
+def _placer(values: Sequence[float]):
+    """value -> the map's index coordinate (interpolated; log when the values are)."""
+    grid = np.asarray(values, dtype=float)
+    positive = bool((grid > 0).all())
+    ratios = grid[1:] / grid[:-1] if positive and grid.size > 2 else np.array([])
+    logged = ratios.size > 0 and np.allclose(ratios, ratios[0]) and ratios[0] != 1
+    scale = np.log if logged else (lambda v: v)
+    index = np.arange(grid.size, dtype=float)
+    return lambda v: float(np.interp(scale(v), scale(grid), index, left=-0.5,
+                                     right=grid.size - 0.5))

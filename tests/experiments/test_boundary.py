@@ -71,3 +71,19 @@ def test_the_cli_refuses_a_bad_path_in_one_line(tmp_path, scenarios_dir):
                                     "--find", "workload.nope", "--out", str(tmp_path / "b")])
     assert said.exit_code == 2 and len(said.output.strip().splitlines()) == 1
     assert not (tmp_path / "b").exists()
+
+
+def test_a_value_is_placed_between_the_maps_cells():
+    """The map's cells sit at index positions: a value halfway (in log for a geometric
+    axis, linearly otherwise) lands halfway between two cells."""
+    from herdsim.plots.boundary import _placer
+
+    assert _placer([2.0, 4.0, 8.0])(np.sqrt(8.0)) == pytest.approx(0.5)
+    assert _placer([300.0, 500.0, 700.0, 900.0])(600.0) == pytest.approx(1.5)
+
+
+def test_the_map_needs_two_paths(tmp_path, scenarios_dir):
+    said = CliRunner().invoke(app, ["boundary", str(scenarios_dir / "metastable_sweep.yaml"),
+                                    "--find", "workload.rate", "--map", str(tmp_path),
+                                    "--out", str(tmp_path / "b")])
+    assert said.exit_code == 2 and "two --find paths" in said.output
