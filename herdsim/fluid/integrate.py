@@ -59,6 +59,7 @@ class Flows:
     downstream_up: np.ndarray
     collapse_load: np.ndarray  # calls counted by the collapse rule's window, while up
     budget_refused: np.ndarray  # retries the budget refused (their jobs dead-lettered)
+    short_circuited: np.ndarray  # calls an open breaker held back
 
 
 def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, PLR0915
@@ -99,8 +100,11 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     room = [0.0] * ring_size
     window = [0.0] * w_steps
     # lists while it runs (a list's item is cheaper to set than an array's), arrays at the end
-    out = Flows(*([0.0] * n for _ in range(17)))  # type: ignore[arg-type]
+    out = Flows(*([0.0] * n for _ in range(18)))  # type: ignore[arg-type]
     gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
+    breaker = scenario.breaker.fluid_gate(dt, workers or 1)
+    held_calls = np.zeros(2 * classes)  # calls an open breaker holds, by class
+    held_count = held_random = 0.0
     first_ok = 0.0  # first tries served this step (for the budget)
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
     queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
@@ -208,8 +212,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             room[j] = 0.0
             head = expired + 1
         # the step's arrivals: first tries as workers free up, and retries landing now
-        new = jobs[i] + queue if workers is None else min(workers - busy, queue + jobs[i])
-        new = max(new, 0.0)
+        blocked = breaker is not None and breaker.blocked(i, up and not blackhole[i] and (
+            slots - live_served - waste > TINY
+            or (abandoned + waiting if keep_abandoned else waiting) < room_limit))
+        if blocked:  # while it is open no worker takes a job (the brief's rule)
+            new = 0.0
+        else:
+            new = jobs[i] + queue if workers is None else min(workers - busy, queue + jobs[i])
+            new = max(new, 0.0)
         queue = 0.0 if workers is None else queue + jobs[i] - new
         busy += new
         landing = retries[i]
@@ -218,8 +228,22 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         due = float(landing_total[i])
         total = due + new
         sleeping -= due
-        out.attempts[i] = total
         randomised = float(retries_random[i]) + (new if random_tries else 0.0)
+        if breaker is not None:  # an open breaker holds the calls; closing lets them go
+            if blocked:
+                held_calls += landing
+                held_count += total
+                held_random += randomised
+                out.short_circuited[i] = total
+                landing[:] = 0.0
+                total = randomised = 0.0
+            elif held_count > TINY:
+                landing += held_calls
+                total += held_count
+                randomised += held_random
+                held_calls[:] = 0.0
+                held_count = held_random = 0.0
+        out.attempts[i] = total
         out.randomised[i] = randomised
         if total > TINY:
             if not up:
@@ -266,6 +290,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             in_window -= window[i % w_steps]
             window[i % w_steps] = 0.0
         # failures: the next retry after its sleep, or the dead-letter queue
+        if breaker is not None:
+            breaker.heard(i, total, float(failed.sum()))
         if gate is not None:  # the budget: hears the step, limits its retries
             counts = failed.tolist() if any_failed else [0.0] * len(failed)
             wanted = sum(counts[:nk]) + (sum(counts[classes:classes + nk])

@@ -56,6 +56,9 @@ def _first(scenario: Scenario) -> tuple[str, str, str] | None:
         value = value_at(scenario, path)
         if path == "budget" and value is not None and value.fluid_gate(1e-3) is not None:
             continue  # a budget with a fluid gate: a limit on the retry flow
+        if path == "breaker" and value.fluid_gate(1e-3, 1) is not None \
+                and not value.resume_jitter:
+            continue  # a breaker with a fluid gate: calls held while open
         if not off(value):
             return path, path.rsplit(".", 1)[-1].replace("_", " "), later
     for path, (off, what) in NOT_YET.items():

@@ -27,7 +27,7 @@ def test_predict_writes_a_runs_layout_marked_as_predicted(tmp_path, scenarios_di
 
 
 @pytest.mark.parametrize(("changes", "named"), [
-    ({"breaker": {"enabled": True}}, "breaker"),
+    ({"breaker": {"enabled": True, "window_calls": 50}}, "breaker"),
     ({"retry": {"strategy": "decorrelated_jitter"}}, "retry.strategy"),
     ({"budget": {"kind": "ratio", "scope": "worker"}}, "budget"),
 ])
@@ -41,10 +41,10 @@ def test_a_mechanism_without_a_fluid_form_is_refused_naming_it(tmp_path, changes
 def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
                                                                      scenarios_dir):
     out = tmp_path / "p"
-    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "breaker.yaml"),
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "retry_after.yaml"),
                                     "--out", str(out)])
     assert said.exit_code == 2
-    assert len(said.output.strip().splitlines()) == 1 and "breaker" in said.output
+    assert len(said.output.strip().splitlines()) == 1 and "retry_after" in said.output
     assert not out.exists()
 
 
