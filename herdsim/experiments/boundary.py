@@ -71,6 +71,14 @@ class Boundary:
         """Simulations the search took."""
         return len(self.runs)
 
+    def plot(self):
+        """The safe-operating figure (a matplotlib Figure): the runs, the edge and its
+        interval, today's setting and the margin."""
+        from herdsim.plots.boundary import safe_operating
+
+        return safe_operating(self.path, self.value, self.low, self.high, self.current,
+                              self.below, self.runs, self.scenario.name)
+
     def text(self) -> str:
         """``recovers from downstream.outages.0.duration up to 3.2 (95% CI 2.9–3.5) ...``"""
         side = "up to" if self.below else "from"

@@ -59,6 +59,8 @@ def test_the_search_stays_in_its_budget_and_brackets_the_edge(monkeypatch):
     assert found.simulations == fake.calls <= search.MAX_SIMULATIONS
     assert found.below and found.low <= 500 <= found.high
     assert "workload.rate up to" in found.text() and f"{fake.calls} simulations" in found.text()
+    figure = found.plot()
+    assert "past the edge" in figure.axes[0].get_title()  # 700 jobs/s is beyond 500
 
 
 def test_a_path_that_is_not_a_number_is_refused():
