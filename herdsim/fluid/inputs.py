@@ -15,6 +15,7 @@ from herdsim.config import trace as traces
 from herdsim.config.scenario import Scenario
 from herdsim.policies.arrivals.piecewise import Piecewise
 from herdsim.policies.outages.base import OutageState
+from herdsim.policies.retry_after import rule
 
 STEP = 0.002  # s: the issue's prototype found a 10 ms step halves the herd's peaks
 UNLIMITED_RETRIES = 20  # max_retries: null, as the work estimate assumes
@@ -48,6 +49,7 @@ class Grid:
     error_rate: np.ndarray  # chance a served call fails
     slow: np.ndarray  # service-time multiplier
     kernels: tuple[Kernel, ...]  # kernels[k]: the sleep before retry k + 1
+    hint_kernels: tuple[Kernel, ...] = ()  # the same after a refusal carrying Retry-After
 
 
 def step_for(scenario: Scenario) -> float:
@@ -79,8 +81,9 @@ def build(scenario: Scenario, dt: float) -> Grid:
     n = steps(scenario, dt)
     mids = (np.arange(n) + 0.5) * dt
     down, fail_all, blackhole, error_rate, slow = outages(scenario, n, dt)
+    kernels = sleep_kernels(scenario, dt, n)
     return Grid(dt, n, arrivals(scenario, mids, dt), down, fail_all, blackhole, error_rate,
-                slow, sleep_kernels(scenario, dt, n))
+                slow, kernels, hint_kernels(scenario, dt, kernels))
 
 
 def arrivals(scenario: Scenario, mids: np.ndarray, dt: float) -> np.ndarray:
@@ -138,6 +141,27 @@ def outages(scenario: Scenario, n: int, dt: float) -> tuple[np.ndarray, ...]:
         error_rate[at:] = state.error_rate
         slow[at:] = state.slow
     return down, fail_all, blackhole, error_rate, slow
+
+
+def hint_kernels(scenario: Scenario, dt: float, kernels: tuple[Kernel, ...]
+                 ) -> tuple[Kernel, ...]:
+    """The sleeps after a refusal that carried the downstream's ``retry_after`` (a fixed
+    hint), as the client heeds it (:func:`herdsim.policies.retry_after.rule`): ``use``, a
+    delta at the hint; ``at_least``, each sleep of the policy lengthened to the hint, by
+    at most ``retry_after_limit``. Empty when the client ignores hints or none is sent."""
+    hint = scenario.downstream.retry_after
+    heed = rule(scenario.retry.retry_after, scenario.retry.retry_after_limit)
+    if heed is None or not isinstance(hint, (int, float)):
+        return ()
+    out = []
+    for kernel in kernels:
+        delays = (kernel.offset + np.arange(kernel.mass.size)) * dt
+        heard = np.array([heed(d, float(hint)) for d in delays])
+        cells = np.maximum(np.rint(heard / dt).astype(np.int64), 1)
+        first = int(cells.min())
+        mass = np.bincount(cells - first, weights=kernel.mass)
+        out.append(Kernel(first, mass / mass.sum()))
+    return tuple(out)
 
 
 def sleep_kernels(scenario: Scenario, dt: float, n: int) -> tuple[Kernel, ...]:

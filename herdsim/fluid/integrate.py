@@ -103,6 +103,12 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     out = Flows(*([0.0] * n for _ in range(18)))  # type: ignore[arg-type]
     gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
     breaker = scenario.breaker.fluid_gate(dt, workers or 1)
+    limit = ds.rate_limit
+    limit_rate, burst = (0.0, 0.0) if limit is None else (limit.rate, float(limit.burst))
+    tokens = burst
+    hint_kernels = grid.hint_kernels  # the sleeps after a refusal that carried a hint
+    hinted = np.zeros(2 * classes)  # this step's failures that heard Retry-After
+    any_hinted = False
     held_calls = np.zeros(2 * classes)  # calls an open breaker holds, by class
     held_count = held_random = 0.0
     first_ok = 0.0  # first tries served this step (for the budget)
@@ -117,6 +123,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     held_plain, held_bad, held = [0.0] * nk, [0.0] * nk, False  # jittered, to spread
     for i in range(n):
         up = not down[i] and i >= crashed_until
+        if limit_rate:
+            tokens = min(burst, tokens + limit_rate * dt)
         in_service = live_served + waste  # (the gauge: its mean over the step, below)
         out.waiting[i] = waiting
         out.queue_depth[i] = queue
@@ -255,6 +263,20 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 doomed[i + t_steps] += landing
                 doomed_any[i + t_steps] = True
             else:
+                if limit_rate and total > tokens:  # the rate limit refuses the excess
+                    throttled = total - tokens
+                    part = landing * (throttled / total)
+                    failed += part
+                    any_failed = True
+                    if hint_kernels:
+                        hinted += part
+                        any_hinted = True
+                    cohort += throttled * (1.0 - randomised / total)
+                    out.rejected[i] = throttled
+                    landing = landing * (tokens / total)
+                    randomised *= tokens / total
+                    total = tokens
+                tokens -= total
                 in_window += total - window[i % w_steps]
                 window[i % w_steps] = total
                 out.collapse_load[i] = in_window
@@ -276,12 +298,17 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     occupied = abandoned + waiting if keep_abandoned else waiting
                     queued = min(total - into, max(room_limit - occupied, 0.0))
                     refused = total - into - queued
-                    mix += landing * ((into + queued) / total)
+                    if total > TINY:
+                        mix += landing * ((into + queued) / total)
                     if refused > TINY:
-                        failed += landing * (refused / total)
+                        part = landing * (refused / total)
+                        failed += part
                         any_failed = True
+                        if hint_kernels:
+                            hinted += part
+                            any_hinted = True
                         cohort += refused * (1.0 - randomised / total)
-                        out.rejected[i] = refused
+                        out.rejected[i] += refused
                     live_served += into
                     if queued > TINY:
                         room[i % ring_size] += queued
@@ -301,8 +328,10 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 cut = allowed / wanted
                 refused = wanted - allowed
                 failed[:nk] *= cut
+                hinted[:nk] *= cut
                 if poison_retries:
                     failed[classes:classes + nk] *= cut
+                    hinted[classes:classes + nk] *= cut
                 out.budget_refused[i] = refused
                 out.failed_dlq[i] += refused
                 busy -= refused
@@ -311,6 +340,25 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             counts = failed.tolist()
             # what keeps random timing: all but the cohorts (a delay keeps a draw a draw)
             random_share = 1.0 - min(cohort / max(sum(counts), TINY), 1.0)
+            if any_hinted:  # after a hint: the hint's sleep (use: exactly it)
+                told = hinted.tolist()
+                for k in range(nk):
+                    plain, bad = told[k], told[classes + k] if poison_retries else 0.0
+                    if plain + bad <= TINY:
+                        continue
+                    counts[k] -= plain
+                    counts[classes + k] -= bad
+                    mass = hint_kernels[k].mass
+                    lo = i + hint_kernels[k].offset
+                    hi = lo + mass.size
+                    retries[lo:hi, k + 1] += plain * mass
+                    retries[lo:hi, classes + k + 1] += bad * mass
+                    retries_total[lo:hi] += (plain + bad) * mass
+                    retries_random[lo:hi] += (plain + bad) * random_share * mass
+                    out.retry[i] += plain + bad
+                    sleeping += plain + bad
+                hinted[:] = 0.0
+                any_hinted = False
             for k in range(nk):
                 plain, bad = counts[k], counts[classes + k] if poison_retries else 0.0
                 amount = plain + bad

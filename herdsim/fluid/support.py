@@ -17,7 +17,8 @@ from herdsim.policies.family import Member
 NOT_YET = {
     "downstream.model": (lambda v: v == "queue", "a downstream model other than queue"),
     "downstream.discipline": (lambda v: v == "fifo", "a discipline other than fifo"),
-    "downstream.rate_limit": (lambda v: v is None, "a rate limit"),
+    "downstream.retry_after": (lambda v: v != "limiter", "the rate limiter's own "
+                                                         "Retry-After"),
     "downstream.network_delay": (lambda v: v is None, "a network delay"),
     "downstream.request_delay": (lambda v: v is None, "a request delay"),
     "downstream.codel": (lambda v: v is None, "CoDel"),
@@ -56,6 +57,8 @@ def _first(scenario: Scenario) -> tuple[str, str, str] | None:
         value = value_at(scenario, path)
         if path == "budget" and value is not None and value.fluid_gate(1e-3) is not None:
             continue  # a budget with a fluid gate: a limit on the retry flow
+        if path == "retry.retry_after":
+            continue  # a fixed hint heeded: the hint's sleep kernels (inputs.hint_kernels)
         if path == "breaker" and value.fluid_gate(1e-3, 1) is not None \
                 and not value.resume_jitter:
             continue  # a breaker with a fluid gate: calls held while open

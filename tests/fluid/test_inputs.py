@@ -47,3 +47,40 @@ def test_outages_come_from_their_members_bookkeeping():
     assert grid.down[at(1):at(3)].all() and not grid.down[at(3):].any()
     assert grid.slow[at(2.5)] == 3 and grid.slow[at(6.5)] == 1
     assert grid.error_rate[at(5.5)] == 0.5 and grid.error_rate[at(4.5)] == 0
+
+
+@pytest.mark.parametrize(("mode", "limit"), [("use", None), ("at_least", None),
+                                             ("at_least", "500ms")])
+def test_a_hint_reshapes_the_sleep_as_the_client_heeds_it(mode, limit):
+    """Full jitter U(0, 4 s) after a 2 s Retry-After: ``use`` sleeps 2 s; ``at_least``
+    max(pause, 2 s) (a mean of 2.5 s: half the pauses lengthened to 2 s); with a 0.5 s
+    limit max(pause, min(2 s, pause + 0.5 s)) (mean 2.25 - 0.5^2/8 = 2.21875 s)."""
+    retry = {"strategy": "full_jitter", "base": "4s", "cap": "4s", "max_retries": 1,
+             "retry_after": mode}
+    if limit:
+        retry["retry_after_limit"] = limit
+    sc = load_scenario(tiny(duration="10s", downstream={"retry_after": "2s"}, retry=retry))
+    dt = 0.002
+    kernel = inputs.build(sc, dt).hint_kernels[0]
+    mean = float(((kernel.offset + np.arange(kernel.mass.size)) * dt * kernel.mass).sum())
+    expected = {"use": 2.0, "at_least": 2.5}[mode] if limit is None else 2.21875
+    assert mean == pytest.approx(expected, abs=2 * dt)
+    if mode == "use":
+        assert kernel.mass.size == 1 and kernel.offset == 1000
+
+
+def test_a_rate_limit_serves_its_rate_and_refuses_the_rest():
+    from herdsim.fluid.integrate import integrate
+
+    data = tiny(duration="10s", workload={"arrivals": "constant", "rate": 300},
+                workers={"count": 1000},
+                downstream={"concurrency": 100, "rate_limit": {"rate": 200, "burst": 10},
+                            "service": {"distribution": "exponential", "mean": "10ms"}},
+                retry={"strategy": "fixed", "base": "1ms", "max_retries": 0})
+    sc = load_scenario(data)
+    grid = inputs.build(sc, 0.002)
+    flows = integrate(sc, grid)
+    late = slice(grid.n // 2, None)
+    seconds = grid.n // 2 * 0.002
+    assert flows.success[late].sum() / seconds == pytest.approx(200, rel=0.01)
+    assert flows.rejected[late].sum() / seconds == pytest.approx(100, rel=0.01)
