@@ -60,6 +60,7 @@ class Flows:
     collapse_load: np.ndarray  # calls counted by the collapse rule's window, while up
     budget_refused: np.ndarray  # retries the budget refused (their jobs dead-lettered)
     short_circuited: np.ndarray  # calls an open breaker held back
+    breaker_open: np.ndarray  # 1 while the breaker holds the calls
 
 
 def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, PLR0915
@@ -100,7 +101,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     room = [0.0] * ring_size
     window = [0.0] * w_steps
     # lists while it runs (a list's item is cheaper to set than an array's), arrays at the end
-    out = Flows(*([0.0] * n for _ in range(18)))  # type: ignore[arg-type]
+    out = Flows(*([0.0] * n for _ in range(19)))  # type: ignore[arg-type]
     gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
     breaker = scenario.breaker.fluid_gate(dt, workers or 1)
     limit = ds.rate_limit
@@ -225,6 +226,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             or (abandoned + waiting if keep_abandoned else waiting) < room_limit))
         if blocked:  # while it is open no worker takes a job (the brief's rule)
             new = 0.0
+            out.breaker_open[i] = 1.0
         else:
             new = jobs[i] + queue if workers is None else min(workers - busy, queue + jobs[i])
             new = max(new, 0.0)
