@@ -22,6 +22,7 @@ from herdsim.cli.app import (
     parse_formats,
     safe,
 )
+from herdsim.errors import ScenarioError
 
 SHOWN = (  # key, label, unit, format
     ("state", "state", "", "{}"),
@@ -53,7 +54,10 @@ def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     formats = parse_formats(fmt)
     sc = load(scenario, set_)
     target = output_dir(out, f"{sc.name}-predicted")
-    prediction = fluid(sc, force=force)
+    try:
+        prediction = fluid(sc, force=force)
+    except ScenarioError as exc:  # what it cannot represent: named in the file's terms
+        raise ScenarioError(exc.problems, str(scenario)) from None
     save_prediction(prediction, target, formats)
     if json_:
         emit_json(prediction.summary)

@@ -41,10 +41,11 @@ def test_a_mechanism_without_a_fluid_form_is_refused_naming_it(tmp_path, changes
 def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
                                                                      scenarios_dir):
     out = tmp_path / "p"
-    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "retry_after.yaml"),
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "layers.yaml"),
                                     "--out", str(out)])
     assert said.exit_code == 2
-    assert len(said.output.strip().splitlines()) == 1 and "retry_after" in said.output
+    assert len(said.output.strip().splitlines()) == 1
+    assert "layers.yaml: services:" in said.output and "call graph" in said.output
     assert not out.exists()
 
 
