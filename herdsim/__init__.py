@@ -1,6 +1,7 @@
 """herdsim: a discrete-event simulator of retry storms (the thundering herd).
 
-The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`compare`
+The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`predict`
+(a :class:`Prediction`: the fluid model), :func:`boundary` (where recovering stops), :func:`compare`
 (a :class:`Comparison`), :func:`sweep` (a grid of settings, its classes and map), and
 :func:`save` to write a run or a comparison as an output directory.
 
@@ -21,15 +22,18 @@ _WHERE = {
     "Scenario": "herdsim.config.scenario",
     "ScenarioError": "herdsim.errors",
     "Strategy": "herdsim.policies.backoff",
+    "boundary": "herdsim.experiments.boundary",
     "compare": "herdsim.experiments.compare",
     "load_scenario": "herdsim.config.loading",
+    "predict": "herdsim.results.predicted",
+    "Prediction": "herdsim.results.predicted",
     "run": "herdsim.results.result",
     "save": "herdsim.outputs.compare_dir",
     "sweep": "herdsim.experiments.sweep",
 }
 
-__all__ = ["Comparison", "HerdsimError", "Result", "Scenario", "ScenarioError", "Strategy",
-           "compare", "load_scenario", "run", "save", "sweep"]
+__all__ = ["Comparison", "HerdsimError", "Prediction", "Result", "Scenario", "ScenarioError",
+           "Strategy", "boundary", "compare", "load_scenario", "predict", "run", "save", "sweep"]
 
 
 def _version() -> str:
@@ -62,9 +66,11 @@ if TYPE_CHECKING:
     from herdsim.config.loading import load_scenario
     from herdsim.config.scenario import Scenario
     from herdsim.errors import HerdsimError, ScenarioError
+    from herdsim.experiments.boundary import boundary
     from herdsim.experiments.compare import compare
     from herdsim.experiments.sweep import sweep
     from herdsim.outputs.compare_dir import save
     from herdsim.policies.backoff import Strategy
     from herdsim.results.comparison import Comparison
+    from herdsim.results.predicted import Prediction, predict
     from herdsim.results.result import Result, run

@@ -4,8 +4,10 @@
 """
 
 from herdsim.cli import (
+    boundary,
     compare,
     outputs,
+    predict,
     presets,
     reproduce,
     run,
@@ -16,5 +18,5 @@ from herdsim.cli import (
 )
 from herdsim.cli.app import app, main
 
-__all__ = ["app", "compare", "main", "outputs", "presets", "reproduce", "run", "schema", "sweep",
-           "testbed", "trace"]
+__all__ = ["app", "boundary", "compare", "main", "outputs", "predict", "presets", "reproduce",
+           "run", "schema", "sweep", "testbed", "trace"]

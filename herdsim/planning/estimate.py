@@ -457,3 +457,47 @@ def _size(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1000
     return f"{n:g}"
+
+
+# the fluid model (herdsim predict, and boundary's first answer): its cost is its steps
+FLUID_CPU_PER_STEP = 15e-6  # s: the loop's own work a step (benchmarks/predict_validation.py:
+# 0.1-1.1 s of CPU for 30,000-90,000 steps on a loaded 2-core machine)
+FLUID_CPU_PER_CELL = 2e-9  # s: a jittered sleep's kernel cell added, when every step fails
+FLUID_BYTES_PER_STEP = 8 * 40  # the inputs, flows and their lists: ~40 floats a step
+FLUID_BYTES_PER_CLASS_STEP = 8 * 2  # the retries' and client failures' tables, per class
+
+
+@dataclass(frozen=True)
+class FluidEstimate:
+    """The fluid model's cost: ``steps``, the bound of its CPU (every step failing into
+    every kernel) and its memory."""
+
+    steps: int
+    most_cpu: float
+    bytes: float
+
+    def describe(self) -> str:
+        """``45,000 steps; up to ~2 s of CPU, ~60 MB``"""
+        return (f"{self.steps:,} steps; up to ~{duration_text(self.most_cpu)} of CPU, "
+                f"~{_size(self.bytes)}")
+
+
+def fluid(steps: int, classes: int, kernel_cells: int) -> FluidEstimate:
+    """The fluid model's cost on *steps* steps with *classes* call classes (retry number
+    x poison) and *kernel_cells* cells in all its sleep kernels."""
+    cpu = steps * (FLUID_CPU_PER_STEP + kernel_cells * FLUID_CPU_PER_CELL)
+    return FluidEstimate(steps, cpu, BASE_BYTES + steps * (FLUID_BYTES_PER_STEP
+                                                           + classes
+                                                           * FLUID_BYTES_PER_CLASS_STEP))
+
+
+def check_fluid(guess: FluidEstimate, force: bool = False) -> None:
+    """Raise :class:`CapacityError` when the fluid model's bound exceeds the budget (the
+    same one line as :func:`check`'s)."""
+    if force:
+        return
+    if guess.most_cpu > CPU_BUDGET or guess.bytes > MEMORY_SHARE * total_memory():
+        raise CapacityError(f"the fluid model may take {guess.describe()}; beyond the budget "
+                            f"({budget_text()}). To make it smaller: shorten duration, "
+                            "lower retry.max_retries or retry.cap; or pass --force "
+                            "(force=True) to run it anyway")

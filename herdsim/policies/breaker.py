@@ -18,6 +18,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from herdsim.policies.breaker_fluid import BreakerGate
 from herdsim.policies.family import Family, Member
 from herdsim.policies.fields import MAX_WORKERS, NonNegativeDuration, Period, PositiveDuration
 from herdsim.policies.windows import CountWindow, TimeWindow
@@ -138,6 +139,15 @@ class Resilience4j(Member):
     def keeps_fast_path(self) -> bool:
         """A breaker that is not enabled gates nothing."""
         return not self.enabled
+
+    def fluid_gate(self, dt: float, workers: int) -> BreakerGate | None:
+        """Its on/off gate on a fluid's calls (:mod:`herdsim.policies.breaker_fluid`);
+        None when off, or for what the gate lacks (a count window, slow calls, retries
+        only, open-loop clients)."""
+        if not self.enabled or self.window_calls is not None or self.retries_only \
+                or self.slow_call_threshold is not None or self.scope == "client":
+            return None
+        return BreakerGate(self, dt, workers)
 
     def build(self, listener: Callable[[CircuitBreaker, float], None] | None = None
               ) -> CircuitBreaker:

@@ -63,6 +63,20 @@ class Strategy:
     def sleep(self, attempt: int, prev: float, rng: np.random.Generator) -> float:
         raise NotImplementedError
 
+    def sleep_pdf(self, attempt: int, step: float, steps: int) -> np.ndarray | None:
+        """Its ``fluid`` form made real: the share of sleeps before retry *attempt* + 1
+        that end in each of *steps* cells of width *step* (cell j holds the sleeps that
+        round to j steps; what lies beyond the last cell is folded into it). None when it
+        has no fluid form or no closed form (``cdf``) to read it from."""
+        cdf = getattr(self, "cdf", None)
+        if self.fluid is None or cdf is None or steps < 1:
+            return None
+        edges = (np.arange(steps + 1) - 0.5) * step
+        mass = np.diff(np.asarray(cdf(edges, attempt, self.base), dtype=float))
+        mass[0] += float(cdf(np.asarray(edges[0]), attempt, self.base))
+        mass[-1] += 1.0 - float(mass.sum())
+        return mass
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base={self.base:g}, cap={self.cap:g})"
 

@@ -24,6 +24,12 @@ class Budget(Member):
         "pool", description="who shares one budget: each worker, the pool, or each open-loop "
                             "client")
     fast_path: ClassVar[bool] = False  # it gates the workers' retries (or calls)
+
+    def fluid_gate(self, dt: float) -> object | None:
+        """Its fluid form as a gate on a fluid's retry flow
+        (:mod:`herdsim.policies.budgets.fluid`), one budget for the pool; None: the fluid
+        model does not have it (yet)."""
+        return None
     emulated: ClassVar[bool] = True  # the testbed's workers run it (testbed/shared.py)
     gates_every_call: ClassVar[bool] = False  # counts every call sent (the breaker must
     # not stop one after it is counted)

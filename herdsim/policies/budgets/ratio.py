@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from herdsim.policies.budgets.base import Budget
+from herdsim.policies.budgets.fluid import RatioGate, window_steps
 from herdsim.policies.fields import Period
 from herdsim.policies.windows import TimeWindow
 
@@ -49,6 +50,13 @@ class Ratio(Budget):
     about: ClassVar[str] = "retries at most ratio × first tries plus a floor, over a " \
                            "window (Finagle RetryBudget)"
     fluid: ClassVar[str | None] = "retry rate ≤ ratio × first-try rate + min_per_second"
+
+    def fluid_gate(self, dt: float) -> RatioGate | None:
+        """Its retry-rate limit on a fluid, for a pool-wide budget."""
+        if self.scope != "pool":
+            return None
+        return RatioGate(window_steps(self.window, dt), self.ratio,
+                         self.min_per_second * self.window)
 
     def build(self, draw: Callable[[], float]) -> RatioBudget:
         """The budget (*draw*: uniform numbers, unused)."""

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from herdsim.policies.budgets.base import Budget
+from herdsim.policies.budgets.fluid import BucketGate
 from herdsim.policies.fields import FieldError
 
 # aws: botocore 1.44.8 retries/standard.py RetryQuotaChecker (14 a retry, 5 after a throttling
@@ -126,10 +127,20 @@ class TokenBucket(Budget):
                                              "or every one of " + ", ".join(_TOKEN_FIELDS))
         return self
 
-    def build(self, draw: Callable[[], float]) -> TokenBucketBudget:
-        """The bucket (*draw*: uniform numbers, unused): the preset's fields, then those
-        set here."""
+    def fluid_gate(self, dt: float) -> BucketGate | None:
+        """Its bucket on a fluid's amounts, for a pool-wide budget."""
+        if self.scope != "pool":
+            return None
+        return BucketGate(**self._params(), credit_on_first_try=self.credit_on == "first_try")
+
+    def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = dict(PRESETS[self.preset]) if self.preset else {}
         params.update({f: getattr(self, f) for f in (*_TOKEN_FIELDS, "throttling_cost")
                        if getattr(self, f) is not None})
-        return TokenBucketBudget(**params, credit_on_first_try=self.credit_on == "first_try")
+        return params
+
+    def build(self, draw: Callable[[], float]) -> TokenBucketBudget:
+        """The bucket (*draw*: uniform numbers, unused): the preset's fields, then those
+        set here."""
+        return TokenBucketBudget(**self._params(),
+                                 credit_on_first_try=self.credit_on == "first_try")

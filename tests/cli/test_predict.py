@@ -1,0 +1,59 @@
+"""``herdsim predict``: the fluid model's outputs, marked as predicted, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import tiny
+from typer.testing import CliRunner
+
+import herdsim
+from herdsim.cli import app
+from herdsim.errors import ScenarioError
+
+
+def test_predict_writes_a_runs_layout_marked_as_predicted(tmp_path, scenarios_dir):
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "metastable.yaml"),
+                                    "--out", str(out), "--json"])
+    assert said.exit_code == 0, said.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["predicted"] == "fluid model"
+    assert {"timeseries.csv", "summary.json", "scenario.yaml", "peak_rate.csv",
+            "timeline.png"} <= {p.name for p in out.iterdir()}
+    # the scenario's own comment: the slowdown keeps it down without a budget
+    assert summary["state"] == "metastable"
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"breaker": {"enabled": True, "window_calls": 50}}, "breaker"),
+    ({"retry": {"strategy": "decorrelated_jitter"}}, "retry.strategy"),
+    ({"budget": {"kind": "ratio", "scope": "worker"}}, "budget"),
+])
+def test_a_mechanism_without_a_fluid_form_is_refused_naming_it(tmp_path, changes, named):
+    with pytest.raises(ScenarioError) as caught:
+        herdsim.predict(tiny(**changes))
+    assert named in str(caught.value) and "predict cannot represent" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
+                                                                     scenarios_dir):
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "layers.yaml"),
+                                    "--out", str(out)])
+    assert said.exit_code == 2
+    assert len(said.output.strip().splitlines()) == 1
+    assert "layers.yaml: services:" in said.output and "call graph" in said.output
+    assert not out.exists()
+
+
+def test_a_model_beyond_the_budget_is_refused_before_it_allocates(tmp_path, scenarios_dir):
+    """30 days on a 2 ms grid: 1.3 billion steps, hundreds of GB: refused in one line."""
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "outage.yaml"),
+                                    "--set", "duration=720h", "--out", str(out)])
+    assert said.exit_code == 2
+    assert len(said.output.strip().splitlines()) == 1 and "steps" in said.output
+    assert not out.exists()

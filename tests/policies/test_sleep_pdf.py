@@ -1,0 +1,35 @@
+"""A strategy's fluid form (``sleep_pdf``) against its own draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from herdsim.policies.backoff import registry
+
+STEP = 0.002
+FLUID = ["fixed", "exponential", "full_jitter", "equal_jitter", "proportional_jitter"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(FLUID), base=st.floats(0.01, 2.0), attempt=st.integers(0, 8))
+def test_the_sleep_distribution_matches_the_draws(name, base, attempt):
+    strategy = registry.build(name, base, 30.0, {})
+    steps = int(40.0 / STEP)  # beyond the longest sleep (30 s x 1.2)
+    mass = strategy.sleep_pdf(attempt, STEP, steps)
+    assert mass is not None and mass.min() >= 0 and mass.sum() == pytest.approx(1.0)
+    rng = np.random.default_rng(attempt)
+    draws = np.sort([strategy.sleep(attempt, base, rng) for _ in range(4000)])
+    # cell j holds the sleeps in [(j - 1/2) step, (j + 1/2) step): at those edges the
+    # fluid's distribution function is exact, and the draws' may differ from it by the
+    # DKW bound (alpha 1e-4: sqrt(ln(2 / alpha) / 2n))
+    edges = (np.arange(steps) + 0.5) * STEP
+    empirical = np.searchsorted(draws, edges, side="left") / draws.size
+    bound = np.sqrt(np.log(2 / 1e-4) / (2 * draws.size))
+    assert np.abs(np.cumsum(mass) - empirical).max() <= bound
+
+
+def test_a_strategy_without_a_fluid_form_gives_none():
+    assert registry.build("decorrelated_jitter", 0.1, 10.0, {}).sleep_pdf(0, STEP, 100) is None
