@@ -11,12 +11,14 @@ from herdsim.policies import (
     backoff,
     breaker,
     budgets,
+    cache,
     codel,
     disciplines,
     distributions,
     downstreams,
     limiters,
     outages,
+    rate_limit,
     shedding,
 )
 from herdsim.policies.backoff.registry import Registry
@@ -26,6 +28,8 @@ FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     arrivals.FAMILY,
     downstreams.FAMILY,
     outages.FAMILY,
+    rate_limit.FAMILY,
+    *cache.FAMILIES,
     distributions.FAMILY,
     disciplines.FAMILY,
     codel.FAMILY,

@@ -24,6 +24,7 @@ from herdsim.policies import arrivals as sources
 from herdsim.policies import disciplines, downstreams, limiters, presets
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
+from herdsim.policies.cache import Cache
 from herdsim.policies.codel import Codel
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
@@ -41,6 +42,7 @@ from herdsim.policies.fields import (
     number_text,
 )
 from herdsim.policies.outages import Outage
+from herdsim.policies.rate_limit import Limit as RateLimit
 from herdsim.policies.shedding import Shedding
 
 
@@ -176,11 +178,6 @@ class Workers(Section):
         0.0, description="what one attempt costs the client before the call leaves")
 
 
-class RateLimit(Section):
-    rate: float = Field(gt=0, description="calls per second")
-    burst: float = Field(100.0, ge=1, description="bucket size, calls")
-
-
 class Collapse(Section):
     window: Period = 0.1
     threshold: int | None = Field(None, ge=1, description="calls within window that crash it")
@@ -216,6 +213,7 @@ class Downstream(Section):
                           "way back)")
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
+    cache: Cache | None = Field(None, description="a cache in front of this tier")
     retry_after: RetryAfter | None = Field(
         None, description="Retry-After sent with throttled and rejected answers: a duration, "
                           "or limiter (until the rate limiter next has a token)")
@@ -242,6 +240,10 @@ class Downstream(Section):
         self.room()  # its discipline's fields: the member's, and only them
         if self.retry_after == "limiter" and self.rate_limit is None:
             raise FieldError("retry_after", "retry_after: limiter needs a rate_limit")
+        for i, outage in enumerate(self.outages):
+            if outage.needs_cache and self.cache is None:
+                raise FieldError(f"outages.{i}.mode", f"a {outage.name()} outage needs a "
+                                                      "cache in front of this tier (cache)")
         return self
 
     def room(self) -> disciplines.Discipline:
