@@ -46,6 +46,10 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     n_bins = len(ts)
     extra = {f"{name}_{suffix}": _counts(getattr(record, attr), width, n_bins)
              for name, record in records.items() for suffix, attr in SERIES.items()}
+    for name, record in list(records.items())[1:]:  # a service's cache (the top's: ts's own)
+        extra.update({f"{name}_{counter}": _counts(times, width, n_bins)
+                      for counter, times in record.optional.items()
+                      if counter.startswith("cache_")})
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
 
 
