@@ -43,26 +43,28 @@ def tail_rate(ts: pd.DataFrame, duration: float, prefix: str = "") -> float | No
     return overall(ts, duration * (1 - TAIL_FRACTION), prefix)
 
 
-def refill_time(times: np.ndarray, hits: np.ndarray, misses: np.ndarray, flush: float,
-                width: float) -> float | None:
-    """Seconds from *flush* to the end of the first bin (of *width*, starting at
-    *times*) from the flush on whose hit rate is back to :data:`REFILLED` of the rate
-    over every bin before it; None when none is (not within the run) or no bin before
-    the flush had requests."""
-    before = times + width <= flush + 1e-9
+def refill_time(starts: np.ndarray, ends: np.ndarray, hits: np.ndarray,
+                misses: np.ndarray, flush: float, pre_end: float | None = None
+                ) -> float | None:
+    """Seconds from *flush* to the end of the first bin (``starts[i]`` to ``ends[i]``)
+    starting at or after it whose hit rate is back to :data:`REFILLED` of the rate over
+    the bins ending by *pre_end* (default: the flush); None when none is (not within the
+    run) or no bin before had requests."""
+    before = ends <= (flush if pre_end is None else pre_end) + 1e-9
     pre_total = hits[before].sum() + misses[before].sum()
     if not pre_total:
         return None
     target = REFILLED * hits[before].sum() / pre_total
     rate = hit_rate(hits, misses)
-    after = np.flatnonzero((times >= flush - 1e-9) & (rate >= target))
-    return float(times[after[0]] + width - flush) if after.size else None
+    after = np.flatnonzero((starts >= flush - 1e-9) & (rate >= target))
+    return float(ends[after[0]] - flush) if after.size else None
 
 
 def flush_refill(ts: pd.DataFrame, flush: float | None, width: float,
-                 prefix: str = "") -> float | None:
-    """:func:`refill_time` over *ts*'s bins (None without a flush)."""
+                 prefix: str = "", pre_end: float | None = None) -> float | None:
+    """:func:`refill_time` over *ts*'s bins of *width* (None without a flush)."""
     if flush is None:
         return None
-    return refill_time(ts["time"].to_numpy(), ts[prefix + HIT].to_numpy(),
-                       ts[prefix + MISS].to_numpy(), flush, width)
+    times = ts["time"].to_numpy()
+    return refill_time(times, times + width, ts[prefix + HIT].to_numpy(),
+                       ts[prefix + MISS].to_numpy(), flush, pre_end)
