@@ -12,6 +12,12 @@ calling (single-flight), and a stale hit sends one refresh flight per key. A ``f
 outage on the tier empties the store when it begins and bypasses it (no lookups, no
 fills) while it holds.
 
+A request's retries ask for the key its first call asked for: a caller holds its key
+from a miss until it hears a success (an open-loop job draws a new one at its first
+call). A queue worker is one caller for all its jobs: a job it gives up leaves its key to
+the worker's next call, and with ``retry_mode: requeue`` a retry may be taken by another
+worker and ask a new key.
+
 Every request is counted in ``cache_hits`` or ``cache_misses`` (the coalesced misses
 also in ``cache_coalesced``, the stale hits in ``cache_stale``); the tier's own counters
 see only the flights' calls.
@@ -67,6 +73,7 @@ class Front:
         self._latency = draws(latency.sampler(latency_rng)) if latency is not None else None
         self._call, self._finish = ds.call, ds.finish
         self.flights: dict[int, Flight] = {}  # the keys being fetched, coalesced or refreshed
+        self._held: dict[Any, int] = {}  # a caller's key, from its miss until it succeeds
         self._flushes = 0
         self._hit = counters.counter("cache_hits").append
         self._miss = counters.counter("cache_misses").append
@@ -89,7 +96,9 @@ class Front:
         failure (an ``int``)."""
         env = self.env
         now = env.now
-        key = self._key()
+        key = self._held.pop(proc, None)
+        if key is None or getattr(proc, "attempts", 0) == 1:  # a job's first call: a new key
+            key = self._key()
         bypass = self._sync()
         answer = MISS if bypass else self.store.lookup(key, now)
         if answer != MISS:
@@ -107,6 +116,7 @@ class Front:
                     self._fly(Flight(self, key), timeout, register=True)
             return c
         self._miss(now)
+        self._held[proc] = key  # until it succeeds: a retry asks for the same key
         if self.coalesce and not bypass:
             flight = self.flights.get(key)
             if flight is not None:
@@ -152,9 +162,10 @@ class Front:
         if self.flights.get(flight.key) is flight:
             del self.flights[flight.key]
 
-    @staticmethod
-    def finish(c, value: int) -> int:
+    def finish(self, c, value: int) -> int:
         """A request's outcome: what its event carries (a hit's OK, a flight's outcome)."""
+        if value == OK:
+            self._held.pop(c.proc, None)
         return value
 
 
