@@ -10,7 +10,7 @@ other, and a success fills the cache. The requests waiting on a flight hear its 
 with ``coalesce`` a miss on a key already being fetched joins that flight instead of
 calling (single-flight), and a stale hit sends one refresh flight per key. A ``flush``
 outage on the tier empties the store when it begins and bypasses it (no lookups, no
-fills) while it holds.
+fills; coalescing goes on) while it holds.
 
 A request's retries ask for the key its first call asked for: a caller holds its key
 from a miss until it hears a success (an open-loop job draws a new one at its first
@@ -117,13 +117,13 @@ class Front:
             return c
         self._miss(now)
         self._held[proc] = key  # until it succeeds: a retry asks for the same key
-        if self.coalesce and not bypass:
+        if self.coalesce:
             flight = self.flights.get(key)
             if flight is not None:
                 self._coalesced(now)  # type: ignore[misc]
                 return self._wait(flight, proc)
         flight = Flight(self, key)
-        refused = self._fly(flight, timeout, register=self.coalesce and not bypass)
+        refused = self._fly(flight, timeout, register=self.coalesce)
         if refused is not None:
             return refused
         return self._wait(flight, proc)

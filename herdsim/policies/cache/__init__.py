@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from herdsim.policies.cache import eviction, keys
 from herdsim.policies.cache.eviction import Lru, Policy
-from herdsim.policies.cache.keys import KeyDistribution, Zipf
+from herdsim.policies.cache.keys import KeyDistribution
 from herdsim.policies.cache.stores import HIT, MISS, STALE, LruStore, TtlStore
 from herdsim.policies.distributions import Distribution
 from herdsim.policies.fields import MAX_CACHE_SIZE, FieldError, Section, number_text
@@ -35,8 +35,7 @@ class Cache(Section):
     size: int = Field(ge=1, le=MAX_CACHE_SIZE, description="entries the cache holds")
     eviction: Policy = Field(default_factory=Lru,  # type: ignore[arg-type]
                                       description="policy: lru or ttl")
-    keys: KeyDistribution = Field(default_factory=Zipf,  # type: ignore[arg-type]
-                                       description="which key each request asks for")
+    keys: KeyDistribution = Field(description="which key each request asks for")
     hit_latency: Annotated[Distribution | None, BeforeValidator(_latency)] = Field(
         None, description="time a hit takes: a duration or a distribution (null: at once)")
     coalesce: bool = Field(False, description="single-flight: a miss on a key already "
