@@ -69,7 +69,7 @@ class Front:
         self.store = cfg.store()
         self.coalesce = cfg.coalesce
         self._key = draws(cfg.keys.sampler(keys_rng))
-        latency = cfg.hit_latency
+        latency = cfg.latency()
         self._latency = draws(latency.sampler(latency_rng)) if latency is not None else None
         self._call, self._finish = ds.call, ds.finish
         self.flights: dict[int, Flight] = {}  # the keys being fetched, coalesced or refreshed

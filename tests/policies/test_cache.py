@@ -158,11 +158,12 @@ def test_a_cache_field_out_of_place_is_refused_naming_it(fields, blamed):
 
 
 def test_hit_latency_takes_a_duration_or_a_distribution():
-    assert Cache(size=1, keys=UNIFORM, hit_latency="2ms").hit_latency.mean == \
+    assert Cache(size=1, keys=UNIFORM, hit_latency="2ms").latency().mean == \
         pytest.approx(0.002)
+    assert Cache(size=1, keys=UNIFORM, hit_latency=0).latency() is None
     lat = Cache(size=1, keys=UNIFORM,
                 hit_latency={"distribution": "exponential", "mean": "1ms"})
-    assert lat.hit_latency.name() == "exponential"
+    assert lat.latency().name() == "exponential"
 
 
 def _brute_window(times, limit, window):

@@ -10,23 +10,21 @@ whose key is queued merges into it), a different thing, and neither reads the ot
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from herdsim.policies.cache import eviction, keys
 from herdsim.policies.cache.eviction import Lru, Policy
 from herdsim.policies.cache.keys import KeyDistribution
 from herdsim.policies.cache.stores import HIT, MISS, STALE, LruStore, TtlStore
 from herdsim.policies.distributions import Distribution
-from herdsim.policies.fields import MAX_CACHE_SIZE, FieldError, Section, number_text
-
-
-def _latency(value: Any) -> Any:
-    """A duration (``2ms``) is a constant hit latency."""
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        return {"distribution": "constant", "mean": value}
-    return value
+from herdsim.policies.distributions.constant import Constant
+from herdsim.policies.fields import (
+    MAX_CACHE_SIZE,
+    FieldError,
+    NonNegativeDuration,
+    Section,
+    number_text,
+)
 
 
 class Cache(Section):
@@ -36,7 +34,7 @@ class Cache(Section):
     eviction: Policy = Field(default_factory=Lru,  # type: ignore[arg-type]
                                       description="policy: lru or ttl")
     keys: KeyDistribution = Field(description="which key each request asks for")
-    hit_latency: Annotated[Distribution | None, BeforeValidator(_latency)] = Field(
+    hit_latency: Distribution | NonNegativeDuration | None = Field(
         None, description="time a hit takes: a duration or a distribution (null: at once)")
     coalesce: bool = Field(False, description="single-flight: a miss on a key already "
                                               "being fetched waits for that call")
@@ -50,6 +48,13 @@ class Cache(Section):
             raise FieldError("size", f"a warm cache of {number_text(self.size)} entries "
                                      f"over {number_text(count)} keys: size at most count")
         return self
+
+    def latency(self) -> Distribution | None:
+        """The hit latency's distribution (a duration is a constant one), or None: at once."""
+        value = self.hit_latency
+        if isinstance(value, (int, float)):
+            return Constant(distribution="constant", mean=value) if value > 0 else None
+        return value
 
     def store(self) -> LruStore:
         """The cache's entries at t = 0: primed with keys 1..size when warm."""
