@@ -49,12 +49,19 @@ class Cache(Section):
                                      f"over {number_text(count)} keys: size at most count")
         return self
 
-    def latency(self) -> Distribution | None:
-        """The hit latency's distribution (a duration is a constant one), or None: at once."""
+    @model_validator(mode="after")
+    def _latency_as_a_distribution(self) -> Cache:
+        """A duration given for ``hit_latency`` is held as a constant distribution (0:
+        none), so the field holds a member or nothing once validated."""
         value = self.hit_latency
         if isinstance(value, (int, float)):
-            return Constant(distribution="constant", mean=value) if value > 0 else None
-        return value
+            latency = Constant(distribution="constant", mean=value) if value > 0 else None
+            object.__setattr__(self, "hit_latency", latency)
+        return self
+
+    def latency(self) -> Distribution | None:
+        """The hit latency's distribution, or None: at once."""
+        return self.hit_latency  # type: ignore[return-value]  # (a duration became one)
 
     def store(self) -> LruStore:
         """The cache's entries at t = 0: primed with keys 1..size when warm."""
