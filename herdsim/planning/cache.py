@@ -6,13 +6,16 @@ A hit costs about what a call costs (its event, its key, its counter), so the re
 cache answers stay in the calls of the estimate and of the bound; what it saves is the
 calls behind it. The bound assumes every request may miss (a flush, a cold start): the
 share below enters only the ``likely`` figures. It is the warm cache's, as if it held the
-``size`` most popular keys (an upper bound on LRU's hit rate under independent requests),
-with the Zipf sums by their integral, so it costs nothing per key.
+``size`` most popular keys (an upper bound on LRU's hit rate under independent requests:
+a run misses more, 0.52 against 0.40 at 10,000 Zipf(1) keys and 200 entries), with the
+Zipf sums' tails by Euler-Maclaurin, so it costs the same at any number of keys.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from herdsim.policies.cache import Cache
 from herdsim.policies.cache.keys import Zipf
@@ -23,13 +26,26 @@ BYTES_PER_TABLED_KEY = 16  # a Zipf key's weight and cumulative weight
 WORK_PER_ENTRY = 0.1  # priming one entry, in calibration calls (a dict insert)
 
 
+EXACT_TERMS = 1000  # the sums' first terms added exactly; the rest by Euler-Maclaurin
+
+
 def _zipf_mass(n: float, alpha: float) -> float:
-    """The sum of k^-alpha for k = 1..n, by its integral (Euler-Maclaurin's first terms)."""
-    if n <= 1:
-        return 1.0
+    """The sum of k^-alpha for k = 1..n (n may be inf, alpha > 1 then): the first
+    :data:`EXACT_TERMS` terms exactly, the rest by Euler-Maclaurin (the integral, the end
+    terms' halves and the first derivative term), so a sum costs the same at any n."""
+    exact = int(min(n, EXACT_TERMS))
+    head = float((np.arange(1, exact + 1, dtype=float) ** -alpha).sum())
+    if n <= exact:
+        return head
+    a = exact + 1.0  # the rest: f(a) + ... + f(n), f(x) = x^-alpha
+    if math.isinf(n):
+        integral = a ** (1.0 - alpha) / (alpha - 1.0)
+        return head + integral + 0.5 * a ** -alpha + alpha / 12.0 * a ** (-alpha - 1.0)
     flat = abs(alpha - 1.0) < 1e-9
-    tail = math.log(n) if flat else (n ** (1.0 - alpha) - 1.0) / (1.0 - alpha)
-    return 1.0 + tail - 0.5 * (1.0 - n ** -alpha)
+    integral = math.log(n / a) if flat else (n ** (1.0 - alpha) - a ** (1.0 - alpha)) \
+        / (1.0 - alpha)
+    return head + integral + 0.5 * (a ** -alpha + n ** -alpha) \
+        + alpha / 12.0 * (a ** (-alpha - 1.0) - n ** (-alpha - 1.0))
 
 
 def miss_share(cache: Cache) -> float:
@@ -41,8 +57,7 @@ def miss_share(cache: Cache) -> float:
         return 0.0
     if isinstance(keys, Zipf):
         alpha = keys.alpha
-        total = _zipf_mass(count, alpha) if count is not None else \
-            1.0 / (alpha - 1.0) + 0.5 + alpha / 12.0  # zeta(alpha) for alpha > 1
+        total = _zipf_mass(count if count is not None else math.inf, alpha)
         return max(0.0, 1.0 - _zipf_mass(cache.size, alpha) / total)
     return 1.0 - cache.size / count  # type: ignore[operator]  # uniform: count is set
 
