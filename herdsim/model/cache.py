@@ -34,6 +34,8 @@ from herdsim.model.kernel import later, trigger_later, unfired
 from herdsim.model.streams import draws
 from herdsim.policies.cache import HIT, MISS, Cache
 
+COUNTERS = ("cache_hits", "cache_misses", "cache_coalesced", "cache_stale")  # its columns
+
 
 class Flight:
     """One call to the tier for *key*: the caller the tier sees. *waiters* are the
@@ -75,11 +77,12 @@ class Front:
         self.flights: dict[int, Flight] = {}  # the keys being fetched, coalesced or refreshed
         self._held: dict[Any, int] = {}  # a caller's key, from its miss until it succeeds
         self._flushes = 0
-        self._hit = counters.counter("cache_hits").append
-        self._miss = counters.counter("cache_misses").append
-        self._coalesced = counters.counter("cache_coalesced").append if cfg.coalesce else None
-        stale = getattr(cfg.eviction, "stale", 0.0)
-        self._stale = counters.counter("cache_stale").append if stale else None
+        hits, misses, coalesced, stale = COUNTERS
+        self._hit = counters.counter(hits).append
+        self._miss = counters.counter(misses).append
+        self._coalesced = counters.counter(coalesced).append if cfg.coalesce else None
+        self._stale = counters.counter(stale).append \
+            if getattr(cfg.eviction, "stale", 0.0) else None
         ds.call = self.call
         ds.finish = self.finish
 
@@ -96,9 +99,10 @@ class Front:
         failure (an ``int``)."""
         env = self.env
         now = env.now
-        key = self._held.pop(proc, None)
-        if key is None or getattr(proc, "attempts", 0) == 1:  # a job's first call: a new key
-            key = self._key()
+        held = self._held.pop(proc, None)
+        # a job's first call asks a new key (its draws are whole numbers)
+        key: int = self._key() if held is None or getattr(proc, "attempts", 0) == 1 \
+            else held  # type: ignore[assignment]
         bypass = self._sync()
         answer = MISS if bypass else self.store.lookup(key, now)
         if answer != MISS:

@@ -13,6 +13,7 @@ import herdsim
 from herdsim.config.loading import load_scenario
 from herdsim.model import cache as model_cache
 from herdsim.model.simulation import Simulation
+from herdsim.outputs import compare_dir
 
 
 def cached(**cache) -> dict:
@@ -162,3 +163,19 @@ def test_a_scenario_without_a_cache_has_no_cache_columns_or_kpis():
     res = herdsim.run(load_scenario(tiny()))
     assert not [c for c in res.timeseries if "cache" in c]
     assert not [k for k in res.summary if "cache" in k]
+
+
+def test_arms_with_and_without_a_cache_option_compare(tmp_path):
+    """An option only some arms have (coalescing's counter): 0 where absent, so the
+    comparison's frames are whole numbers and it saves and reads back."""
+    data = tiny(duration="2s", workers={"count": None},
+                downstream={"cache": cached(size=20)})
+    comparison = herdsim.compare(load_scenario(data),
+                                 vary={"downstream.cache.coalesce": [False, True]},
+                                 processes=1)
+    ts = comparison.timeseries
+    assert not ts["cache_coalesced"].isna().any()
+    assert ts.loc[ts["arm"].str.endswith("=false"), "cache_coalesced"].sum() == 0
+    compare_dir.save_comparison(comparison, tmp_path / "cmp")
+    back = compare_dir.load_outputs(tmp_path / "cmp")
+    assert back.timeseries["cache_coalesced"].sum() == ts["cache_coalesced"].sum()

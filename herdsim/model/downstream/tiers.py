@@ -139,7 +139,7 @@ def _uniform(rng: np.random.Generator):
 
 
 def build(env, scenario: Scenario, recorder, top_args: dict, service_draws,
-          top_cache: tuple = ()):
+          top_cache: tuple[np.random.Generator, ...] = ()):
     """Every tier of *scenario*'s graph: ``(the workers' downstream, records by name,
     edges by caller)``. *top_args* are the workers' downstream's draws as a single-tier
     run makes them (its streams are the run's own); ``service_draws(section, rng)`` makes
@@ -171,7 +171,9 @@ latency: the run's own), used only when it has a cache."""
         Tier(tier, record, own_deadlines=i > 0 and not _uniform_deadlines(
             name, every, scenario.deadline))
         if cfg.cache is not None:  # in front of the Tier part: a hit never reaches the tier
-            cache.front(tier, cfg.cache, *caching, recorder if i == 0 else record)
+            keys_rng, latency_rng = caching
+            cache.front(tier, cfg.cache, keys_rng, latency_rng,
+                        recorder if i == 0 else record)
         built[name] = tier
         records[name] = record
     edges: dict = {}
