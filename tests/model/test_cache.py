@@ -179,3 +179,40 @@ def test_arms_with_and_without_a_cache_option_compare(tmp_path):
     compare_dir.save_comparison(comparison, tmp_path / "cmp")
     back = compare_dir.load_outputs(tmp_path / "cmp")
     assert back.timeseries["cache_coalesced"].sum() == ts["cache_coalesced"].sum()
+
+
+def test_serving_stale_keeps_hits_through_expiry_with_one_refresh_per_key(monkeypatch):
+    """A ttl of 50 ms at 500 requests/s over 50 keys: without stale most requests find
+    their entry expired and miss; with stale: 1s they are served (counted in
+    cache_stale) while at most one refresh per key is in flight."""
+    log = _flights(monkeypatch)
+    rates = {}
+    for stale in ("0s", "1s"):
+        data = tiny(duration="4s", workload={"rate": 500}, workers={"count": None},
+                    downstream={"concurrency": 50, "service": {"mean": "20ms"},
+                                "cache": {"size": 50, "keys": {"distribution": "uniform",
+                                                               "count": 50},
+                                          "eviction": {"policy": "ttl", "ttl": "50ms",
+                                                       "stale": stale}}})
+        ts = herdsim.run(load_scenario(data)).timeseries
+        rates[stale] = ts["cache_hits"].sum() / (ts["cache_hits"].sum()
+                                                 + ts["cache_misses"].sum())
+        if stale == "1s":
+            assert ts["cache_stale"].sum() > 0
+            assert _most_in_flight_per_key(log, 4.0) == 1
+        log.clear()
+    assert rates["1s"] > rates["0s"] + 0.3
+
+
+def test_a_cold_cache_starts_missing_and_fills():
+    """warm: false: the first 100 ms hit far less than a warm cache's (200 entries over
+    500 keys: the warm one holds the most popular); both end alike."""
+    series = {}
+    for warm in (True, False):
+        data = tiny(duration="6s", bin="100ms", workload={"rate": 500}, workers={"count": None},
+                    downstream={"concurrency": 100, "service": {"mean": "5ms"},
+                                "cache": cached(warm=warm, size=200)})
+        ts = herdsim.run(load_scenario(data)).timeseries
+        series[warm] = (ts["cache_hits"] / (ts["cache_hits"] + ts["cache_misses"])).to_numpy()
+    assert series[False][0] < series[True][0] - 0.1
+    assert abs(series[False][-20:].mean() - series[True][-20:].mean()) < 0.05
