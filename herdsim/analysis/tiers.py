@@ -161,7 +161,8 @@ def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
     for i, (name, record) in enumerate(records.items()):
         tier = Tier(name, record, i == 0, configs[name], need[name], summary, ts, scenario)
         out[name] = {kpi.key: kpi.compute(tier) for kpi in TIER_REGISTRY
-                     if kpi.compute is not None}
+                     if kpi.compute is not None
+                     and (kpi.present is None or kpi.present(tier))}
     return out
 
 

@@ -150,6 +150,10 @@ def test_a_service_tier_with_a_cache_counts_its_hits_and_misses():
     assert "cache_hits" not in ts  # the workers' downstream has none
     assert ts["db_calls"].sum() == ts["db_cache_misses"].sum() > 0
     assert ts["db_cache_hits"].sum() > 0
+    db = res.summary["tiers"]["db"]
+    assert db["cache_hit_rate"] == pytest.approx(
+        ts["db_cache_hits"].sum() / (ts["db_cache_hits"].sum() + ts["db_cache_misses"].sum()))
+    assert "cache_hit_rate" not in res.summary["tiers"]["api"]  # no cache there
 
 
 def test_a_flush_outage_needs_a_cache():
