@@ -220,3 +220,27 @@ def test_a_cold_cache_starts_missing_and_fills():
         series[warm] = (ts["cache_hits"] / (ts["cache_hits"] + ts["cache_misses"])).to_numpy()
     assert series[False][0] < series[True][0] - 0.1
     assert abs(series[False][-20:].mean() - series[True][-20:].mean()) < 0.05
+
+
+def test_a_service_behind_its_cache_is_healthy_when_its_requests_are_served():
+    """db answers about half its requests from its cache: its state counts them (its
+    successful calls alone are half of what the jobs need of it: it would read
+    degraded); a flush of its cache at 5 s is over well before the end."""
+    data = {"name": "g", "duration": "20s", "seed": 2, "workload": {"rate": 200},
+            "workers": {"count": 100},
+            "retry": {"strategy": "full_jitter", "base": "100ms", "max_retries": 2},
+            "downstream": {"name": "api", "concurrency": 50, "service": {"mean": "5ms"},
+                           "timeout": "2s",
+                           "calls": [{"service": "db", "timeout": "500ms",
+                                      "retry": {"max_retries": 1, "base": "50ms"}}]},
+            "services": {"db": {"concurrency": 4, "service": {"mean": "20ms"},
+                                "cache": {"size": 300, "keys": {"distribution": "zipf",
+                                                                "alpha": 0.9,
+                                                                "count": 2000}},
+                                "outages": [{"mode": "flush", "start": "5s",
+                                             "duration": "1s"}]}}}
+    res = herdsim.run(load_scenario(data))
+    ts = res.timeseries
+    assert ts["db_cache_hits"].sum() > 0.3 * ts["db_succeeded"].sum()
+    assert res.summary["state"] == "recovered"
+    assert res.summary["tiers"]["db"]["state"] == "recovered"
