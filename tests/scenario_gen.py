@@ -45,7 +45,7 @@ from herdsim.policies.durations import parse_duration
 from herdsim.policies.family import Family
 from herdsim.policies.presets import PRESETS
 
-SERVICE_NAMES = ("api", "db", "cache")
+SERVICE_NAMES = ("api", "db", "search")  # ("cache" is a tier's field)
 
 
 def _trace_file() -> str:
@@ -69,7 +69,15 @@ SIZES: dict[str, st.SearchStrategy] = {
     "workload.interval": st.floats(0.05, 1.0),  # a periodic client's (clients: below)
     "workload.restarts.*": st.floats(0.0, 3.0),
     "backlog": st.integers(0, 60),
-    "keys": st.integers(1, 40),
+    "workload.keys": st.integers(1, 40),
+    "*.cache.size": st.integers(1, 30),
+    "*.cache.keys.count": st.none() | st.integers(1, 60),
+    "*.cache.keys.alpha": st.floats(0.1, 3.0),
+    "*.cache.eviction.ttl": st.floats(0.01, 1.0),
+    "*.cache.eviction.stale": st.floats(0.0, 1.0),
+    "*.cache.hit_latency": st.none() | st.floats(0.0, 0.05),
+    "*.rate_limit.limit": st.integers(1, 50),
+    "*.rate_limit.window": st.floats(0.05, 1.0),
     "workers.count": st.none() | st.integers(1, 40),  # None: open-loop callers
     "clients": st.integers(1, 5),
     "concurrency": st.integers(1, 40),

@@ -7,7 +7,8 @@ keys of :data:`herdsim.analysis.kpis.TIER_REGISTRY`.
 A tier's ``state`` is the run's classifier on the tier's own numbers. The workers'
 downstream (the top tier) has the run's: what the workers see, their backlog included.
 A service tier is healthy while it is up (not crashed, no ``down`` outage) and its
-successful calls over the trailing window are back to 90% of their pre-outage level
+successful calls (with a cache, and the requests it answered) over the trailing window
+are back to 90% of their pre-outage level
 (:func:`herdsim.analysis.summary.settle_time`; a tier has no backlog of its own); its
 goodput is its successful calls over what the offered jobs need of it
 (:func:`demand`), its load the same demand over its capacity.
@@ -46,6 +47,10 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     n_bins = len(ts)
     extra = {f"{name}_{suffix}": _counts(getattr(record, attr), width, n_bins)
              for name, record in records.items() for suffix, attr in SERIES.items()}
+    for name, record in list(records.items())[1:]:  # a service's cache (the top's: ts's own)
+        extra.update({f"{name}_{counter}": _counts(times, width, n_bins)
+                      for counter, times in record.optional.items()
+                      if counter.startswith("cache_")})
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
 
 
@@ -96,7 +101,10 @@ def _health(name: str, record, cfg: graph.Caller, need: float, ts: pd.DataFrame,
     module doc's rule)."""
     times = ts["time"].to_numpy()
     zero = np.zeros(len(times))
-    own = pd.DataFrame({"time": times, "success": ts[f"{name}_succeeded"].to_numpy(),
+    served = ts[f"{name}_succeeded"].to_numpy()
+    if cfg.cache is not None:  # a request its cache answered is served too
+        served = served + ts[f"{name}_cache_hits"].to_numpy()
+    own = pd.DataFrame({"time": times, "success": served,
                         "downstream_up": _up(times, record.crashes, cfg), "queue_depth": zero,
                         "delayed": zero, "in_flight": zero, "waiting": zero})
     last = scenario.last_outage_end
@@ -157,7 +165,8 @@ def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
     for i, (name, record) in enumerate(records.items()):
         tier = Tier(name, record, i == 0, configs[name], need[name], summary, ts, scenario)
         out[name] = {kpi.key: kpi.compute(tier) for kpi in TIER_REGISTRY
-                     if kpi.compute is not None}
+                     if kpi.compute is not None
+                     and (kpi.present is None or kpi.present(tier))}
     return out
 
 

@@ -17,10 +17,11 @@ from herdsim.errors import UsageError
 def reproduce_command(
     experiment: Annotated[str, typer.Argument(
         metavar="EXPERIMENT", autocompletion=complete.experiments,
-        help="aws-2015, collapse or retries (see docs/validation.md).", show_default=False)],
+        help="aws-2015, collapse, retries or cache (see docs/validation.md).", show_default=False)],
     runs: Annotated[int | None, typer.Option(
         "--runs", min=1, metavar="N", help="Runs per point (default: the published number, 100 for "
-                              "aws-2015; 20 for collapse, 5 for retries).", show_default=False)
+                              "aws-2015; 20 for collapse and cache, 5 for retries).",
+        show_default=False)
     ] = None,
     out: OutOpt = None,
     processes: Annotated[int | None, typer.Option(

@@ -12,6 +12,7 @@ from herdsim.policies import (
     balancers,
     breaker,
     budgets,
+    cache,
     codel,
     degradation,
     disciplines,
@@ -19,6 +20,7 @@ from herdsim.policies import (
     downstreams,
     limiters,
     outages,
+    rate_limit,
     shedding,
 )
 from herdsim.policies.backoff.registry import Registry
@@ -29,6 +31,8 @@ FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     arrivals.FAMILY,
     downstreams.FAMILY,
     outages.FAMILY,
+    rate_limit.FAMILY,
+    *cache.FAMILIES,
     distributions.FAMILY,
     disciplines.FAMILY,
     codel.FAMILY,

@@ -27,6 +27,7 @@ from herdsim.policies import balancers, disciplines, downstreams, limiters, pres
 from herdsim.policies.autoscale import Autoscale
 from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.balancers import outlier
+from herdsim.policies.cache import Cache
 from herdsim.policies.codel import Codel
 from herdsim.policies.degradation import Degradations
 from herdsim.policies.distributions import Distribution as Service
@@ -45,6 +46,7 @@ from herdsim.policies.fields import (
     number_text,
 )
 from herdsim.policies.outages import Outage
+from herdsim.policies.rate_limit import Limit as RateLimit
 from herdsim.policies.refusal_cost import RefusalCost
 from herdsim.policies.shedding import Shedding
 
@@ -202,11 +204,6 @@ class Workers(Section):
         0.0, description="what one attempt costs the client before the call leaves")
 
 
-class RateLimit(Section):
-    rate: float = Field(gt=0, description="calls per second")
-    burst: float = Field(100.0, ge=1, description="bucket size, calls")
-
-
 class Collapse(Section):
     window: Period = 0.1
     threshold: int | None = Field(None, ge=1, description="calls within window that crash it")
@@ -242,6 +239,7 @@ class Downstream(Section):
                           "way back)")
     serve_abandoned: bool = False
     rate_limit: RateLimit | None = None
+    cache: Cache | None = Field(None, description="a cache in front of this tier")
     retry_after: RetryAfter | None = Field(
         None, description="Retry-After sent with throttled and rejected answers: a duration, "
                           "or limiter (until the rate limiter next has a token)")
@@ -286,6 +284,13 @@ class Downstream(Section):
         if self.degradation is not None and self.overload.latency_model != "at_start":
             raise FieldError("degradation", "degradation needs overload.latency_model: "
                                             "at_start")
+        for i, outage in enumerate(self.outages):
+            if outage.needs_cache and self.cache is None:
+                raise FieldError(f"outages.{i}.mode", f"a {outage.name()} outage needs a "
+                                                      "cache in front of this tier (cache)")
+        if self.cache is not None and self.replicas is not None:
+            raise FieldError("cache", "a cache in front of replicas is not modelled yet "
+                                      "(put it on a service that calls the fleet)")
         fleet.check(self)
         return self
 

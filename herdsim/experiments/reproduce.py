@@ -1,4 +1,4 @@
-"""Rerun the field's published experiments: ``herdsim reproduce aws-2015|collapse|retries``.
+"""Rerun the field's published experiments: ``herdsim reproduce aws-2015|collapse|retries|cache``.
 
 Each experiment starts from its bundled scenario (``scenarios/NAME.yaml``), runs every
 point of its grid ``runs`` times (seeds ``seed``, ``seed + 1``, …, shared by all points:
@@ -16,12 +16,16 @@ originals' own, run with ``benchmarks/originals.py``.
   independently with probability p, under no retries, 3 retries, a per-client token
   bucket credited per first try and a per-client cumulative-ratio retry breaker.
 
+- ``cache``: ``cache_sim/`` of the same repository, in its own module
+  (:mod:`herdsim.experiments.reproduce_cache`).
+
 Arms named in ``COLLAPSE_VARIATIONS`` and ``RETRY_VARIATIONS`` are herdsim's own, not the
 originals'.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -106,12 +110,15 @@ class Reproduction:
     runs: pd.DataFrame
     figure: Figure
     series: pd.DataFrame | None = None
+    shown: list[tuple[str, pd.DataFrame]] | None = None  # its printed tables, made with it
 
     def printed(self) -> list[tuple[str, pd.DataFrame]]:
         """(title, frame) pairs as the CLI prints them: aws-2015 as a calls table and a
         time table with a column per strategy (``_jitter`` dropped from the names),
         collapse with the runs that recovered and their 95% Wilson interval, retries with
-        the 95% intervals beside the means."""
+        the 95% intervals beside the means; an experiment that made its own, those."""
+        if self.shown is not None:
+            return self.shown
         if self.name == "retries":
             t = self.table
             return [("retries", pd.DataFrame({
@@ -344,11 +351,14 @@ def retries(runs: int = 5, error_rates: Sequence[float] = RETRY_ERROR_RATES,
     return Reproduction("retries", runs, table, per_run, figure)
 
 
-EXPERIMENTS: dict[str, tuple[Callable[..., Reproduction], int]] = {
+EXPERIMENTS: dict[str, tuple[Callable[..., Reproduction] | str, int]] = {
     "aws-2015": (aws_2015, 100),  # the blog's 100 runs per point
     "collapse": (collapse, 20),
     "retries": (retries, 5),
+    # an experiment in a module of its own, loaded when run ("module:function")
+    "cache": ("herdsim.experiments.reproduce_cache:cache_sim", 20),
 }
+SCENARIOS = {"cache": "cache_sim"}  # an experiment whose scenario is not scenarios/NAME.yaml
 
 
 def reproduce(name: str, runs: int | None = None, processes: int | None = None,
@@ -358,8 +368,12 @@ def reproduce(name: str, runs: int | None = None, processes: int | None = None,
     number of runs per point unless *runs* is given; *overrides* change its scenario
     (``scenarios/NAME.yaml``) like ``--set``."""
     experiment, default_runs = EXPERIMENTS[name]
+    if isinstance(experiment, str):
+        module, _, function = experiment.partition(":")
+        experiment = getattr(importlib.import_module(module), function)
     try:
         return experiment(runs=runs or default_runs, processes=processes,
                           label=f"reproduce {name}" if progress else None, overrides=overrides)
     except ScenarioError as exc:
-        raise ScenarioError(exc.problems, f"scenarios/{name}.yaml") from None
+        raise ScenarioError(exc.problems,
+                            f"scenarios/{SCENARIOS.get(name, name)}.yaml") from None

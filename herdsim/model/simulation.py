@@ -14,7 +14,7 @@ import numpy as np
 
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
-from herdsim.model import hedging
+from herdsim.model import cache, hedging
 from herdsim.model.downstream import fleet, tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -157,13 +157,17 @@ class Simulation:
         }
         if defended:
             args["draw"] = draws(lambda n: rngs["admission"].random(n))
+        caching = (rngs["cache_keys"], rngs["cache_latency"])  # (drawn only with a cache)
         if has_graph(cfg, scenario.services, scenario.hedging):
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
-                                                             args, _service_draws)
+                                                             args, _service_draws, caching)
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
             return fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
-        return downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
+        downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
+        if cfg.cache is not None:
+            cache.front(downstream, cfg.cache, *caching, self.recorder)
+        return downstream
 
     def _start(self, progress: Progress | None) -> None:
         """At t = 0: the backlog, the arrivals, the gauges and progress timers, then the

@@ -13,7 +13,8 @@ from itertools import chain, repeat
 import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
-            "network", "request", "clients", "admission", "keys", "offsets")
+            "network", "request", "clients", "admission", "keys", "cache_keys",
+            "cache_latency", "offsets")
 BLOCK = 4096
 
 

@@ -11,7 +11,8 @@ calls reaching a tier per job multiply along every path to it, and add over the 
 walked in topological order (Kahn's algorithm, no recursion: a long chain costs a loop,
 not a stack). Two figures per tier: ``most``, an upper bound (every call takes all its
 retries, every hedged copy is sent), and ``likely``, the figure the cost estimate uses
-(retries only while something is disturbed, a hedged call's first copy). A mechanism
+(retries only while something is disturbed, a hedged call's first copy, and behind a
+cache only its misses: :mod:`herdsim.planning.cache`). A mechanism
 that multiplies calls adds its factor to :func:`attempts`.
 """
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
+from herdsim.planning import cache
 
 UNBOUNDED_RETRIES = 20  # retries per call assumed when max_retries is null
 
@@ -81,13 +83,15 @@ def walk(scenario: Scenario, disturbed: float) -> list[Tier]:
         name = ready.popleft()
         order.append(name)
         here = reach[name]
+        cached = every[name].cache  # a cache in front: only its misses make the edges' calls
+        missing = cache.miss_share(cached) if cached is not None else 1.0
         for edge in every[name].calls:
             if edge.service not in every:
                 continue
             e_most, e_likely, e_unlimited = attempts(edge.retry, edge.hedging, disturbed)
             there = reach[edge.service]
             there[0] += here[0] * edge.count * e_most
-            there[1] += here[1] * edge.count * e_likely
+            there[1] += here[1] * missing * edge.count * e_likely
             there[2] = there[2] or ((here[2] or e_unlimited) and here[0] > 0)
             waiting[edge.service] -= 1
             if waiting[edge.service] == 0:

@@ -38,7 +38,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
 from herdsim.model.downstream import family
-from herdsim.planning import connections
+from herdsim.planning import cache, connections
 from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
 from herdsim.policies import downstreams
 from herdsim.policies.arrivals.piecewise import Piecewise
@@ -75,6 +75,7 @@ ADVICE = {
     "calls": "lower retries, fan-out (calls.count) or hedged copies, or shorten duration",
     "bins": "widen bin or shorten duration",
     "workers": "lower workers.count (or workers.autoscale.max)",
+    "caches": "lower cache.size (or cache.keys.count below alpha 1.1)",
 }
 
 
@@ -160,10 +161,13 @@ def estimate(scenario: Scenario) -> Estimate:
     workers = scenario.workers.count or 0
     if scenario.workers.autoscale is not None:
         workers = max(workers, scenario.workers.autoscale.max)
+    caches = [t.cache for t in (scenario.downstream, *scenario.services.values())
+              if t.cache is not None]
     parts = (("jobs", jobs * (BYTES_PER_JOB + BYTES_PER_CALL)),
              ("calls", (likely - jobs) * BYTES_PER_CALL),
              ("bins", rows * BYTES_PER_BIN), ("workers", workers * BYTES_PER_WORKER),
-             ("replicas", fleet_bytes(scenario, workers or jobs, rows)))
+             ("replicas", fleet_bytes(scenario, workers or jobs, rows)),
+             *((("caches", sum(cache.memory(c) for c in caches)),) if caches else ()))
     most_bytes = BASE_BYTES + sum(b for _, b in parts) + (calls - likely) * BYTES_PER_CALL
     ticks = scenario.duration / scenario.workers.poll_interval  # the delayed queue's poller
     if scenario.workers.autoscale is not None:
@@ -172,7 +176,8 @@ def estimate(scenario: Scenario) -> Estimate:
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
-    fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER
+    fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER \
+        + sum(cache.priming(c) for c in caches)
     work = (fixed + max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
             + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
             + (calls - endless) * WORK_PER_BOUND_CALL + endless * WORK_PER_ENDLESS_CALL)

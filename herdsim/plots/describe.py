@@ -110,6 +110,8 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         else:
             load = sc.workload.rate / d.capacity_rate()
             where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
+            if d.cache is not None:  # the offered jobs, not what passes its cache
+                where += f" before a {d.cache.size:,}-entry cache"
         parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
         if sc.workload.backlog:
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")

@@ -110,3 +110,40 @@ def retries(table: pd.DataFrame, arms: Sequence[str], title: str) -> Figure:
         success.legend(fontsize=10, loc="lower left")
         fig.suptitle(title)
     return fig
+
+
+def cache(table: pd.DataFrame, series: pd.DataFrame, curves: dict[int, list],
+          flush: float, title: str) -> Figure:
+    """Left: the hit rate per bin, herdsim's mean over its runs (solid) and the original's
+    mean over its seeds (dashed, *curves*: capacity -> [bin end, hit rate] pairs), a
+    colour per backend capacity (``series``: time (bin end), hit_rate, capacity, run).
+    Right: seconds to refill per capacity, herdsim's mean with its 95% CI beside the
+    original's mean (``table``: capacity, refill_time, refill_ci, original_refill_time)."""
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(14, 5.5), layout="constrained")
+        left, right = fig.subplots(1, 2)
+        for i, capacity in enumerate(table["capacity"]):
+            color = ARM_COLORS[i % len(ARM_COLORS)]
+            rows = series[series["capacity"] == capacity]
+            mean = rows.groupby("time")["hit_rate"].mean()
+            left.plot(mean.index, mean.to_numpy(), color=color, lw=2,
+                      label=f"{capacity:g}/s herdsim")
+            if capacity in curves:
+                ends, rates = np.array(curves[capacity]).T
+                left.plot(ends, rates, color=color, lw=1.6, ls="--",
+                          label=f"{capacity:g}/s original")
+        left.axvline(flush, color="0.4", lw=1, ls=":")
+        left.set(title="Hit rate per 1 s bin, mean over runs (dotted: the flush)",
+                 xlabel="time (s)", ylabel="hits / requests", ylim=(0, 1))
+        left.legend(fontsize=10, ncol=2, loc="lower right")
+        x = np.arange(len(table))
+        right.bar(x - 0.2, table["refill_time"], 0.4, yerr=table["refill_ci"],
+                  color=OTHER_COLORS[0], capsize=4, label="herdsim (95% CI)")
+        right.bar(x + 0.2, table["original_refill_time"], 0.4, color=OTHER_COLORS[1],
+                  label="original")
+        right.set_xticks(x, [f"{c:g}/s" for c in table["capacity"]])
+        right.set(title="Seconds from the flush to 90% of the pre-flush hit rate",
+                  xlabel="backend capacity (calls/s let through)", ylabel="seconds (mean)")
+        right.legend()
+        fig.suptitle(title)
+    return fig

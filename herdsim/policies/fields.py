@@ -62,6 +62,9 @@ MAX_WORKERS = 1_000_000
 MAX_BACKLOG = 100_000_000  # jobs queued at t=0
 MAX_RETRIES = 1_000  # retries of one call (the libraries' defaults: 0 to 25, or none)
 MAX_NAME = 100  # characters of a scenario name (it names output directories)
+MAX_CACHE_SIZE = 10_000_000  # entries of one cache (~100 bytes each: 1 GB at most)
+MAX_CACHE_KEYS = 1_000_000_000  # keys a cache's requests range over
+MAX_KEY_TABLE = 1_000_000  # keys whose weights are tabled (a skewed draw below alpha 1.1)
 _UNBOUNDED = frozenset({"seed"})
 
 

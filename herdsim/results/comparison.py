@@ -36,6 +36,7 @@ from herdsim.analysis.rates import peak_rate_series
 from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
+from herdsim.model.cache import COUNTERS as CACHE_COUNTERS
 from herdsim.model.recorder import BY_MECHANISM
 from herdsim.plots import figures
 
@@ -175,12 +176,14 @@ class Comparison:
         keys = list(itertools.product(arms, range(replications)))
 
         def tidy(name: str) -> pd.DataFrame:
-            """The arms' frames stacked: every arm's columns (a defence only some arms
-            have: its counters 0 where it is absent, its gauges empty)."""
+            """The arms' frames stacked: every arm's columns (a defence or a cache's
+            option only some arms have: its counters 0 where it is absent, its gauges
+            empty)."""
             frames = [out[name].assign(arm=arm.label, replication=r)
                       for (arm, r), out in zip(keys, outputs, strict=True)]
             frame = pd.concat(frames, ignore_index=True)
-            for counter in (c for c in BY_MECHANISM if c in frame and frame[c].isna().any()):
+            for counter in (c for c in frame if (c in BY_MECHANISM or c.endswith(CACHE_COUNTERS))
+                            and frame[c].isna().any()):
                 frame[counter] = frame[counter].fillna(0).astype(np.int64)
             columns = dict.fromkeys(c for f in frames for c in f.columns[:-2])
             return frame[["arm", "replication", *columns]]

@@ -53,6 +53,9 @@ def _base() -> dict:
 
 def _outage(doc: dict, section: dict) -> None:
     doc["downstream"]["outages"] = [{"start": "0.5s", "duration": "0.5s", **section}]
+    if section.get("mode") == "flush":  # it acts on the tier's cache: one is there
+        doc["downstream"]["cache"] = {"size": 5, "keys": {"distribution": "uniform",
+                                                          "count": 10}}
 
 
 def _service(doc: dict, section: dict) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from herdsim.analysis import loops
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.base import KPI, Panel
+from herdsim.analysis.kpis.cache import CACHE_KPIS
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
 from herdsim.policies import downstreams
 
@@ -384,5 +385,6 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="testbed: jobs found in no place or in two (succeeded, dead-lettered, "
                 "queued, parked, in a worker's hand); 0 in a sound run",
         panels={"run": Panel(42)}),
+    *CACHE_KPIS,  # only in a run with a cache in front of the workers' downstream
 )
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}

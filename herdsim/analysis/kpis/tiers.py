@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from herdsim.analysis import cache
 from herdsim.analysis.kpis.base import KPI, Panel
 from herdsim.analysis.kpis.run import STATES
 from herdsim.analysis.metastability import NOT_RECOVERED
@@ -17,6 +18,11 @@ def _own(key: str) -> Callable[[Any], Any]:
     """A KPI the top tier takes from the run's summary (the workers' view, their backlog
     included) and any other tier from its own health (:meth:`Tier.own`)."""
     return lambda tier: tier.own(key)
+
+
+def _prefix(tier: Any) -> str:
+    """The prefix of the tier's columns: none for the top tier (the run's own)."""
+    return "" if tier.top else f"{tier.name}_"
 
 
 def _ratio(top: float, bottom: float | None) -> float | None:
@@ -78,5 +84,16 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         meaning="the tier's busiest peak_window from the first outage on over the busiest "
                 "before it", missing="no pre-outage period",
         compute=_own("peak_to_baseline"), panels={"report": Panel(13)}),
+    # only a tier with a cache in front (the top tier's columns are the run's own)
+    KPI("cache_hit_rate", "cache hit rate", kind="fraction", better="higher",
+        meaning="hits over requests at the tier's cache, over the whole run",
+        compute=lambda tier: cache.overall(tier.ts, 0.0, _prefix(tier)),
+        present=lambda tier: tier.cfg.cache is not None,
+        panels={"run": Panel(10), "report": Panel(14)}),
+    KPI("cache_hit_rate_tail", "cache hit rate (tail)", kind="fraction", better="higher",
+        meaning="hits over requests at the tier's cache over the run's last 10%",
+        compute=lambda tier: cache.tail_rate(tier.ts, tier.scenario.duration, _prefix(tier)),
+        present=lambda tier: tier.cfg.cache is not None,
+        panels={"run": Panel(11), "report": Panel(15)}),
 )
 TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}

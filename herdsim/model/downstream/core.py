@@ -62,7 +62,6 @@ from herdsim.model.downstream.network import Wire
 from herdsim.model.downstream.service import AtStart, ProcessorSharing
 from herdsim.model.kernel import at, later, trigger_later, unfired
 from herdsim.model.streams import Draws
-from herdsim.policies.rate_limit import TokenBucket
 
 SETTLED = (SERVING, ABANDONED)  # a call whose answer is on its way, or whose client left
 
@@ -104,8 +103,7 @@ class Downstream:
         self.health = Health(env, cfg.outages, self._fail_in_flight, recorder.crashes.append,
                              collapse.restart_time if collapse is not None else None)
         self._guard = CollapseGuard(collapse) if collapse is not None else None
-        self.limiter = (TokenBucket(cfg.rate_limit.rate, cfg.rate_limit.burst)
-                        if cfg.rate_limit else None)
+        self.limiter = cfg.rate_limit.build() if cfg.rate_limit else None
         self._gated = self.limiter is not None or self._guard is not None  # checked per call
         overload = cfg.overload
         self.service: AtStart | ProcessorSharing  # (DegradedAtStart is an AtStart)

@@ -25,6 +25,8 @@ class Health:
         self.blackhole = 0
         self.error_rate = 0.0
         self.slow = 1.0
+        self.flushes = 0  # flush outages begun (a cache in front compares, see model/cache.py)
+        self.flushing = 0
         self._on_down = on_down
         self._crashes = crashes
         self._restart_time = restart_time
@@ -53,6 +55,8 @@ class Health:
         self.blackhole = state.blackhole
         self.error_rate = state.error_rate
         self.slow = state.slow
+        self.flushes = state.flushes
+        self.flushing = state.flushing
 
     def _outage(self, outage):
         yield self.env.timeout(outage.start)

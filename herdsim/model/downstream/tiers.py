@@ -20,6 +20,7 @@ import numpy as np
 
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
+from herdsim.model import cache
 from herdsim.model.calls import OK, RUNNING, WAITING
 from herdsim.model.downstream import fleet
 from herdsim.model.downstream.calling import Calling
@@ -30,7 +31,8 @@ from herdsim.model.kernel import at
 from herdsim.model.streams import draws
 
 GRAPH_STREAMS = 1000  # SeedSequence spawn key of the graph's streams (clear of PURPOSES)
-TIER_PURPOSES = ("service", "outages", "network", "request", "admission")
+TIER_PURPOSES = ("service", "outages", "network", "request", "admission", "cache_keys",
+                 "cache_latency")
 
 
 class TierRecord:
@@ -137,11 +139,13 @@ def _uniform(rng: np.random.Generator):
     return draws(lambda n: rng.random(n))
 
 
-def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
+def build(env, scenario: Scenario, recorder, top_args: dict, service_draws,
+          top_cache: tuple[np.random.Generator, ...] = ()):
     """Every tier of *scenario*'s graph: ``(the workers' downstream, records by name,
     edges by caller)``. *top_args* are the workers' downstream's draws as a single-tier
     run makes them (its streams are the run's own); ``service_draws(section, rng)`` makes
-    a service-time section's draws."""
+    a service-time section's draws; *top_cache* the top tier's cache streams (keys, hit
+latency: the run's own), used only when it has a cache."""
     every = graph.tiers(scenario.downstream, scenario.services)
     root = np.random.SeedSequence(scenario.seed, spawn_key=(GRAPH_STREAMS,))
     seeds = root.spawn(2 * len(every))
@@ -149,6 +153,7 @@ def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
     records: dict[str, TierRecord] = {}
     for i, (name, cfg) in enumerate(every.items()):
         record = TierRecord(name, cfg.capacity_rate(), recorder if i == 0 else None)
+        caching = top_cache
         if i == 0:
             args = dict(top_args)
         else:
@@ -162,6 +167,7 @@ def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
                                 if cfg.request_delay else None)}
             if cfg.defends():
                 args["draw"] = _uniform(rngs["admission"])
+            caching = (rngs["cache_keys"], rngs["cache_latency"])
         own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
         if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool
             tier = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
@@ -169,6 +175,10 @@ def build(env, scenario: Scenario, recorder, top_args: dict, service_draws):
         else:
             tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
             Tier(tier, record, own_deadlines=own)
+        if cfg.cache is not None:  # in front of the Tier part: a hit never reaches the tier
+            keys_rng, latency_rng = caching
+            cache.front(tier, cfg.cache, keys_rng, latency_rng,
+                        recorder if i == 0 else record)
         built[name] = tier
         records[name] = record
     edges: dict = {}

@@ -20,7 +20,8 @@ class OutageState:
     failures) and ``slow`` the service-time multiplier (the slow outages' factors
     multiplied), both recomputed by :meth:`refresh`."""
 
-    __slots__ = ("down", "blackhole", "errors", "slows", "error_rate", "slow")
+    __slots__ = ("down", "blackhole", "errors", "slows", "error_rate", "slow", "flushes",
+                 "flushing")
 
     def __init__(self) -> None:
         self.down = 0
@@ -29,6 +30,8 @@ class OutageState:
         self.slows: list[float] = []  # the slow outages' factors
         self.error_rate = 0.0
         self.slow = 1.0
+        self.flushes = 0  # flush outages begun so far (a cache empties at each)
+        self.flushing = 0  # flush outages holding now (the cache is bypassed)
 
     def refresh(self) -> None:
         """Combine the error rates and slow factors holding (in the order they began)."""
@@ -52,6 +55,7 @@ class Outage(Member):
     refuses: ClassVar[bool] = False  # every call refused while it holds; the calls in
     # flight fail together at its start
     needs_timeout: ClassVar[bool] = False  # a call hangs until its client's timeout
+    needs_cache: ClassVar[bool] = False  # it acts on the tier's cache
     emulated: ClassVar[bool] = True  # herdsim/testbed/emulator.py keeps an OutageState
 
     @property
