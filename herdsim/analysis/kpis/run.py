@@ -171,7 +171,7 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("late_answers", "late answers", kind="count", optional=True,
         meaning="jobs completed by an answer that came after their client's timeout "
                 "(retry.late_answers)", compute=_counter("late_answers"),
-        present=lambda run: "late_answers" in run.ts, panels={"run": Panel(43)}),
+        present=lambda run: "late_answers" in run.ts, panels={"run": Panel(42.5)}),
     KPI("recycled_total", "recycled (no DLQ)", kind="count", optional=True,
         meaning="failed jobs put back on the main queue (DLQ off)",
         compute=_counter("recycled"), panels={"run": Panel(22)}),
@@ -345,13 +345,13 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("reconnect_time", "time to reconnect", "s", better="lower",
         meaning="broker: from the last time connections dropped to every client connected "
                 "again", missing="a client still disconnected at the end",
-        panels={"run": Panel(43), "rank": Panel(8), "compare": Panel(18, "reconnect s"),
-                "report": Panel(14, group=OUTCOME)}),
+        panels={"run": Panel(48), "rank": Panel(8), "compare": Panel(21, "reconnect s"),
+                "report": Panel(17, group=OUTCOME)}),
     KPI("connects_per_drop", "connects per dropped connection", better="lower",
         meaning="broker: connect attempts over the run per connection dropped (1: every "
                 "client's first reconnect accepted)",
-        panels={"run": Panel(44), "compare": Panel(19, "connects/drop"),
-                "report": Panel(15, group=LOAD)}),
+        panels={"run": Panel(49), "compare": Panel(22, "connects/drop"),
+                "report": Panel(18, group=LOAD)}),
     KPI("wall_seconds", "wall time", "s", meaning="wall-clock seconds the simulation took",
         compute=lambda run: run.wall, panels={"run": Panel(35)}),
     KPI("calls_per_wall_second", "calls per wall second", "calls/s",
