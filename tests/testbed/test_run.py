@@ -143,8 +143,8 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
     sim = done.sim.summary
     print(f"retries {sim['retries_total']} simulated, {s['retries_total']} real; refused "
           f"by the budget {sim['budget_refused_total']}, {s['budget_refused_total']}")
+    assert checks["agrees"].isna().all()  # one run: no spread to judge by
     if s["testbed_valid"]:
-        assert checks["agrees"].all(), checks.to_string()
         if budget:
             assert sim["budget_refused_total"] > 0
             assert abs(s["retries_total"] - sim["retries_total"]) <= 2
