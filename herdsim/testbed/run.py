@@ -259,7 +259,14 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     for w in workers:
         pending += [_job(int(i), False, int(a)) for i, a in
                     zip(w["pending.id"], w["pending.attempts"], strict=True)]
-    result = Result.from_finished(Finished(scenario, rec, n_bins, pending, wall / k))
+    # trips: each process counted its breakers' (a pool's one breaker: each saw all of
+    # its trips, counted once); open time: the sampled share not closed, bin by bin
+    trips = [float(w["events.breaker_trips"].sum()) for w in workers]
+    shared = scenario.breaker.scope == "pool"
+    result = Result.from_finished(Finished(
+        scenario, rec, n_bins, pending, wall / k,
+        breaker_trips=int(max(trips) if shared else sum(trips)),
+        breaker_open_time=float(np.sum(gauges["breaker_open"])) * scenario.bin))
     submitted = len(rec.arrivals)
     seen = np.concatenate([finished["id"], [job.id for job in pending]]).astype(int)
     unique = len(np.unique(seen))

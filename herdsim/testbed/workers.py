@@ -83,7 +83,8 @@ class WorkerPool:
         self.in_flight = 0
         self.calls = dict.fromkeys(OUTCOME_NAMES.values(), 0)  # by the outcome seen here
         self.in_hand: dict[int, WireJob] = {}
-        self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
+        self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open",
+                                                  "breaker_trips")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
         self.breakers: list[LocalBreaker | SharedBreaker] = []
@@ -128,6 +129,8 @@ class WorkerPool:
             await asyncio.gather(*workers, *probes, return_exceptions=True)
             for breaker in self.breakers:
                 await breaker.stop_waiting()
+        trips = [await breaker.trips() for breaker in self.breakers]
+        self.log["breaker_trips"].append(float(sum(trips)))
 
     async def _gauges(self, end: float) -> None:
         width, k = self.scenario.bin, 0
