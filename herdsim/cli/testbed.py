@@ -89,6 +89,10 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                 "--dilate", help="Run K times slower (every duration x K, every rate / K), "
                 "reported in the scenario's units: less lateness on a loaded machine.")
             ] = 1.0,
+            calibrate: Annotated[bool, typer.Option(
+                "--calibrate", help="Print the real per-attempt turnaround measured (every "
+                "run's, also in turnaround.csv) and the workers.attempt_overhead it fits.")
+            ] = False,
             json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png",
             force: ForceOpt = False) -> None:
     """Run the scenario for real (Redis, an HTTP downstream, worker processes) and write
@@ -122,6 +126,8 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                    "testbed_judged": done.judged, "testbed_agrees": done.agrees})
     elif not quiet:
         _print(done, sc, target)
+    if calibrate and not json_:
+        _print_turnaround(done)
     if not done.agrees:
         raise typer.Exit(1)
 
@@ -142,11 +148,13 @@ def _print(done, sc, target) -> None:
         table.add_row(row["label"], _cell(key, row["simulated"], done.sim.summary),
                       _cell(key, row["real"], s), agrees)
     console.print(table)
+    k = s.get("testbed_dilation", 1)
+    clock = f"; in the scenario's time: wall ÷ {k:g}" if k != 1 else ""
     for row in done.runs.to_dict("records"):
         verdict = ("valid: within the bound" if row["valid"]
                    else f"INVALID, not counted: {row['invalid_reason']}")
         console.print(f"seed {row['seed']}: lateness p99 {row['lateness_p99_ms']:.1f} ms "
-                      f"(bound {s['lateness_bound_ms']:g} ms, wall clock): {verdict}",
+                      f"(bound {s['lateness_bound_ms']:g} ms{clock}): {verdict}",
                       highlight=False)
     valid, runs = int(done.runs["valid"].sum()), len(done.runs)
     if not done.judged:
@@ -165,6 +173,32 @@ def _print(done, sc, target) -> None:
     if done.prometheus is not None:
         _print_scraped(done.prometheus, s)
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
+
+
+def _print_turnaround(done) -> None:
+    """The turnaround of the valid runs' attempts, by component, and its fit."""
+    import yaml
+
+    from herdsim.testbed import calibrate
+
+    attempts = done.turnaround[done.turnaround["valid"]]
+    which = "valid runs'"
+    if attempts.empty:
+        attempts, which = done.turnaround, "runs' (none valid: the machine's lateness is in it)"
+    table = Table(show_header=True, header_style="bold",
+                  title=f"real per-attempt turnaround, every {which} attempt (ms)")
+    rows = calibrate.summary(attempts)
+    for column in rows.columns:
+        table.add_column(column, justify="left" if column in ("attempts", "component")
+                         else "right")
+    for row in rows.to_dict("records"):
+        table.add_row(*(f"{v:,.3f}" if isinstance(v, float) else f"{v}" for v in row.values()))
+    console.print(table)
+    fitted = calibrate.fit(attempts["turnaround"].to_numpy())
+    if fitted is not None:
+        console.print("the simulation's model of it (set it in the scenario):\n"
+                      + yaml.safe_dump({"workers": {"attempt_overhead": fitted}},
+                                       sort_keys=False).rstrip(), highlight=False)
 
 
 def _print_scraped(scraped: dict, summary: dict) -> None:

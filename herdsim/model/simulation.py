@@ -50,6 +50,14 @@ def _service_draws(cfg: Distribution, rng: np.random.Generator) -> Draws:
     return draws(cfg.sampler(rng))
 
 
+def overhead_draws(cfg: float | Distribution, rng: np.random.Generator) -> Draws | None:
+    """``workers.attempt_overhead`` per attempt: None without one, a duration as it is,
+    a distribution's draws from the ``overhead`` stream."""
+    if isinstance(cfg, float | int):
+        return (lambda: cfg) if cfg else None
+    return _service_draws(cfg, rng)
+
+
 PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 # Allocations between the cyclic collector's young sweeps during a run (Python's default
 # is 700). A run allocates millions of short-lived events and heap entries that reference
@@ -133,6 +141,7 @@ class Simulation:
         if self.keyed:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
+        self.overhead = overhead_draws(scenario.workers.attempt_overhead, rngs["overhead"])
         self.run_job = make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self._start(progress)

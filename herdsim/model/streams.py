@@ -13,7 +13,7 @@ from itertools import chain, repeat
 import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
-            "network", "request", "clients", "admission", "keys")
+            "network", "request", "clients", "admission", "keys", "overhead")
 BLOCK = 4096
 
 

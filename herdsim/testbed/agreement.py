@@ -152,6 +152,8 @@ def table(sims: Result | Sequence[Result], reals: Result | Sequence[Result]
                      else f", ±{row['tolerance']:.3g}")
         rows.append({"kpi": row["check"], "label": f"check: {row['check']} (mean of "
                      f"{row['runs']} valid runs{tolerance})",
-                     "unit": row["unit"], "simulated": row["simulated"], "real": row["real"],
+                     "unit": row["unit"],
+                     "simulated": row["simulated"] if row["runs"] else None,
+                     "real": row["real"] if row["runs"] else None,
                      "agrees": row["agrees"]})
     return pd.DataFrame(rows)

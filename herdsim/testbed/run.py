@@ -39,7 +39,7 @@ from herdsim.planning import estimate
 from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
-from herdsim.testbed import agreement, dilation, live, timing
+from herdsim.testbed import agreement, calibrate, dilation, live, timing
 from herdsim.testbed.emulates import check_supported
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.processes import Fleet, redis_binary
@@ -64,6 +64,7 @@ class Testbed:
     prometheus: dict | None = None  # --prometheus: what it scraped (live.read)
     runs: pd.DataFrame | None = None  # one row per run (agreement.per_run)
     judged: bool = False  # at least agreement.MIN_VALID (or every run) valid
+    turnaround: pd.DataFrame | None = None  # every served attempt (calibrate.attempts)
 
     @property
     def agrees(self) -> bool:
@@ -101,13 +102,15 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     count = scenario.workers.count
     assert count is not None  # check_supported refused open-loop callers
     processes = min(processes, count)
-    reals, sims, scraped = [], [], None
+    reals, sims, scraped, turnarounds = [], [], None, []
     for i in range(runs):
         sc = scenario if i == 0 else scenario.model_copy(update={"seed": scenario.seed + i})
         if runs > 1:
             say(f"run {i + 1} of {runs} (seed {sc.seed})")
-        real, got = _once(sc, processes, say, bound, prometheus and i == 0, dilate)
+        real, got, turnaround = _once(sc, processes, say, bound, prometheus and i == 0,
+                                      dilate)
         scraped = got if i == 0 else scraped
+        turnarounds.append(turnaround.assign(seed=sc.seed, valid=real.summary["testbed_valid"]))
         say("simulating the same scenario and seed…")
         reals.append(real)
         sims.append(simulate(sc, force=True))  # checked above
@@ -116,10 +119,12 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     valid = int(per_run["valid"].sum())
     judged = valid >= min(agreement.MIN_VALID, runs)
     real, sim = reals[0], sims[0]
+    attempts = pd.concat(turnarounds, ignore_index=True)
 
     def extra(staging: Path) -> None:
         table.to_csv(staging / "sim_vs_real.csv", index=False)
         per_run.to_csv(staging / "runs.csv", index=False)
+        calibrate.summary(attempts).to_csv(staging / "turnaround.csv", index=False)
         if scraped is not None:
             (staging / "prometheus.json").write_text(json.dumps(scraped, indent=1) + "\n")
         s = real.summary
@@ -132,11 +137,11 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             staging / "sim_vs_real.png")
 
     save_run(real, out, formats, extra)
-    return Testbed(real, sim, table, scraped, per_run, judged)
+    return Testbed(real, sim, table, scraped, per_run, judged, attempts)
 
 
 def _once(scenario: Scenario, processes: int, say, bound: float, prometheus: bool,
-          k: float) -> tuple[Result, dict | None]:
+          k: float) -> tuple[Result, dict | None, pd.DataFrame]:
     """One real run of *scenario* (dilated *k* times, reported back in its own units), in
     a throwaway directory every process of which is stopped and removed on the way out."""
     clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
@@ -144,18 +149,21 @@ def _once(scenario: Scenario, processes: int, say, bound: float, prometheus: boo
     fleet = Fleet(workdir)
     try:
         (workdir / OWNER).write_text(str(os.getpid()))
-        real, lateness, scraped = _run(scenario, k, fleet, processes, say, prometheus)
+        real, lateness, scraped, turnaround = _run(scenario, k, fleet, processes, say,
+                                                   prometheus)
     finally:
         fleet.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    real.summary.update(timing.summarize(lateness, bound))
+    # lateness in the scenario's time: a run K times slower is K times less late to it
+    real.summary.update(timing.summarize({kind: v / k for kind, v in lateness.items()}, bound))
     real.summary["testbed_processes"] = processes
     real.summary["testbed_dilation"] = k
-    return real, scraped
+    return real, scraped, turnaround
 
 
 def _run(original: Scenario, k: float, fleet: Fleet, processes: int, say,
-         prometheus: bool) -> tuple[Result, dict[str, np.ndarray], dict | None]:
+         prometheus: bool
+         ) -> tuple[Result, dict[str, np.ndarray], dict | None, pd.DataFrame]:
     """Start everything, run *original* dilated *k* times, collect: the real run's
     :class:`Result` in *original*'s units, the lateness samples of every process, and what
     Prometheus scraped (with *prometheus*)."""
@@ -205,8 +213,9 @@ def _run(original: Scenario, k: float, fleet: Fleet, processes: int, say,
     lateness = {kind: np.concatenate([log[f"lateness.{kind}"] for log in
                                       (server_log, producer_log, *worker_logs)])
                 for kind in timing.KINDS}
-    return _result(original, server_log, producer_log, worker_logs,
-                   [WireJob.decode(p) for p in queued], dead_letters, wall, k), lateness, scraped
+    real = _result(original, server_log, producer_log, worker_logs,
+                   [WireJob.decode(p) for p in queued], dead_letters, wall, k)
+    return real, lateness, scraped, calibrate.attempts(worker_logs, k)
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:

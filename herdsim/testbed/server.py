@@ -13,7 +13,10 @@
 ====== ===============================================================================
 
 429 and a full waiting room carry ``Retry-After`` (seconds, a decimal) when the scenario's
-``downstream.retry_after`` sets one. ``GET /metrics`` is the Prometheus text format, under
+``downstream.retry_after`` sets one. Every answer carries ``X-Times``: when the call reached
+the handler and when it left it, in seconds since the emulator's start (the testbed's
+workers share its clock: their per-attempt turnaround, :mod:`herdsim.testbed.calibrate`).
+``GET /metrics`` is the Prometheus text format, under
 the names ``herdsim export prometheus`` writes (the dashboard's panels read them), each
 labelled ``queue``: ``downstream_calls_total{outcome}``, ``downstream_calls_in_flight``,
 ``downstream_calls_waiting``, ``downstream_up`` and ``downstream_concurrency_limit``.
@@ -42,6 +45,7 @@ from herdsim.testbed.timing import Clock
 WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
 OUTCOME_HEADER = "X-Outcome"
+TIMES_HEADER = "X-Times"  # when the call reached the handler and left it (run time, s)
 
 
 class _Collector:
@@ -77,8 +81,10 @@ def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
     registry.register(_Collector(emulator))
 
     async def call(_request: web.Request) -> web.Response:
+        arrived = emulator.clock.now()
         outcome, hint = await emulator.call()
-        headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome]}
+        headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome],
+                   TIMES_HEADER: f"{arrived:.6f} {emulator.clock.now():.6f}"}
         if hint is not None:
             headers["Retry-After"] = f"{hint:.6f}"
         return web.Response(status=STATUS[outcome], headers=headers)

@@ -32,12 +32,15 @@ from herdsim.policies.attempt import RetryHooks, RetryRules, retry_step
 from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.server import TIMES_HEADER
 from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
 from herdsim.testbed.timing import Clock, Lateness
 
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
 STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
 EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
+TURNAROUND = ("due", "start", "arrive", "leave", "end", "retry")
+NOT_SERVED = float("nan")  # no X-Times: the call never reached the handler
 
 
 class LastAnswer:
@@ -87,6 +90,10 @@ class WorkerPool:
                                                   "breaker_trips")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
+        # per attempt: when it was due (dequeued, or its retry sleep ended), when the
+        # worker sent it, when the server's handler got it and let it go, when the answer
+        # was read; retry: 0 for a first try (calibrate.turnaround)
+        self.turnaround = {name: array("d") for name in TURNAROUND}
         self.breakers: list[LocalBreaker | SharedBreaker] = []
         breaker, budget = scenario.breaker, scenario.budget
         self._pool_breaker = (SharedBreaker(redis, breaker.build())
@@ -169,33 +176,43 @@ class WorkerPool:
         if jitter:
             await asyncio.sleep(jitter * self._draw())
 
-    async def _call(self) -> tuple[int, float | None]:
+    async def _call(self, due: float, retry: bool) -> tuple[int, float | None]:
         self.in_flight += 1
+        start = self.clock.now()
+        served = (NOT_SERVED, NOT_SERVED)
         try:
-            outcome, hint = await self._http_call()
+            outcome, hint, served = await self._http_call()
         finally:
             self.in_flight -= 1
+            for name, value in zip(TURNAROUND, (due, start, *served, self.clock.now(),
+                                                float(retry)), strict=True):
+                self.turnaround[name].append(value)
         self.calls[OUTCOME_NAMES[outcome]] += 1
         return outcome, hint
 
-    async def _http_call(self) -> tuple[int, float | None]:
+    async def _http_call(self) -> tuple[int, float | None, tuple[float, float]]:
+        served = (NOT_SERVED, NOT_SERVED)
         try:
             async with self.session.post(self.url) as response:
                 await response.read()
                 status = response.status
                 hint = response.headers.get("Retry-After")
+                times = response.headers.get(TIMES_HEADER)
+                if times is not None:
+                    arrived, left = times.split()
+                    served = (float(arrived), float(left))
         except asyncio.TimeoutError:
             self.log["timeouts"].append(self.clock.now())
-            return TIMEOUT, None
+            return TIMEOUT, None, served
         except aiohttp.ClientError:
-            return DOWN, None
+            return DOWN, None, served
         if status == 503:
             outcome = REJECTED if response.headers.get("X-Outcome") == "rejected" else DOWN
         else:
             outcome = OUTCOMES.get(status, ERROR)
         if outcome == TIMEOUT:
             self.log["timeouts"].append(self.clock.now())
-        return outcome, float(hint) if hint is not None else None
+        return outcome, float(hint) if hint is not None else None, served
 
     async def _run_job(self, job: WireJob, breaker, budget, end: float) -> bool:
         """Take *job* to its end, its retry parked, or the run's end; False when it is
@@ -206,6 +223,7 @@ class WorkerPool:
         retries_only = sc.breaker.retries_only
         slow_threshold = sc.breaker.slow_call_threshold
         late = self.lateness.samples["timer"]
+        due = clock.now()  # dequeued: the attempt is due now
         while True:
             now = clock.now()
             if now >= end:
@@ -221,12 +239,13 @@ class WorkerPool:
                     return await self._give_up(job, now)
                 if sleep_mode:
                     await self._wait_breaker(breaker)
+                    due = clock.now()  # let through: the attempt is due now
                     continue
                 await self.redis.zadd(DELAYED, {job.encode(): max(breaker.open_until, now)})
                 return True
             job.attempts += 1
             started = now
-            outcome, hint = await self._call()
+            outcome, hint = await self._call(due, bool(job.retries))
             now = clock.now()
             if now >= end:
                 return False
@@ -254,8 +273,9 @@ class WorkerPool:
                 await self.redis.zadd(DELAYED, {job.encode(): now + pause})
                 return True
             self.sleeping += 1
+            due = min(now + pause, end)
             try:
-                await clock.sleep_until(min(now + pause, end), late)
+                await clock.sleep_until(due, late)
             finally:
                 self.sleeping -= 1
 

@@ -318,7 +318,7 @@ def test_without_prometheus_the_testbed_says_which_package_in_one_line(tmp_path)
 
 @pytest.mark.parametrize(("field", "value"), [
     ("workers.count", None), ("downstream.model", "occ"),
-    ("downstream.network_delay", {"mean": "1ms"}), ("workers.attempt_overhead", "1ms"),
+    ("downstream.network_delay", {"mean": "1ms"}),
     ("downstream.discipline", "lifo"), ("downstream.codel", {}),
     ("downstream.admission", {"kind": "aimd"}),
     ("workers.autoscale", {"metric": "queue_depth", "target": 1, "min": 1, "max": 100000}),
