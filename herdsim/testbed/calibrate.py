@@ -24,8 +24,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from herdsim.policies.durations import format_duration
-
 COMPONENTS = ("wake", "out", "back", "turnaround")
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -69,5 +67,5 @@ def fit(turnaround: np.ndarray) -> dict | None:
     values = values[values > 0]
     if values.size < 2:
         return None
-    return {"distribution": "lognormal", "mean": format_duration(float(values.mean())),
+    return {"distribution": "lognormal", "mean": f"{values.mean() * 1e3:.3g}ms",
             "sigma": round(float(np.log(values).std(ddof=1)), 3)}
