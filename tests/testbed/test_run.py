@@ -158,6 +158,36 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
         assert done.prometheus is None and not (out / "prometheus.json").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.requires("redis-server")
+def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_and_trips(
+        tmp_path):
+    """``--dilate 2`` with a pool breaker: the run took twice the scenario's time, its
+    record is in the scenario's (the producer pushed the simulation's own arrivals, so
+    the same jobs at the same scenario times; every finish within the scenario's end),
+    its breaker trips are logged (the simulation trips it too), and every served attempt
+    has its turnaround, each component >= 0 on the one clock."""
+    sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "testbed.yaml", {
+        **SHORT, "breaker.enabled": True, "breaker.scope": "pool",
+        "breaker.minimum_calls": 20, "breaker.open_duration": "500ms"})
+    done = testbed_run.testbed(sc, tmp_path / "real", dilate=2)
+    s, sim = done.real.summary, done.sim.summary
+    assert s["testbed_dilation"] == 2
+    assert sc.duration <= s["wall_seconds"] <= sc.duration + 5  # 2x the wall, halved
+    assert abs(s["jobs_submitted"] - sim["jobs_submitted"]) <= 1
+    arrivals = np.sort(done.real.jobs["arrival"].to_numpy())
+    np.testing.assert_allclose(arrivals, np.sort(done.sim.jobs["arrival"].to_numpy())[
+        :arrivals.size], atol=0.02)  # the producer's lateness, halved
+    assert done.real.jobs["finish"].max() <= sc.duration + 0.5
+    assert len(done.real.timeseries) == len(done.sim.timeseries)
+    assert sim["breaker_trips"] > 0 and s["breaker_trips"] > 0
+    t = done.turnaround
+    assert len(t) >= s["attempts_total"] * 0.5
+    assert (t[["wake", "out", "back"]] >= -1e-6).all().all()
+    np.testing.assert_allclose(t["turnaround"], t["wake"] + t["out"] + t["back"])
+    assert leftovers() == []
+
+
 def _check_scraped(done: testbed_run.Testbed, scraped: dict) -> None:
     """What the live Prometheus scraped is the run's own count:
 
