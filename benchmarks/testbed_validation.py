@@ -115,7 +115,8 @@ def _row(name: str, done) -> dict:
     checks = done.table.set_index("kpi")
     valid = done.runs[done.runs["valid"]]
     row = {"arm": name, "runs": len(done.runs), "valid": len(valid),
-           "lateness_p99_ms": float(done.runs["lateness_p99_ms"].median())}
+           "lateness_p99_ms": float(done.runs["lateness_p99_ms"].median()),
+           "turnaround_ms": float(done.turnaround["turnaround"].mean() * 1e3)}
     for check in (*CHECKS, "state"):
         if check not in checks.index or f"{check}_real" not in done.runs:
             continue
@@ -141,7 +142,8 @@ def _line(row: dict) -> str:
             verdict = {True: "ok", False: "DIFFERS", None: "-"}[row[f"{check}_agrees"]]
             parts.append(f"{check} {_num(row[f'{check}_sim'])} / {_num(row[f'{check}_real'])}"
                          f" {verdict}")
-    return f"{row['arm']}: {row['valid']}/{row['runs']} valid  " + "  ".join(parts)
+    return (f"{row['arm']}: {row['valid']}/{row['runs']} valid, turnaround "
+            f"{row['turnaround_ms']:.2f} ms  " + "  ".join(parts))
 
 
 def _num(value) -> str:
