@@ -78,3 +78,18 @@ def test_any_strategy_mode_and_seed_dilates_to_the_same_run(k, strategy, mode, s
     _same_run_k_times_slower(load_scenario(SCENARIOS / "testbed.yaml", {
         **SMALL, "retry.strategy": strategy, "workers.retry_mode": mode,
         "workers.poll_interval": "250ms", "seed": seed}), k)
+
+
+@pytest.mark.parametrize(("option", "said"), [("--dilate=0", "--dilate 0: a factor"),
+                                              ("--runs=0", "--runs 0: from 1")])
+def test_a_bad_factor_or_run_count_is_one_line_exit_2_and_nothing_left(tmp_path, option,
+                                                                        said):
+    from typer.testing import CliRunner
+
+    from herdsim.cli.app import app
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["testbed", "testbed", option, "--out", str(out)])
+    assert result.exit_code == 2
+    assert said in result.output and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output and not out.exists()
