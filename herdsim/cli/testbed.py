@@ -121,8 +121,13 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         raise typer.Exit(130) from None
     s = done.real.summary
     if json_:
-        emit_json({**s, "testbed_runs": done.runs.to_dict("records"),
-                   "testbed_checks": done.table.dropna(subset=["agrees"]).to_dict("records"),
+        import json  # NaN (a run that did not recover) as null
+
+        def records(frame) -> list:
+            return json.loads(frame.to_json(orient="records"))
+
+        emit_json({**s, "testbed_runs": records(done.runs),
+                   "testbed_checks": records(done.table.dropna(subset=["agrees"])),
                    "testbed_judged": done.judged, "testbed_agrees": done.agrees})
     elif not quiet:
         _print(done, sc, target)

@@ -4,6 +4,7 @@ or a check disagrees."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -95,7 +96,8 @@ def test_the_peak_is_the_busiest_window_after_the_outage_and_recovery_state_can_
 
 def _done(sc, valid: list[bool], agrees: bool | None) -> Testbed:
     runs = pd.DataFrame({"seed": range(len(valid)), "valid": valid,
-                         "lateness_p99_ms": 1.0, "invalid_reason": None})
+                         "lateness_p99_ms": 1.0, "invalid_reason": None,
+                         "recovery_time_real": np.nan})  # not recovered: null in --json
     table = pd.DataFrame({"kpi": ["retries_total"], "label": ["check"], "unit": [""],
                           "simulated": [1.0], "real": [1.0], "agrees": [agrees]})
     return Testbed(None, None, table, None, runs,  # type: ignore[arg-type]
@@ -122,3 +124,6 @@ def test_the_command_exits_1_with_too_few_valid_runs_or_a_disagreement(
                                       str(tmp_path / "o")])
     assert result.exit_code == code, result.output
     assert calls[0]["runs"] == 5 and calls[0]["dilate"] == 1.0
+    said = json.loads(result.output)
+    assert said["testbed_judged"] == done.judged and said["testbed_agrees"] == (code == 0)
+    assert said["testbed_runs"][0]["recovery_time_real"] is None
