@@ -14,7 +14,7 @@ import numpy as np
 
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
-from herdsim.model import hedging
+from herdsim.model import hedging, job_streams
 from herdsim.model.downstream import tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -92,7 +92,9 @@ class Simulation:
         self.env = env = Environment()
         rngs = generators(scenario.seed)
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
-        self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
+        per_job = job_streams.streams_for(scenario.seed)  # the testbed's comparison only
+        self.retry_rules = RetryRules.of(
+            scenario.retry, per_job.generator() if per_job else rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n))
@@ -138,6 +140,8 @@ class Simulation:
         self.finish = make_finish(self)  # the worker loops' shared steps
         self.give_up = make_give_up(self, self.finish)
         self.retry = make_retry(self, self.give_up)
+        if per_job is not None:
+            self.retry = job_streams.per_job(self.retry, per_job)
         if self.keyed:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None

@@ -30,6 +30,7 @@ import redis
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError
+from herdsim.model import job_streams
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job, make_job
@@ -113,7 +114,8 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
         turnarounds.append(turnaround.assign(seed=sc.seed, valid=real.summary["testbed_valid"]))
         say("simulating the same scenario and seed…")
         reals.append(real)
-        sims.append(simulate(sc, force=True))  # checked above
+        with job_streams.active():  # each job's jitter drawn as the real workers draw it
+            sims.append(simulate(sc, force=True))  # checked above
     table = agreement.table(sims, reals)
     per_run = agreement.per_run(sims, reals)
     valid = int(per_run["valid"].sum())

@@ -26,6 +26,7 @@ import numpy as np
 
 from herdsim.config.scenario import Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.model.job_streams import JobStreams, per_job
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
 from herdsim.policies.attempt import RetryHooks, RetryRules, retry_step
@@ -75,11 +76,11 @@ class WorkerPool:
         self.url = url
         self.clock = clock
         self.lateness = lateness
-        self.rules = RetryRules.of(scenario.retry, np.random.default_rng(
-            np.random.SeedSequence([scenario.seed, index])))
+        streams = JobStreams(scenario.seed)  # each job's jitter, as the comparison's
+        self.rules = RetryRules.of(scenario.retry, streams.generator())  # simulation draws it
         self.last = LastAnswer()  # the Retry-After of the answer a retry follows
-        self.retry = retry_step(self.rules, RetryHooks(_later, self._record_sleep,
-                                                       self._budget_refused, self.last))
+        self.retry = per_job(retry_step(self.rules, RetryHooks(
+            _later, self._record_sleep, self._budget_refused, self.last)), streams)
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
         self.sleeping = 0
