@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -68,7 +69,9 @@ CHECKS = {
 
 
 def _list(results: Result | Sequence[Result]) -> list[Result]:
-    return list(results) if isinstance(results, (list, tuple)) else [results]
+    if isinstance(results, (list, tuple)):
+        return list(results)
+    return [cast(Result, results)]
 
 
 def valid(result: Result) -> bool:
