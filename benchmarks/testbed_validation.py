@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -207,4 +206,4 @@ def _figure(table: pd.DataFrame) -> Figure:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
