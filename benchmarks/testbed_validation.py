@@ -186,7 +186,8 @@ def _figure(table: pd.DataFrame) -> Figure:
         fig = Figure(figsize=(13, 5.5), layout="constrained")
         for ax, (check, label) in zip(fig.subplots(1, 2), (
                 ("retries_total", "retries"),
-                ("peak_after_outage", "peak calls/s in 100 ms after the outage")), strict=True):
+                ("peak_after_outage", "peak calls/s in 100 ms after the outage")),
+                strict=True):
             sim = pd.to_numeric(table[f"{check}_sim"], errors="coerce")
             real = pd.to_numeric(table[f"{check}_real"], errors="coerce")
             sd = pd.to_numeric(table[f"{check}_sd"], errors="coerce")
@@ -198,10 +199,10 @@ def _figure(table: pd.DataFrame) -> Figure:
                             label=text, capsize=3)
             lo, hi = np.nanmin([sim.min(), real.min()]), np.nanmax([sim.max(), real.max()])
             ax.plot([lo, hi], [lo, hi], color="0.4", linewidth=1)
-            ax.set_xlabel(f"simulated {label} (mean over the valid runs' seeds)")
-            ax.set_ylabel("real (mean, bars: ±2 sd of the valid runs)")
+            ax.set_xlabel(f"simulated {label}")
+            ax.set_ylabel("real: mean, bars ±2 sd (valid runs)")
         fig.axes[0].legend(loc="upper left")
-        fig.suptitle("testbed.yaml arms: the simulation against the valid real runs")
+        fig.suptitle("Simulated against real, one point per arm judged (3+ valid runs)")
     return fig
 
 
