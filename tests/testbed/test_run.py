@@ -173,7 +173,6 @@ def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_a
     done = testbed_run.testbed(sc, tmp_path / "real", dilate=2)
     s, sim = done.real.summary, done.sim.summary
     assert s["testbed_dilation"] == 2
-    assert sc.duration <= s["wall_seconds"] <= sc.duration + 5  # 2x the wall, halved
     assert abs(s["jobs_submitted"] - sim["jobs_submitted"]) <= 1
     arrivals = np.sort(done.real.jobs["arrival"].to_numpy())
     np.testing.assert_allclose(arrivals, np.sort(done.sim.jobs["arrival"].to_numpy())[
