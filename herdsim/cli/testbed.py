@@ -82,15 +82,26 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                 "--prometheus", help="A real Prometheus scrapes every process each second; "
                 "the brief's PromQL query then runs on what it scraped (prometheus.json).")
             ] = False,
+            runs: Annotated[int, typer.Option(
+                "--runs", help="Real runs (seeds seed, seed+1, ...): the checks need the "
+                "spread of at least 3 valid ones.")] = 5,
+            dilate: Annotated[float, typer.Option(
+                "--dilate", help="Run K times slower (every duration x K, every rate / K), "
+                "reported in the scenario's units: less lateness on a loaded machine.")
+            ] = 1.0,
+            calibrate: Annotated[bool, typer.Option(
+                "--calibrate", help="Print the real per-attempt turnaround measured (every "
+                "run's, also in turnaround.csv) and the workers.attempt_overhead it fits.")
+            ] = False,
             json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png",
             force: ForceOpt = False) -> None:
     """Run the scenario for real (Redis, an HTTP downstream, worker processes) and write
     its outputs as 'herdsim run' does, with the simulation beside it (sim_vs_real).
 
     Needs redis-server on PATH (and prometheus with --prometheus). The summary records the
-    lateness measured; a run whose p99 lateness exceeds 5 ms is marked invalid, with the
-    reason."""
-    from herdsim.cli.tables import summary_table
+    lateness measured; a run whose p99 lateness exceeds 5 ms is invalid (with the reason)
+    and does not count. Exits 1 when fewer than 3 runs (or all of fewer) are valid, or a
+    check disagrees: the testbed failed, not the command line (docs/validation.md)."""
     from herdsim.testbed import run as testbed_run
     from herdsim.testbed.emulates import check_supported
 
@@ -104,16 +115,34 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     try:
         done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus,
-                                   source=source, force=force)
+                                   source=source, force=force, runs=runs, dilate=dilate)
     except KeyboardInterrupt:
         err_console.print("interrupted: every testbed process stopped, nothing was written")
         raise typer.Exit(130) from None
     s = done.real.summary
     if json_:
-        emit_json(s)
-        return
-    if quiet:
-        return
+        import json  # NaN (a run that did not recover) as null
+
+        def records(frame) -> list:
+            return json.loads(frame.to_json(orient="records"))
+
+        emit_json({**s, "testbed_runs": records(done.runs),
+                   "testbed_checks": records(done.table.dropna(subset=["agrees"])),
+                   "testbed_judged": done.judged, "testbed_agrees": done.agrees})
+    elif not quiet:
+        _print(done, sc, target)
+    if calibrate and not json_:
+        _print_turnaround(done)
+    if not done.agrees:
+        raise typer.Exit(1)
+
+
+def _print(done, sc, target) -> None:
+    """The first run's summary, the table, every run's validity, the verdict."""
+    from herdsim.cli.tables import summary_table
+    from herdsim.testbed import agreement
+
+    s = done.real.summary
     console.print(summary_table(s, f"{sc.name} — {sc.retry.strategy} (real)"))
     table = Table(show_header=True, header_style="bold", title="simulated and real")
     for column in ("KPI", "simulated", "real", "agrees"):
@@ -124,13 +153,57 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         table.add_row(row["label"], _cell(key, row["simulated"], done.sim.summary),
                       _cell(key, row["real"], s), agrees)
     console.print(table)
-    verdict = ("valid: within the bound" if s["testbed_valid"]
-               else f"INVALID: {s['testbed_invalid_reason']}")
-    console.print(f"lateness p99 {s['lateness_p99_ms']:.1f} ms (bound "
-                  f"{s['lateness_bound_ms']:g} ms): {verdict}", highlight=False)
+    k = s.get("testbed_dilation", 1)
+    clock = f"; in the scenario's time: wall ÷ {k:g}" if k != 1 else ""
+    for row in done.runs.to_dict("records"):
+        verdict = ("valid: within the bound" if row["valid"]
+                   else f"INVALID, not counted: {row['invalid_reason']}")
+        console.print(f"seed {row['seed']}: lateness p99 {row['lateness_p99_ms']:.1f} ms "
+                      f"(bound {s['lateness_bound_ms']:g} ms{clock}): {verdict}",
+                      highlight=False)
+    valid, runs = int(done.runs["valid"].sum()), len(done.runs)
+    if not done.judged:
+        console.print(f"[bold red]not judged[/]: {valid} of {runs} runs valid; the checks "
+                      f"need {min(agreement.MIN_VALID, runs)} (try --dilate 2 on a loaded "
+                      "machine)", highlight=False)
+    elif done.table["agrees"].isna().all():
+        console.print(f"the checks need the spread of {agreement.MIN_VALID} valid runs "
+                      f"({valid} here): not judged (--runs 5)", highlight=False)
+    elif done.agrees:
+        console.print(f"the simulation agrees with the {valid} valid real runs")
+    else:
+        bad = done.table.loc[done.table["agrees"].eq(False), "kpi"].tolist()
+        console.print(f"[bold red]the simulation disagrees[/] with the {valid} valid real "
+                      f"runs on {', '.join(bad)}", highlight=False)
     if done.prometheus is not None:
         _print_scraped(done.prometheus, s)
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
+
+
+def _print_turnaround(done) -> None:
+    """The turnaround of the valid runs' attempts, by component, and its fit."""
+    import yaml
+
+    from herdsim.testbed import calibrate
+
+    attempts = done.turnaround[done.turnaround["valid"]]
+    which = "valid runs'"
+    if attempts.empty:
+        attempts, which = done.turnaround, "runs' (none valid: the machine's lateness is in it)"
+    table = Table(show_header=True, header_style="bold",
+                  title=f"real per-attempt turnaround, every {which} attempt (ms)")
+    rows = calibrate.summary(attempts)
+    for column in rows.columns:
+        table.add_column(column, justify="left" if column in ("attempts", "component")
+                         else "right")
+    for row in rows.to_dict("records"):
+        table.add_row(*(f"{v:,.3f}" if isinstance(v, float) else f"{v}" for v in row.values()))
+    console.print(table)
+    fitted = calibrate.fit(attempts["turnaround"].to_numpy())
+    if fitted is not None:
+        console.print("the simulation's model of it (set it in the scenario):\n"
+                      + yaml.safe_dump({"workers": {"attempt_overhead": fitted}},
+                                       sort_keys=False).rstrip(), highlight=False)
 
 
 def _print_scraped(scraped: dict, summary: dict) -> None:

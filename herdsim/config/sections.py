@@ -200,8 +200,10 @@ class Workers(Section):
                                             "this many clients")
     retry_mode: Annotated[Literal["sleep", "requeue"], GatesCalls()] = "sleep"
     poll_interval: Period = 1.0
-    attempt_overhead: Annotated[NonNegativeDuration, GatesCalls()] = Field(
-        0.0, description="what one attempt costs the client before the call leaves")
+    attempt_overhead: Annotated[NonNegativeDuration | Service, GatesCalls()] = Field(
+        0.0, description="what one attempt costs the client before the call leaves: a "
+                         "duration, or a service distribution drawn per attempt (e.g. the "
+                         "turnaround herdsim testbed --calibrate measures)")
 
 
 class Collapse(Section):

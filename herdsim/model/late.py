@@ -65,7 +65,7 @@ def make_late_run_job(sim: Loops):
     record_sleep = rec.record_sleep
     breaker_cfg = sim.scenario.breaker
     retries_only, open_loop = breaker_cfg.retries_only, sim.scenario.workers.count is None
-    overhead = sim.scenario.workers.attempt_overhead
+    overhead = sim.overhead  # what an attempt costs the client: a draw (None: nothing)
     heard = heard_step(breaker_cfg.slow_call_threshold, sim.retry_rules.throttling)
     held: dict[int, tuple[float, int, int, float]] = {}  # job id -> its retry's sleep row
     answered: set[Any] = set()  # jobs held whose late answer came
@@ -120,8 +120,8 @@ def make_late_run_job(sim: Loops):
             else:
                 if limiter is not None and limiter.enabled:
                     yield from acquiring(limiter, env, timeout)
-                if overhead:
-                    yield timeout(overhead)
+                if overhead is not None:
+                    yield timeout(overhead())
                     now = env.now
                 if job in answered:  # its answer came while the client waited to send
                     break

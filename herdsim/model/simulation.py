@@ -14,7 +14,7 @@ import numpy as np
 
 from herdsim.config.graph import has_graph
 from herdsim.config.scenario import Scenario
-from herdsim.model import cache, hedging
+from herdsim.model import cache, hedging, job_streams
 from herdsim.model.downstream import fleet, tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -51,6 +51,14 @@ def _service_draws(cfg: Distribution, rng: np.random.Generator) -> Draws:
     return draws(cfg.sampler(rng))
 
 
+def overhead_draws(cfg: float | Distribution, rng: np.random.Generator) -> Draws | None:
+    """``workers.attempt_overhead`` per attempt: None without one, a duration as it is,
+    a distribution's draws from the ``overhead`` stream."""
+    if isinstance(cfg, float | int):
+        return (lambda: cfg) if cfg else None
+    return _service_draws(cfg, rng)
+
+
 PROGRESS_STEPS = 200  # progress calls per run, evenly spaced in simulated time
 # Allocations between the cyclic collector's young sweeps during a run (Python's default
 # is 700). A run allocates millions of short-lived events and heap entries that reference
@@ -85,7 +93,9 @@ class Simulation:
         self.env = env = Environment()
         rngs = generators(scenario.seed)
         self._poison_draw = draws(lambda n: rngs["poison"].random(n))
-        self.retry_rules = RetryRules.of(scenario.retry, rngs["strategy"])
+        per_job = job_streams.streams_for(scenario.seed)  # the testbed's comparison only
+        self.retry_rules = RetryRules.of(
+            scenario.retry, per_job.generator() if per_job else rngs["strategy"])
         self.fast = plain(scenario)  # whether workers and callers run the plain loop
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n),
@@ -132,9 +142,12 @@ class Simulation:
         self.finish = make_finish(self)  # the worker loops' shared steps
         self.give_up = make_give_up(self, self.finish)
         self.retry = make_retry(self, self.give_up)
+        if per_job is not None:
+            self.retry = job_streams.per_job(self.retry, per_job)
         if self.keyed:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
+        self.overhead = overhead_draws(scenario.workers.attempt_overhead, rngs["overhead"])
         self.run_job = make_late_run_job(self) if scenario.retry.late_answers \
             else make_run_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler

@@ -14,7 +14,7 @@ import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
             "network", "request", "clients", "admission", "keys", "cache_keys",
-            "cache_latency", "offsets")
+            "cache_latency", "offsets", "overhead")
 BLOCK = 4096
 
 

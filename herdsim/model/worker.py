@@ -29,6 +29,7 @@ from herdsim.model.kernel import call_later, urgent
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.workload import Job
 from herdsim.policies.attempt import RetryHooks, RetryRules, RetryStep, heard_step, retry_step
+from herdsim.policies.family import Member
 from herdsim.policies.fields import RESOLUTION
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class Loops(Ends, Protocol):
     retry: RetryStep
     run_job: Callable[[Any, BreakerGate | None], Any]
     hedged: Callable[[Any], Any] | None  # the hedged call of a job, or None
+    overhead: Draws | None  # workers.attempt_overhead, drawn per attempt (None: none)
     clients: Draws | None  # draws a client for an open-loop caller, or None
     client_gates: list[BreakerGate | None] | None
 
@@ -229,7 +231,7 @@ def make_run_job(sim: Loops):
     workers, breaker_cfg = sim.scenario.workers, sim.scenario.breaker
     open_loop, sleep_mode = workers.count is None, workers.retry_mode == "sleep"
     retries_only = breaker_cfg.retries_only
-    overhead = workers.attempt_overhead
+    overhead = sim.overhead  # what an attempt costs the client: a draw (None: nothing)
     hedged = sim.hedged  # None, or hedged(job): an event firing with a hedged call's outcome
     heard = heard_step(sim.scenario.breaker.slow_call_threshold, sim.retry_rules.throttling)
 
@@ -262,8 +264,8 @@ def make_run_job(sim: Loops):
                 if limiter is not None and limiter.enabled:
                     yield from acquiring(limiter, env, timeout)
                 job.attempts += 1
-                if overhead:  # what the attempt costs the client before the call leaves
-                    yield timeout(overhead)
+                if overhead is not None:  # what the attempt costs before the call leaves
+                    yield timeout(overhead())
                     now = env.now
                 if hedged is not None:
                     outcome = yield hedged(job)
@@ -334,7 +336,7 @@ def plain(scenario: Scenario) -> bool:
     ``keeps_fast_path``: a budget, an enabled breaker, a client limiter, an autoscaler do
     not)."""
     return all(off(value_at(scenario, path)) for path, off in GATES.items()) and all(
-        member is None or member.keeps_fast_path()
+        not isinstance(member, Member) or member.keeps_fast_path()  # (None, a duration …)
         for member in (value_at(scenario, path) for path in MEMBERS))
 
 

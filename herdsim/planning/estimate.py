@@ -260,7 +260,8 @@ def _endless(scenario: Scenario, jobs: float) -> float:
         return 0.0
     if not zero_wait:
         return 0.0
-    per_try = scenario.workers.attempt_overhead + sum(
+    overhead = scenario.workers.attempt_overhead
+    per_try = getattr(overhead, "mean", overhead) + sum(
         delay.mean for delay in (ds.network_delay, ds.request_delay) if delay is not None)
     per_try = per_try or max(ds.service.mean, 1e-6)
     callers = scenario.workers.count or load.rate * per_try

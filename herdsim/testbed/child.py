@@ -126,7 +126,7 @@ async def workers(spec: dict, scenario) -> None:
     pending = {"id": [j.id for j in pool.in_hand.values()],
                "attempts": [j.attempts for j in pool.in_hand.values()]}
     _save(spec["log"], lateness, events=pool.log, finished=pool.finished, sleeps=pool.sleeps,
-          pending=pending)
+          pending=pending, turnaround=pool.turnaround)
     await _finish(spec, last, runner)
     await redis.aclose()
 

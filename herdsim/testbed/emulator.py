@@ -48,6 +48,7 @@ class Emulator:
     def __init__(self, scenario: Scenario, clock: Clock, lateness: Lateness | None = None):
         cfg: Downstream = scenario.downstream
         self.cfg = cfg
+        self.queue = scenario.queue or scenario.name  # the metrics' queue label
         self.clock = clock
         self.lateness = lateness or Lateness()
         self._late = self.lateness.samples["timer"]

@@ -4,7 +4,7 @@ then runs on what it scraped.
 Prometheus (Debian's ``prometheus`` from PATH, started and stopped by
 :mod:`herdsim.outputs.prometheus_server`'s own functions, dying with its parent) listens
 on a free loopback port, keeps its TSDB in the testbed's throwaway directory and scrapes
-every ``SCRAPE_INTERVAL`` (1 s): the emulated downstream (``herdsim_downstream_*``), the
+every ``SCRAPE_INTERVAL`` (1 s): the emulated downstream (``downstream_*``), the
 producer and each worker process (:mod:`herdsim.testbed.metrics`). After the run
 :func:`read` asks its HTTP API for the query of docs/observability.md over the run and for
 the executions by status; the driver then stops it with every other process. Prometheus

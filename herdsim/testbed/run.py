@@ -30,6 +30,7 @@ import redis
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError
+from herdsim.model import job_streams
 from herdsim.model.finished import Finished
 from herdsim.model.recorder import DEAD_LETTERED, Recorder
 from herdsim.model.workload import Job, make_job
@@ -39,7 +40,7 @@ from herdsim.planning import estimate
 from herdsim.plots.sim_vs_real import sim_vs_real
 from herdsim.results.result import Result
 from herdsim.results.result import run as simulate
-from herdsim.testbed import agreement, live, timing
+from herdsim.testbed import agreement, calibrate, dilation, live, timing
 from herdsim.testbed.emulates import check_supported
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
 from herdsim.testbed.processes import Fleet, redis_binary
@@ -47,11 +48,14 @@ from herdsim.testbed.processes import Fleet, redis_binary
 WORKDIR_PREFIX = "herdsim-testbed-"
 START_DELAY = 1.0  # s between handing out t0 and t0: every child is waiting by then
 FINISH_GRACE = 30.0  # s after the end the children get to write their logs and exit
+MAX_RUNS = 100  # real runs of one testbed
 
 
 @dataclass
 class Testbed:
-    """A finished testbed run: the real :class:`Result`, the simulated one, the table."""
+    """A finished testbed: the real :class:`Result` of the first run and the simulated one
+    beside it, the table (each KPI, then the checks over every valid run), one row per run
+    (``runs``), and whether enough runs were valid to judge the agreement."""
 
     __test__ = False
 
@@ -59,22 +63,38 @@ class Testbed:
     sim: Result
     table: pd.DataFrame
     prometheus: dict | None = None  # --prometheus: what it scraped (live.read)
+    runs: pd.DataFrame | None = None  # one row per run (agreement.per_run)
+    judged: bool = False  # at least agreement.MIN_VALID (or every run) valid
+    turnaround: pd.DataFrame | None = None  # every served attempt (calibrate.attempts)
+
+    @property
+    def agrees(self) -> bool:
+        """Every check judged agrees (and there was something to judge)."""
+        verdicts = self.table["agrees"].dropna()
+        return self.judged and bool(verdicts.astype(bool).all())
 
 
 def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
             bound: float = timing.BOUND, prometheus: bool = False,
-            source: str | None = None, force: bool = False) -> Testbed:
-    """Run *scenario* for real with its workers spread over *processes* worker
-    processes, write the output directory *out*, and return the real and simulated runs.
-    *say* hears what is happening (one line at a time). With *prometheus*, a real
-    Prometheus scrapes every process during the run (:mod:`herdsim.testbed.live`); what
-    it scraped is written to ``prometheus.json``. What the testbed does not run is refused
-    first (:mod:`herdsim.testbed.emulates`), naming *source* (the scenario's file) or the
-    scenario; its simulation beside it is checked against the budget before anything
-    starts (unless *force*)."""
+            source: str | None = None, force: bool = False, runs: int = 1,
+            dilate: float = 1.0) -> Testbed:
+    """Run *scenario* for real *runs* times (seeds ``seed``, ``seed + 1`` …) with its
+    workers spread over *processes* worker processes, simulate each seed beside it, write
+    the output directory *out* (the first run's, plus every run's row and the checks), and
+    return the first run, the table and the runs. *say* hears what is happening (one line
+    at a time). With *dilate* K, every run is of the dilated scenario (every duration × K,
+    every rate ÷ K: :mod:`herdsim.testbed.dilation`) and reported back in the scenario's
+    units. With *prometheus*, a real Prometheus scrapes every process during the first run
+    (:mod:`herdsim.testbed.live`); what it scraped is written to ``prometheus.json``. What
+    the testbed does not run is refused first (:mod:`herdsim.testbed.emulates`), naming
+    *source* (the scenario's file) or the scenario; its simulation beside it is checked
+    against the budget before anything starts (unless *force*)."""
     check_supported(scenario, source=source)
     estimate.check([scenario], force=force)
+    if not 1 <= runs <= MAX_RUNS:
+        raise TestbedError(f"--runs {runs}: from 1 to {MAX_RUNS} runs")
+    dilation.dilate(scenario, dilate)  # refused before anything starts
     redis_binary()  # missing: said before anything starts
     if prometheus:
         live.check_installed()
@@ -83,40 +103,73 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     count = scenario.workers.count
     assert count is not None  # check_supported refused open-loop callers
     processes = min(processes, count)
-    clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
-    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
-    fleet = Fleet(workdir)
-    try:
-        (workdir / OWNER).write_text(str(os.getpid()))
-        real, lateness, scraped = _run(scenario, fleet, processes, say, prometheus)
-    finally:
-        fleet.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-    real.summary.update(timing.summarize(lateness, bound))
-    real.summary["testbed_processes"] = processes
-    say("simulating the same scenario and seed…")
-    sim = simulate(scenario, force=True)  # checked above
-    table = agreement.table(sim, real)
+    reals, sims, scraped, turnarounds = [], [], None, []
+    for i in range(runs):
+        sc = scenario if i == 0 else scenario.model_copy(update={"seed": scenario.seed + i})
+        if runs > 1:
+            say(f"run {i + 1} of {runs} (seed {sc.seed})")
+        real, got, turnaround = _once(sc, processes, say, bound, prometheus and i == 0,
+                                      dilate)
+        scraped = got if i == 0 else scraped
+        turnarounds.append(turnaround.assign(seed=sc.seed, valid=real.summary["testbed_valid"]))
+        say("simulating the same scenario and seed…")
+        reals.append(real)
+        with job_streams.active():  # each job's jitter drawn as the real workers draw it
+            sims.append(simulate(sc, force=True))  # checked above
+    table = agreement.table(sims, reals)
+    per_run = agreement.per_run(sims, reals)
+    valid = int(per_run["valid"].sum())
+    judged = valid >= min(agreement.MIN_VALID, runs)
+    real, sim = reals[0], sims[0]
+    attempts = pd.concat(turnarounds, ignore_index=True)
 
     def extra(staging: Path) -> None:
         table.to_csv(staging / "sim_vs_real.csv", index=False)
+        per_run.to_csv(staging / "runs.csv", index=False)
+        calibrate.summary(attempts).to_csv(staging / "turnaround.csv", index=False)
         if scraped is not None:
             (staging / "prometheus.json").write_text(json.dumps(scraped, indent=1) + "\n")
         s = real.summary
         note = (f"lateness p99 {s['lateness_p99_ms']:.1f} ms "
                 + ("(within the bound)" if s["testbed_valid"] else
                    f"(INVALID: {s['testbed_invalid_reason']})"))
+        if dilate != 1:
+            note += f", run {dilate:g}× slower (--dilate), shown in the scenario's time"
         sim_vs_real(scenario, sim.timeseries, real.timeseries, note).savefig(
             staging / "sim_vs_real.png")
 
     save_run(real, out, formats, extra)
-    return Testbed(real, sim, table, scraped)
+    return Testbed(real, sim, table, scraped, per_run, judged, attempts)
 
 
-def _run(scenario: Scenario, fleet: Fleet, processes: int, say, prometheus: bool
-         ) -> tuple[Result, dict[str, np.ndarray], dict | None]:
-    """Start everything, run, collect: the real run's :class:`Result`, the lateness
-    samples of every process, and what Prometheus scraped (with *prometheus*)."""
+def _once(scenario: Scenario, processes: int, say, bound: float, prometheus: bool,
+          k: float) -> tuple[Result, dict | None, pd.DataFrame]:
+    """One real run of *scenario* (dilated *k* times, reported back in its own units), in
+    a throwaway directory every process of which is stopped and removed on the way out."""
+    clear_stale(prefix=WORKDIR_PREFIX)  # left by a testbed killed with SIGKILL
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+    fleet = Fleet(workdir)
+    try:
+        (workdir / OWNER).write_text(str(os.getpid()))
+        real, lateness, scraped, turnaround = _run(scenario, k, fleet, processes, say,
+                                                   prometheus)
+    finally:
+        fleet.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    # lateness in the scenario's time: a run K times slower is K times less late to it
+    real.summary.update(timing.summarize({kind: v / k for kind, v in lateness.items()}, bound))
+    real.summary["testbed_processes"] = processes
+    real.summary["testbed_dilation"] = k
+    return real, scraped, turnaround
+
+
+def _run(original: Scenario, k: float, fleet: Fleet, processes: int, say,
+         prometheus: bool
+         ) -> tuple[Result, dict[str, np.ndarray], dict | None, pd.DataFrame]:
+    """Start everything, run *original* dilated *k* times, collect: the real run's
+    :class:`Result` in *original*'s units, the lateness samples of every process, and what
+    Prometheus scraped (with *prometheus*)."""
+    scenario = dilation.dilate(original, k)
     say("starting redis-server…")
     redis_url = fleet.start_redis()
     base = {"scenario": scenario.to_dict(), "redis": redis_url, "metrics": prometheus}
@@ -162,8 +215,9 @@ def _run(scenario: Scenario, fleet: Fleet, processes: int, say, prometheus: bool
     lateness = {kind: np.concatenate([log[f"lateness.{kind}"] for log in
                                       (server_log, producer_log, *worker_logs)])
                 for kind in timing.KINDS}
-    return _result(scenario, server_log, producer_log, worker_logs,
-                   [WireJob.decode(p) for p in queued], dead_letters, wall), lateness, scraped
+    real = _result(original, server_log, producer_log, worker_logs,
+                   [WireJob.decode(p) for p in queued], dead_letters, wall, k)
+    return real, lateness, scraped, calibrate.attempts(worker_logs, k)
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
@@ -172,14 +226,16 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 
 
 def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict],
-            queued: list[WireJob], dead_letters: int, wall: float) -> Result:
-    """The model's raw record rebuilt from the processes' logs, then frames and KPIs.
+            queued: list[WireJob], dead_letters: int, wall: float, k: float = 1.0) -> Result:
+    """The model's raw record rebuilt from the processes' logs, then frames and KPIs;
+    a run *k* times dilated has its times divided by *k* (its bins are *k* times wider:
+    the per-bin gauges stand as they are).
     ``testbed_unaccounted_jobs`` counts the jobs found in no place or in two, and the
     difference between the DLQ list's length and the dead letters the workers logged."""
     rec = Recorder()
 
     def fill(name: str, values: np.ndarray) -> None:
-        getattr(rec, name).extend(np.sort(values).tolist())
+        getattr(rec, name).extend((np.sort(values) / k).tolist())
 
     fill("arrivals", producer["events.arrivals"])
     fill("refused", producer["events.refused"])
@@ -190,7 +246,7 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     finished = {k: np.concatenate([w[f"finished.{k}"] for w in workers])
                 for k in ("id", "time", "attempts", "outcome")}
     rec.finish_id.extend(finished["id"].astype(int).tolist())
-    rec.finish_time.extend(finished["time"].tolist())
+    rec.finish_time.extend((finished["time"] / k).tolist())
     rec.finish_attempts.extend(finished["attempts"].astype(int).tolist())
     rec.finish_outcome.extend(finished["outcome"].astype(int).tolist())
     sleeps = {k: np.concatenate([w[f"sleeps.{k}"] for w in workers])
@@ -198,7 +254,7 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     order = np.argsort(sleeps["time"], kind="stable")
     for t, job, attempt, pause in zip(*(sleeps[k][order] for k in ("time", "job", "attempt",
                                                                   "sleep")), strict=True):
-        rec.record_sleep(float(t), int(job), int(attempt), float(pause))
+        rec.record_sleep(float(t) / k, int(job), int(attempt), float(pause) / k)
     n_bins = max(1, int(np.ceil(scenario.duration / scenario.bin - 1e-9)))
     gauges = rec.gauges
     for name in ("in_flight", "waiting", "downstream_up"):
@@ -214,7 +270,14 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     for w in workers:
         pending += [_job(int(i), False, int(a)) for i, a in
                     zip(w["pending.id"], w["pending.attempts"], strict=True)]
-    result = Result.from_finished(Finished(scenario, rec, n_bins, pending, wall))
+    # trips: each process counted its breakers' (a pool's one breaker: each saw all of
+    # its trips, counted once); open time: the sampled share not closed, bin by bin
+    trips = [float(w["events.breaker_trips"].sum()) for w in workers]
+    shared = scenario.breaker.scope == "pool"
+    result = Result.from_finished(Finished(
+        scenario, rec, n_bins, pending, wall / k,
+        breaker_trips=int(max(trips) if shared else sum(trips)),
+        breaker_open_time=float(np.sum(gauges["breaker_open"])) * scenario.bin))
     submitted = len(rec.arrivals)
     seen = np.concatenate([finished["id"], [job.id for job in pending]]).astype(int)
     unique = len(np.unique(seen))

@@ -13,9 +13,13 @@
 ====== ===============================================================================
 
 429 and a full waiting room carry ``Retry-After`` (seconds, a decimal) when the scenario's
-``downstream.retry_after`` sets one. ``GET /metrics`` is the Prometheus text format:
-``herdsim_downstream_calls_total{outcome}``, ``herdsim_downstream_in_flight``,
-``herdsim_downstream_waiting`` and ``herdsim_downstream_up``.
+``downstream.retry_after`` sets one. Every answer carries ``X-Times``: when the call reached
+the handler and when it left it, in seconds since the emulator's start (the testbed's
+workers share its clock: their per-attempt turnaround, :mod:`herdsim.testbed.calibrate`).
+``GET /metrics`` is the Prometheus text format, under
+the names ``herdsim export prometheus`` writes (the dashboard's panels read them), each
+labelled ``queue``: ``downstream_calls_total{outcome}``, ``downstream_calls_in_flight``,
+``downstream_calls_waiting``, ``downstream_up`` and ``downstream_concurrency_limit``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from herdsim.config.scenario import Scenario
 from herdsim.errors import TestbedError, UsageError
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.outputs.openmetrics import CALLS, CAPACITY, GAUGES
 from herdsim.testbed.emulator import OUTCOME_NAMES, Emulator
 from herdsim.testbed.timing import Clock
 
@@ -40,27 +45,34 @@ from herdsim.testbed.timing import Clock
 WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
 OUTCOME_HEADER = "X-Outcome"
+TIMES_HEADER = "X-Times"  # when the call reached the handler and left it (run time, s)
 
 
 class _Collector:
-    """The emulator's counts and gauges, read when Prometheus scrapes (no per-call cost)."""
+    """The emulator's counts and gauges under the names ``herdsim export prometheus``
+    writes (the dashboard's panels read them), labelled ``queue``; read when Prometheus
+    scrapes (no per-call cost)."""
 
     def __init__(self, emulator: Emulator):
         self.emulator = emulator
 
     def collect(self):
         em = self.emulator
-        calls = CounterMetricFamily("herdsim_downstream_calls", "Calls answered, by outcome",
-                                    labels=["outcome"])
+        queue = [em.queue]
+        calls = CounterMetricFamily(CALLS, "Calls answered, by outcome",
+                                    labels=["queue", "outcome"])
         for outcome, count in em.outcomes.items():
-            calls.add_metric([outcome], count)
+            calls.add_metric([*queue, outcome], count)
         yield calls
-        yield GaugeMetricFamily("herdsim_downstream_in_flight", "Calls in service",
-                                value=em.busy)
-        yield GaugeMetricFamily("herdsim_downstream_waiting", "Calls in the waiting room",
-                                value=len(em.waiting))
-        yield GaugeMetricFamily("herdsim_downstream_up", "1 unless down or crashed",
-                                value=1.0 if em.up else 0.0)
+        for name, text, value in (
+                (GAUGES["in_flight"], "Calls in service", em.busy),
+                (GAUGES["waiting"], "Calls in the waiting room", len(em.waiting)),
+                (GAUGES["downstream_up"], "1 unless down or crashed", 1.0 if em.up else 0.0),
+                (CAPACITY, "Calls served at once (downstream.concurrency)",
+                 em.cfg.concurrency)):
+            gauge = GaugeMetricFamily(name, text, labels=["queue"])
+            gauge.add_metric(queue, value)
+            yield gauge
 
 
 def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
@@ -69,8 +81,10 @@ def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
     registry.register(_Collector(emulator))
 
     async def call(_request: web.Request) -> web.Response:
+        arrived = emulator.clock.now()
         outcome, hint = await emulator.call()
-        headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome]}
+        headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome],
+                   TIMES_HEADER: f"{arrived:.6f} {emulator.clock.now():.6f}"}
         if hint is not None:
             headers["Retry-After"] = f"{hint:.6f}"
         return web.Response(status=STATUS[outcome], headers=headers)

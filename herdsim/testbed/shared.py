@@ -350,6 +350,10 @@ class LocalBreaker(_Waiting):
     def state(self) -> str:
         return self.breaker.state
 
+    async def trips(self) -> int:
+        """Times it opened."""
+        return self.breaker.trips
+
     @property
     def open_until(self) -> float:
         return self.breaker.open_until
@@ -385,6 +389,11 @@ class SharedBreaker(_Waiting):
         self.open_until = breaker.open_until
         self._probes_left = 0
         self._fresh = -math.inf  # when the cached state was read
+
+    async def trips(self) -> int:
+        """Times the pool's breaker opened (every process's calls together)."""
+        count = (await peek(self, "trips"))[0]  # then the window's totals
+        return int(count)
 
     async def init(self) -> None:
         """Create the shared state (the breaker given, as it is now) unless a process did

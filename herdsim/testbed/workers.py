@@ -26,18 +26,22 @@ import numpy as np
 
 from herdsim.config.scenario import Scenario
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
+from herdsim.model.job_streams import JobStreams, per_job
 from herdsim.model.recorder import DEAD_LETTERED, SUCCEEDED
 from herdsim.model.streams import draws
 from herdsim.policies.attempt import RetryHooks, RetryRules, retry_step
 from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
+from herdsim.testbed.server import TIMES_HEADER
 from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
 from herdsim.testbed.timing import Clock, Lateness
 
 OUTCOMES = {200: OK, 500: ERROR, 429: THROTTLED, 504: TIMEOUT}
 STOP_GRACE = 0.5  # s after the end that calls in flight get before they are cancelled
 EVENTS = ("timeouts", "short_circuited", "budget_refused", "recycled")
+TURNAROUND = ("due", "start", "arrive", "leave", "end", "retry")
+NOT_SERVED = float("nan")  # no X-Times: the call never reached the handler
 
 
 class LastAnswer:
@@ -72,20 +76,25 @@ class WorkerPool:
         self.url = url
         self.clock = clock
         self.lateness = lateness
-        self.rules = RetryRules.of(scenario.retry, np.random.default_rng(
-            np.random.SeedSequence([scenario.seed, index])))
+        streams = JobStreams(scenario.seed)  # each job's jitter, as the comparison's
+        self.rules = RetryRules.of(scenario.retry, streams.generator())  # simulation draws it
         self.last = LastAnswer()  # the Retry-After of the answer a retry follows
-        self.retry = retry_step(self.rules, RetryHooks(_later, self._record_sleep,
-                                                       self._budget_refused, self.last))
+        self.retry = per_job(retry_step(self.rules, RetryHooks(
+            _later, self._record_sleep, self._budget_refused, self.last)), streams)
         draw_rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, index, 1]))
         self._draw = draws(lambda n: draw_rng.random(n))
         self.sleeping = 0
         self.in_flight = 0
         self.calls = dict.fromkeys(OUTCOME_NAMES.values(), 0)  # by the outcome seen here
         self.in_hand: dict[int, WireJob] = {}
-        self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open")}
+        self.log = {name: array("d") for name in (*EVENTS, "sleeping", "breaker_open",
+                                                  "breaker_trips")}
         self.finished = {name: array("d") for name in ("id", "time", "attempts", "outcome")}
         self.sleeps = {name: array("d") for name in ("time", "job", "attempt", "sleep")}
+        # per attempt: when it was due (dequeued, or its retry sleep ended), when the
+        # worker sent it, when the server's handler got it and let it go, when the answer
+        # was read; retry: 0 for a first try (calibrate.turnaround)
+        self.turnaround = {name: array("d") for name in TURNAROUND}
         self.breakers: list[LocalBreaker | SharedBreaker] = []
         breaker, budget = scenario.breaker, scenario.budget
         self._pool_breaker = (SharedBreaker(redis, breaker.build())
@@ -128,6 +137,8 @@ class WorkerPool:
             await asyncio.gather(*workers, *probes, return_exceptions=True)
             for breaker in self.breakers:
                 await breaker.stop_waiting()
+        trips = [await breaker.trips() for breaker in self.breakers]
+        self.log["breaker_trips"].append(float(sum(trips)))
 
     async def _gauges(self, end: float) -> None:
         width, k = self.scenario.bin, 0
@@ -166,33 +177,43 @@ class WorkerPool:
         if jitter:
             await asyncio.sleep(jitter * self._draw())
 
-    async def _call(self) -> tuple[int, float | None]:
+    async def _call(self, due: float, retry: bool) -> tuple[int, float | None]:
         self.in_flight += 1
+        start = self.clock.now()
+        served = (NOT_SERVED, NOT_SERVED)
         try:
-            outcome, hint = await self._http_call()
+            outcome, hint, served = await self._http_call()
         finally:
             self.in_flight -= 1
+            for name, value in zip(TURNAROUND, (due, start, *served, self.clock.now(),
+                                                float(retry)), strict=True):
+                self.turnaround[name].append(value)
         self.calls[OUTCOME_NAMES[outcome]] += 1
         return outcome, hint
 
-    async def _http_call(self) -> tuple[int, float | None]:
+    async def _http_call(self) -> tuple[int, float | None, tuple[float, float]]:
+        served = (NOT_SERVED, NOT_SERVED)
         try:
             async with self.session.post(self.url) as response:
                 await response.read()
                 status = response.status
                 hint = response.headers.get("Retry-After")
+                times = response.headers.get(TIMES_HEADER)
+                if times is not None:
+                    arrived, left = times.split()
+                    served = (float(arrived), float(left))
         except asyncio.TimeoutError:
             self.log["timeouts"].append(self.clock.now())
-            return TIMEOUT, None
+            return TIMEOUT, None, served
         except aiohttp.ClientError:
-            return DOWN, None
+            return DOWN, None, served
         if status == 503:
             outcome = REJECTED if response.headers.get("X-Outcome") == "rejected" else DOWN
         else:
             outcome = OUTCOMES.get(status, ERROR)
         if outcome == TIMEOUT:
             self.log["timeouts"].append(self.clock.now())
-        return outcome, float(hint) if hint is not None else None
+        return outcome, float(hint) if hint is not None else None, served
 
     async def _run_job(self, job: WireJob, breaker, budget, end: float) -> bool:
         """Take *job* to its end, its retry parked, or the run's end; False when it is
@@ -203,6 +224,7 @@ class WorkerPool:
         retries_only = sc.breaker.retries_only
         slow_threshold = sc.breaker.slow_call_threshold
         late = self.lateness.samples["timer"]
+        due = clock.now()  # dequeued: the attempt is due now
         while True:
             now = clock.now()
             if now >= end:
@@ -218,12 +240,13 @@ class WorkerPool:
                     return await self._give_up(job, now)
                 if sleep_mode:
                     await self._wait_breaker(breaker)
+                    due = clock.now()  # let through: the attempt is due now
                     continue
                 await self.redis.zadd(DELAYED, {job.encode(): max(breaker.open_until, now)})
                 return True
             job.attempts += 1
             started = now
-            outcome, hint = await self._call()
+            outcome, hint = await self._call(due, bool(job.retries))
             now = clock.now()
             if now >= end:
                 return False
@@ -251,8 +274,9 @@ class WorkerPool:
                 await self.redis.zadd(DELAYED, {job.encode(): now + pause})
                 return True
             self.sleeping += 1
+            due = min(now + pause, end)
             try:
-                await clock.sleep_until(min(now + pause, end), late)
+                await clock.sleep_until(due, late)
             finally:
                 self.sleeping -= 1
 

@@ -165,10 +165,14 @@ def test_metrics_are_prometheus_text_with_calls_by_outcome_in_flight_and_waiting
     assert down[1] == "down"
     samples = {(s.name, s.labels.get("outcome")): s.value
                for family in text_string_to_metric_families(text) for s in family.samples}
-    assert samples[("herdsim_downstream_calls_total", "down")] == 1
-    assert samples[("herdsim_downstream_in_flight", None)] == 2
-    assert samples[("herdsim_downstream_waiting", None)] == 1
-    assert samples[("herdsim_downstream_up", None)] == 1
+    assert samples[("downstream_calls_total", "down")] == 1
+    assert samples[("downstream_calls_in_flight", None)] == 2
+    assert samples[("downstream_calls_waiting", None)] == 1
+    assert samples[("downstream_up", None)] == 1
+    assert samples[("downstream_concurrency_limit", None)] == sc.downstream.concurrency
+    queues = {s.labels["queue"] for family in text_string_to_metric_families(text)
+              for s in family.samples}
+    assert queues == {sc.queue or sc.name}
 
 
 def test_a_run_is_invalid_exactly_when_a_kind_of_lateness_has_its_p99_over_the_bound():

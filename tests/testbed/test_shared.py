@@ -23,7 +23,7 @@ from herdsim.policies import budgets
 from herdsim.policies.breaker import OPEN, CircuitBreaker
 from herdsim.policies.breaker import Resilience4j as Breaker
 from herdsim.testbed.processes import Fleet
-from herdsim.testbed.shared import PROBE_POLL, SharedBreaker, SharedBudget, peek
+from herdsim.testbed.shared import PROBE_POLL, LocalBreaker, SharedBreaker, SharedBudget, peek
 
 EVENTS = 800
 pytestmark = pytest.mark.requires("redis-server")
@@ -104,6 +104,8 @@ def test_the_shared_breaker_decides_as_the_pure_one(redis_url, name):
                 pure.trips, pure._consecutive_trips, pure._probes_left,
                 *pure.window.totals], (i, t)
             seen.add(pure.state)
+        assert await shared.trips() == pure.trips  # what the real run logs as breaker_trips
+        assert await LocalBreaker(pure).trips() == pure.trips
         return seen, pure.trips
 
     seen, trips = _run(redis_url, body)
