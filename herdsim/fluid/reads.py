@@ -107,12 +107,6 @@ def _budget(budget: Any, scenario: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _blackhole(outage: Blackhole, scenario: Scenario) -> tuple[str, str] | None:
-    if scenario.downstream.timeout is None:
-        return "mode", "a blackhole without downstream.timeout (calls hang for ever)"
-    return None
-
-
 OUTAGE = frozenset({"mode", "start", "duration"})
 SERVICE = frozenset({"distribution", "mean", "sigma"})  # read as its mean (the members'
 # declared fluid form); lognormal's sigma: the validation's brownout and poison hold it
@@ -121,7 +115,7 @@ MEMBERS: dict[type[Member], Implemented] = {
     Exponential: Implemented(SERVICE),
     Lognormal: Implemented(SERVICE),
     Down: Implemented(OUTAGE),
-    Blackhole: Implemented(OUTAGE, _blackhole),
+    Blackhole: Implemented(OUTAGE),  # validation asks it a timeout
     Error: Implemented(OUTAGE | {"error_rate"}),
     Slow: Implemented(OUTAGE | {"factor"}),
     Resilience4j: Implemented(frozenset({

@@ -13,7 +13,7 @@ from pydantic_core import PydanticUndefined
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError
-from herdsim.fluid.reads import MEMBERS, READS
+from herdsim.fluid.reads import MEMBERS, PLACES, READS
 from herdsim.fluid.reads import UNREAD as WORDS
 from herdsim.policies.family import Member
 
@@ -44,7 +44,10 @@ def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
             ) -> tuple[str, str] | None:
     if isinstance(value, Member):
         noun = f"{value.family.noun} {value.name()}"
-        spec = MEMBERS.get(type(value))
+        place = plain(path)
+        spec = MEMBERS.get(type(value)) if place in PLACES else None
+        if place not in PLACES and place in WORDS:
+            return path, f"{WORDS[place]}, {_article(noun)} {noun} ({UNREAD})"
         if spec is None:
             why = "it declares no fluid form" if value.fluid is None else \
                 "its fluid form is not in the fluid model yet"
