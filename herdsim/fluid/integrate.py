@@ -125,6 +125,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     jobs = grid.jobs.tolist()
     landing_total = retries_total  # (read one step at a time)
     held_plain, held_bad, held = [0.0] * nk, [0.0] * nk, False  # jittered, to spread
+    delta_ks = [k for k in range(nk) if kernels[k].mass.size == 1]
+    spread_ks = [k for k in range(nk) if kernels[k].mass.size > 1]
     for i in range(n):
         up = not down[i] and i >= crashed_until
         if limit_rate:
@@ -372,25 +374,23 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     sleeping += plain + bad
                 hinted[:] = 0.0
                 any_hinted = False
-            for k in range(nk):
+            for k in delta_ks:  # a delta: lands in one step
                 plain, bad = counts[k], counts[classes + k] if poison_retries else 0.0
                 amount = plain + bad
-                if amount <= TINY:
-                    continue
-                kernel = kernels[k]
-                lo = i + kernel.offset
-                hi = lo + kernel.mass.size
-                if kernel.mass.size == 1:
-                    retries[k + 1, lo] += plain
-                    retries[classes + k + 1, lo] += bad
-                    retries_total[lo] += amount
-                    retries_random[lo] += amount * random_share
-                else:  # spread: gathered over a few steps, then spread at once
-                    held_plain[k] += plain
-                    held_bad[k] += bad
-                    held = True
-                out.retry[i] += amount
-                sleeping += amount
+                lo = i + kernels[k].offset
+                retries[k + 1, lo] += plain
+                retries[classes + k + 1, lo] += bad
+                retries_total[lo] += amount
+                retries_random[lo] += amount * random_share
+            for k in spread_ks:  # spread: gathered over a few steps, then spread at once
+                held_plain[k] += counts[k]
+                if poison_retries:
+                    held_bad[k] += counts[classes + k]
+                held = True
+            amount = sum(counts[:nk]) + (sum(counts[classes:classes + nk])
+                                         if poison_retries else 0.0)
+            out.retry[i] += amount
+            sleeping += amount
             dead = counts[nk] + counts[classes + nk] + \
                 (0.0 if poison_retries else sum(counts[classes:classes + nk]))
             out.failed_dlq[i] += dead
