@@ -403,11 +403,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 mass = kernels[k].mass
                 lo = i + kernels[k].offset
                 hi = lo + mass.size
-                if plain:
-                    retries[k + 1, lo:hi] += plain * mass
-                if bad:
-                    retries[classes + k + 1, lo:hi] += bad * mass
                 spread = (plain + bad) * mass
+                if not bad:
+                    retries[k + 1, lo:hi] += spread
+                elif not plain:  # (poison: only its own calls fail)
+                    retries[classes + k + 1, lo:hi] += spread
+                else:
+                    retries[k + 1, lo:hi] += plain * mass
+                    retries[classes + k + 1, lo:hi] += bad * mass
                 retries_total[lo:hi] += spread
                 retries_random[lo:hi] += spread
                 held_plain[k] = held_bad[k] = 0.0
