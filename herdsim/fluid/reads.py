@@ -80,7 +80,8 @@ UNREAD = {
     "retry.late_answers": "late answers", "retry.throttling_base": "a throttling base",
     "retry.bucket": "a retry token bucket", "retry.retry_on": "retries on some failures",
     "workers.retry_mode": "requeue mode", "workers.attempt_overhead": "attempt overhead",
-    "workload.keys": "keys", "workload.restarts": "restarts", "dlq.enabled": "no DLQ",
+    "workload.keys": "keys", "workload.restarts": "restarts",
+    "dlq.enabled": "redelivery without a DLQ",
 }
 
 

@@ -62,8 +62,10 @@ def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
                      f"{owner.name()} {owner.family.noun} ({UNREAD})"
     rule = READS.get(plain(path))
     if rule is None:
-        said = WORDS.get(plain(path), plain(path))
-        return path, f"{said} = {_shown(value)} ({UNREAD})"
+        setting = f"{plain(path)} = {_shown(value)}"
+        if plain(path) in WORDS:
+            return path, f"{WORDS[plain(path)]} ({setting}; {UNREAD})"
+        return path, f"{setting} ({UNREAD})"
     ok, what = rule
     return None if ok(value, scenario) else (path, what.format(_shown(value)))
 
