@@ -64,8 +64,9 @@ READS: dict[str, tuple[Rule, str]] = {
     "downstream.model": (lambda v, sc: v == "queue", "the {} downstream model"),
     "downstream.retry_after": (lambda v, sc: isinstance(v, (int, float)),
                                "the rate limiter's own Retry-After ({})"),
-    "retry.strategy": (_strategy, "the {} strategy (no fluid form)"),
-    "retry.params": (_strategy, "params {} of a strategy without a fluid form"),
+    "retry.strategy": (_strategy, "the {} strategy (no fluid form, or no cdf of its sleeps "
+                                  "for the model to read)"),
+    "retry.params": (_strategy, "params {} of a strategy the model cannot read"),
 }
 
 
