@@ -120,15 +120,31 @@ def _shortened(scenario: Scenario) -> Scenario | None:
         return None
 
 
+SETTINGS = dict(deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.filter_too_much])
+
+
+@settings(max_examples=6, **SETTINGS)
+@given(st.data())
+def test_a_few_scenarios_are_refused_naming_a_set_path_or_predicted(data):
+    """The suite's short profile of the test below."""
+    refused_or_predicted(data)
+
+
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(max_examples=40, **SETTINGS)
 @given(st.data())
 def test_any_scenario_is_refused_naming_a_set_path_or_predicted(data):
     """Refused: one line naming a path the scenario really sets. Else: every path it sets
-    is one the model reads, and the model runs to its end. A refused scenario has the
-    named setting taken away and is tried again: so accepted ones are drawn too."""
+    is one the model reads, and the model runs to its end."""
+    refused_or_predicted(data)
+
+
+def refused_or_predicted(data) -> None:
+    """A drawn scenario refused in one line naming a path it really sets, or with every
+    path it sets read and predicted to its end. A refused scenario has the named setting
+    taken away and is tried again: so accepted ones are drawn too."""
     doc = data.draw(scenarios())
     scenario = repaired(copy.deepcopy(doc), data.draw)
     if scenario is None:
