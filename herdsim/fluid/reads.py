@@ -2,10 +2,11 @@
 is refused (:mod:`herdsim.fluid.support`), never silently ignored.
 
 Two tables. :data:`READS` holds the plain fields by path (list indices dropped), each
-read whatever its value or only for the values its rule accepts. :data:`MEMBERS` holds
-the family members the model implements (a member's ``fluid`` declaration says it has a
-fluid form; only this table says this model has it), each with the fields of its own it
-reads and, where the model has only part of it, a check naming the field it lacks.
+read whatever its value or only for the values its rule accepts. :data:`MEMBERS` holds,
+by the place they sit, the family members the model implements (a member's ``fluid``
+declaration says it has a fluid form; only this table says this model has it), each with
+the fields of its own it reads and, where the model has only part of it, a check naming
+the field it lacks.
 A feature added to the scenario is refused by predict until it is listed here.
 """
 
@@ -16,17 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from herdsim.config.scenario import Scenario
-from herdsim.policies.breaker import Resilience4j
-from herdsim.policies.budgets.ratio import Ratio
-from herdsim.policies.budgets.token_bucket import TokenBucket
-from herdsim.policies.distributions.constant import Constant
-from herdsim.policies.distributions.exponential import Exponential
-from herdsim.policies.distributions.lognormal import Lognormal
-from herdsim.policies.family import Member
-from herdsim.policies.outages.blackhole import Blackhole
-from herdsim.policies.outages.down import Down
-from herdsim.policies.outages.error import Error
-from herdsim.policies.outages.slow import Slow
 
 Rule = Callable[[Any, Scenario], bool]  # (value, scenario) -> whether the model reads it
 ANY: Rule = lambda value, scenario: True  # noqa: E731
@@ -96,7 +86,7 @@ class Implemented:
     lacks: Callable[[Any, Scenario], tuple[str, str] | None] = lambda m, sc: None
 
 
-def _breaker(breaker: Resilience4j, scenario: Scenario) -> tuple[str, str] | None:
+def _breaker(breaker: Any, scenario: Scenario) -> tuple[str, str] | None:
     if breaker.enabled and breaker.scope == "client":
         return "scope", "a breaker per open-loop client"
     return None
@@ -112,37 +102,35 @@ def _budget(budget: Any, scenario: Scenario) -> tuple[str, str] | None:
 OUTAGE = frozenset({"mode", "start", "duration"})
 SERVICE = frozenset({"distribution", "mean", "sigma"})  # read as its mean (the members'
 # declared fluid form); lognormal's sigma: the validation's brownout and poison hold it
-MEMBERS: dict[type[Member], Implemented] = {
-    Constant: Implemented(SERVICE),
-    Exponential: Implemented(SERVICE),
-    Lognormal: Implemented(SERVICE),
-    Down: Implemented(OUTAGE),
-    Blackhole: Implemented(OUTAGE),  # validation asks it a timeout
-    Error: Implemented(OUTAGE | {"error_rate"}),
-    Slow: Implemented(OUTAGE | {"factor"}),
-    Resilience4j: Implemented(frozenset({
-        "kind", "enabled", "scope", "failure_rate_threshold", "window", "minimum_calls",
-        "open_duration", "open_duration_multiplier", "max_open_duration"}), _breaker),
-    Ratio: Implemented(frozenset({"kind", "scope", "window", "ratio", "min_per_second"}),
-                       _budget),
-    TokenBucket: Implemented(frozenset({
-        "kind", "scope", "preset", "capacity", "retry_cost", "timeout_cost",
-        "throttling_cost", "failure_cost", "success_refund", "credit_on",
-        "refund_retry_cost", "floor", "strict"}), _budget),
+BREAKER = frozenset({"kind", "enabled", "scope", "failure_rate_threshold", "window",
+                     "minimum_calls", "open_duration", "open_duration_multiplier",
+                     "max_open_duration"})
+BUCKET = frozenset({"kind", "scope", "preset", "capacity", "retry_cost", "timeout_cost",
+                    "throttling_cost", "failure_cost", "success_refund", "credit_on",
+                    "refund_retry_cost", "floor", "strict"})
+# place (list indices dropped) -> member name -> what the model reads of it there
+MEMBERS: dict[str, dict[str, Implemented]] = {
+    "downstream.service": {name: Implemented(SERVICE)
+                           for name in ("constant", "exponential", "lognormal")},
+    "downstream.outages": {"down": Implemented(OUTAGE),
+                           "blackhole": Implemented(OUTAGE),  # validation: needs a timeout
+                           "error": Implemented(OUTAGE | {"error_rate"}),
+                           "slow": Implemented(OUTAGE | {"factor"})},
+    "breaker": {"resilience4j": Implemented(BREAKER, _breaker)},
+    "budget": {"ratio": Implemented(frozenset({"kind", "scope", "window", "ratio",
+                                               "min_per_second"}), _budget),
+               "token_bucket": Implemented(BUCKET, _budget)},
+    # where the rate limit is a family (kind: token_bucket | fixed_window), its bucket
+    "downstream.rate_limit": {"token_bucket": Implemented(frozenset({"kind", "rate",
+                                                                     "burst"}))},
 }
-
-
-# where the implemented members sit (list indices dropped): the family each place holds
-PLACES = {"downstream.service": Exponential.family, "downstream.outages": Down.family,
-          "breaker": Resilience4j.family, "budget": Ratio.family}
 
 
 def allowed_paths() -> set[str]:
     """Every path (list indices dropped) the model may read: the plain fields, the places
     of the members it implements and those members' own fields there."""
-    out = set(READS) | set(PLACES)
-    for place, family in PLACES.items():
-        for member, spec in MEMBERS.items():
-            if member.family is family:
-                out |= {f"{place}.{name}" for name in spec.fields}
+    out = set(READS) | set(MEMBERS)
+    for place, members in MEMBERS.items():
+        for spec in members.values():
+            out |= {f"{place}.{name}" for name in spec.fields}
     return out

@@ -13,7 +13,7 @@ from pydantic_core import PydanticUndefined
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError
-from herdsim.fluid.reads import MEMBERS, PLACES, READS
+from herdsim.fluid.reads import MEMBERS, READS
 from herdsim.fluid.reads import UNREAD as WORDS
 from herdsim.policies.family import Member
 
@@ -45,9 +45,9 @@ def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
     if isinstance(value, Member):
         noun = f"{value.family.noun} {value.name()}"
         place = plain(path)
-        spec = MEMBERS.get(type(value)) if place in PLACES else None
-        if place not in PLACES and place in WORDS:
+        if place not in MEMBERS and place in WORDS:
             return path, f"{WORDS[place]}, {_article(noun)} {noun} ({UNREAD})"
+        spec = MEMBERS.get(place, {}).get(value.name())
         if spec is None:
             why = "it declares no fluid form" if value.fluid is None else \
                 "its fluid form is not in the fluid model yet"
@@ -56,7 +56,8 @@ def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
         return None if lacks is None else (f"{path}.{lacks[0]}", lacks[1])
     name = path.rsplit(".", 1)[-1]
     if isinstance(owner, Member):
-        if name in MEMBERS[type(owner)].fields:
+        spec = MEMBERS.get(plain(path.rsplit(".", 1)[0]), {}).get(owner.name())
+        if spec is not None and name in spec.fields:
             return None
         return path, f"{name} = {_shown(value)} of {_article(owner.name())} " \
                      f"{owner.name()} {owner.family.noun} ({UNREAD})"
