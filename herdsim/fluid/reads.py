@@ -72,7 +72,7 @@ UNREAD = {
     "retry.bucket": "a retry token bucket", "retry.retry_on": "retries on some failures",
     "workers.retry_mode": "requeue mode", "workers.attempt_overhead": "attempt overhead",
     "workload.keys": "keys", "workload.restarts": "restarts",
-    "dlq.enabled": "redelivery without a DLQ",
+    "dlq.enabled": "redelivery without a DLQ", "downstream.cache": "a cache",
 }
 
 
