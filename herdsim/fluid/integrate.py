@@ -92,7 +92,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     random_tries = wl.source().name() != "constant"
 
     span = max(k.offset + k.mass.size for k in kernels) if kernels else 1
-    retries = np.zeros((n + span + 1, 2 * classes))  # calls landing at each step
+    retries = np.zeros((2 * classes, n + span + 1))  # calls landing at each step, by
+    # class (class-major: a kernel spread writes one contiguous row)
     retries_total = np.zeros(n + span + 1)
     retries_random = np.zeros(n + span + 1)
     doomed = np.zeros((n + t_steps + 2, 2 * classes))  # client failures to come
@@ -114,6 +115,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     held_count = held_random = 0.0
     first_ok = 0.0  # first tries served this step (for the budget)
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
+    poison_classes = np.repeat([0.0, 1.0], classes)  # 1 on the poison block, else 0
+    plain_classes = 1.0 - poison_classes
     queue, busy, live_served, waste, abandoned, waiting = float(wl.backlog), 0.0, 0.0, \
         0.0, 0.0, 0.0
     sleeping, head, in_window, crashed_until = 0.0, 0, 0.0, -1
@@ -122,6 +125,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     jobs = grid.jobs.tolist()
     landing_total = retries_total  # (read one step at a time)
     held_plain, held_bad, held = [0.0] * nk, [0.0] * nk, False  # jittered, to spread
+    delta_ks = [k for k in range(nk) if kernels[k].mass.size == 1]
+    spread_ks = [k for k in range(nk) if kernels[k].mass.size > 1]
     for i in range(n):
         up = not down[i] and i >= crashed_until
         if limit_rate:
@@ -152,7 +157,13 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             live_served -= done
             err = error_rate[i]
             first_ok = done * float(mix[0]) / live * (1.0 - err)
-            if err or poison:  # some of the served calls fail
+            if poison and not err:  # the served poison calls fail (fewer vector ops)
+                part = mix * (done / live)
+                good = float(part @ plain_classes)
+                failed += part * poison_classes
+                mix -= part
+                any_failed = True
+            elif err or poison:  # some of the served calls fail
                 part = mix * (done / live)
                 mix -= part
                 good = float(part[:classes].sum()) * (1.0 - err)
@@ -232,7 +243,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             new = max(new, 0.0)
         queue = 0.0 if workers is None else queue + jobs[i] - new
         busy += new
-        landing = retries[i]
+        landing = retries[:, i]
         landing[0] += new * (1.0 - poison)
         landing[classes] += new * poison
         due = float(landing_total[i])
@@ -300,7 +311,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     occupied = abandoned + waiting if keep_abandoned else waiting
                     queued = min(total - into, max(room_limit - occupied, 0.0))
                     refused = total - into - queued
-                    if total > TINY:
+                    if refused <= 0.0:
+                        mix += landing
+                    elif total > TINY:
                         mix += landing * ((into + queued) / total)
                     if refused > TINY:
                         part = landing * (refused / total)
@@ -353,33 +366,31 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     mass = hint_kernels[k].mass
                     lo = i + hint_kernels[k].offset
                     hi = lo + mass.size
-                    retries[lo:hi, k + 1] += plain * mass
-                    retries[lo:hi, classes + k + 1] += bad * mass
+                    retries[k + 1, lo:hi] += plain * mass
+                    retries[classes + k + 1, lo:hi] += bad * mass
                     retries_total[lo:hi] += (plain + bad) * mass
                     retries_random[lo:hi] += (plain + bad) * random_share * mass
                     out.retry[i] += plain + bad
                     sleeping += plain + bad
                 hinted[:] = 0.0
                 any_hinted = False
-            for k in range(nk):
+            for k in delta_ks:  # a delta: lands in one step
                 plain, bad = counts[k], counts[classes + k] if poison_retries else 0.0
                 amount = plain + bad
-                if amount <= TINY:
-                    continue
-                kernel = kernels[k]
-                lo = i + kernel.offset
-                hi = lo + kernel.mass.size
-                if kernel.mass.size == 1:
-                    retries[lo, k + 1] += plain
-                    retries[lo, classes + k + 1] += bad
-                    retries_total[lo] += amount
-                    retries_random[lo] += amount * random_share
-                else:  # spread: gathered over a few steps, then spread at once
-                    held_plain[k] += plain
-                    held_bad[k] += bad
-                    held = True
-                out.retry[i] += amount
-                sleeping += amount
+                lo = i + kernels[k].offset
+                retries[k + 1, lo] += plain
+                retries[classes + k + 1, lo] += bad
+                retries_total[lo] += amount
+                retries_random[lo] += amount * random_share
+            for k in spread_ks:  # spread: gathered over a few steps, then spread at once
+                held_plain[k] += counts[k]
+                if poison_retries:
+                    held_bad[k] += counts[classes + k]
+                held = True
+            amount = sum(counts[:nk]) + (sum(counts[classes:classes + nk])
+                                         if poison_retries else 0.0)
+            out.retry[i] += amount
+            sleeping += amount
             dead = counts[nk] + counts[classes + nk] + \
                 (0.0 if poison_retries else sum(counts[classes:classes + nk]))
             out.failed_dlq[i] += dead
@@ -392,10 +403,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 mass = kernels[k].mass
                 lo = i + kernels[k].offset
                 hi = lo + mass.size
-                retries[lo:hi, k + 1] += plain * mass
-                if bad:
-                    retries[lo:hi, classes + k + 1] += bad * mass
                 spread = (plain + bad) * mass
+                if not bad:
+                    retries[k + 1, lo:hi] += spread
+                elif not plain:  # (poison: only its own calls fail)
+                    retries[classes + k + 1, lo:hi] += spread
+                else:
+                    retries[k + 1, lo:hi] += plain * mass
+                    retries[classes + k + 1, lo:hi] += bad * mass
                 retries_total[lo:hi] += spread
                 retries_random[lo:hi] += spread
                 held_plain[k] = held_bad[k] = 0.0

@@ -1,73 +1,114 @@
-"""What the fluid model can represent: a mechanism it cannot is refused in one line naming
-it, never guessed. A family member without a fluid form (its ``fluid`` declaration is
-None) is refused by that declaration; so is a retry strategy without one. Beyond the
-declarations, this model implements one tier of a FIFO queue downstream with sleeping
-queue workers or open-loop callers; what it does not implement yet (a breaker, a budget,
-an admission limiter ...) is refused naming the field, by the same rule the workers'
-fast path uses (the fields marked :class:`~herdsim.config.schema.GatesCalls`)."""
+"""What the fluid model can represent: every setting of a scenario that differs from its
+default must be one the model reads (the allow-list, :mod:`herdsim.fluid.reads`); the
+first that is not is refused in one line naming its path and what it is, never guessed.
+A feature new to the scenario is refused until the model implements it and lists it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
 from herdsim.config.scenario import Scenario
-from herdsim.config.schema import gates, member_places, value_at
 from herdsim.errors import ScenarioError
+from herdsim.fluid.reads import MEMBERS, READS
+from herdsim.fluid.reads import UNREAD as WORDS
 from herdsim.policies.family import Member
 
-# settings beyond the gates this model does not represent: path -> (off?, what it is)
-NOT_YET = {
-    "downstream.model": (lambda v: v == "queue", "a downstream model other than queue"),
-    "downstream.discipline": (lambda v: v == "fifo", "a discipline other than fifo"),
-    "downstream.retry_after": (lambda v: v != "limiter", "the rate limiter's own "
-                                                         "Retry-After"),
-    "downstream.network_delay": (lambda v: v is None, "a network delay"),
-    "downstream.request_delay": (lambda v: v is None, "a request delay"),
-    "downstream.codel": (lambda v: v is None, "CoDel"),
-    "downstream.shedding": (lambda v: v is None, "shedding"),
-    "downstream.admission": (lambda v: v is None, "an admission limiter"),
-    "downstream.overload.latency_per_call": (lambda v: v == 0, "latency_per_call"),
-    "dlq.enabled": (lambda v: v, "redelivery without a DLQ"),
-    "services": (lambda v: not v, "a call graph"),
-    "deadline": (lambda v: v is None, "deadline propagation"),
-}
+UNREAD = "the fluid model does not read it"
 
 
 def check(scenario: Scenario) -> None:
-    """Raise a one-line :class:`ScenarioError` naming the first mechanism of *scenario*
-    the fluid model cannot represent."""
-    problem = _first(scenario)
+    """Raise a one-line :class:`ScenarioError` naming the first setting of *scenario* the
+    fluid model does not read."""
+    problem = first_unread(scenario)
     if problem is not None:
-        path, what, why = problem
-        raise ScenarioError([(path, f"herdsim predict cannot represent {what} ({why}): "
-                                    "run it with herdsim run")])
+        path, what = problem
+        raise ScenarioError([(path, f"herdsim predict cannot represent {what}: run it "
+                                    "with herdsim run")])
 
 
-def _first(scenario: Scenario) -> tuple[str, str, str] | None:
-    none, later = "it declares no fluid form", "not in the fluid model yet"
-    for path in member_places(type(scenario)):
-        member = value_at(scenario, path)
-        if isinstance(member, Member) and member.fluid is None:
-            return path, f"{member.family.noun} {member.name()}", none
-    for i, outage in enumerate(scenario.downstream.outages):
-        if outage.fluid is None:
-            return f"downstream.outages.{i}", f"outage {outage.name()}", none
-    strategy = scenario.retry.build()
-    if strategy.fluid is None or getattr(strategy, "cdf", None) is None:
-        return "retry.strategy", f"the {scenario.retry.strategy} strategy", none
-    for path, off in gates(type(scenario)).items():
-        value = value_at(scenario, path)
-        if path == "budget" and value is not None and value.fluid_gate(1e-3) is not None:
-            continue  # a budget with a fluid gate: a limit on the retry flow
-        if path == "retry.retry_after":
-            continue  # a fixed hint heeded: the hint's sleep kernels (inputs.hint_kernels)
-        if path == "breaker" and value.fluid_gate(1e-3, 1) is not None \
-                and not value.resume_jitter:
-            continue  # a breaker with a fluid gate: calls held while open
-        if not off(value):
-            return path, path.rsplit(".", 1)[-1].replace("_", " "), later
-    for path, (off, what) in NOT_YET.items():
-        if not off(value_at(scenario, path)):
-            return path, what, later
-    if scenario.downstream.timeout is None and any(o.needs_timeout for o in
-                                                   scenario.downstream.outages):
-        return "downstream.timeout", "a blackhole without a timeout", later
+def first_unread(scenario: Scenario) -> tuple[str, str] | None:
+    """``(path, what it is)`` of the first setting of *scenario* the model does not read,
+    or None."""
+    for path, value, owner in set_paths(scenario):
+        problem = _unread(path, value, owner, scenario)
+        if problem is not None:
+            return problem
     return None
+
+
+def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
+            ) -> tuple[str, str] | None:
+    if isinstance(value, Member):
+        noun = f"{value.family.noun} {value.name()}"
+        place = plain(path)
+        if place not in MEMBERS and place in WORDS:
+            return path, f"{WORDS[place]}, {_article(noun)} {noun} ({UNREAD})"
+        spec = MEMBERS.get(place, {}).get(value.name())
+        if spec is None:
+            why = "it declares no fluid form" if value.fluid is None else \
+                "its fluid form is not in the fluid model yet"
+            return path, f"{_article(noun)} {noun} ({why})"
+        lacks = spec.lacks(value, scenario)
+        return None if lacks is None else (f"{path}.{lacks[0]}", lacks[1])
+    name = path.rsplit(".", 1)[-1]
+    if isinstance(owner, Member):
+        spec = MEMBERS.get(plain(path.rsplit(".", 1)[0]), {}).get(owner.name())
+        if spec is not None and name in spec.fields:
+            return None
+        return path, f"{name} = {_shown(value)} of {_article(owner.name())} " \
+                     f"{owner.name()} {owner.family.noun} ({UNREAD})"
+    rule = READS.get(plain(path))
+    if rule is None:
+        setting = f"{plain(path)} = {_shown(value)}"
+        if plain(path) in WORDS:
+            return path, f"{WORDS[plain(path)]} ({setting}; {UNREAD})"
+        return path, f"{setting} ({UNREAD})"
+    ok, what = rule
+    return None if ok(value, scenario) else (path, what.format(_shown(value)))
+
+
+def plain(path: str) -> str:
+    """*path* without its list indices (``downstream.outages.0.start`` →
+    ``downstream.outages.start``): the allow-list's key."""
+    return ".".join(part for part in path.split(".") if not part.isdigit())
+
+
+def set_paths(model: BaseModel, prefix: str = "", against: BaseModel | None = None
+              ) -> Iterator[tuple[str, Any, BaseModel]]:
+    """``(path, value, owner)`` of every setting of *model* that differs from its default
+    (*against*'s value, else the field's default), *owner* the section holding it: a
+    section or member set in place of another (or of none) comes first, then its own
+    fields against its own defaults; a list of sections, then each item."""
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        default = getattr(against, name) if against is not None \
+            else field.get_default(call_default_factory=True)
+        yield from _differ(prefix + name, value, default, model)
+
+
+def _differ(path: str, value: Any, default: Any, owner: BaseModel
+            ) -> Iterator[tuple[str, Any, BaseModel]]:
+    if isinstance(value, BaseModel):
+        if type(default) is not type(value):
+            yield path, value, owner
+            default = None
+        yield from set_paths(value, path + ".", default)
+    elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        yield path, value, owner
+        for i, item in enumerate(value):
+            yield from _differ(f"{path}.{i}", item, None, owner)
+    elif default is PydanticUndefined or value != default:
+        yield path, value, owner
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"

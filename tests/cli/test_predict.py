@@ -45,7 +45,7 @@ def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
                                     "--out", str(out)])
     assert said.exit_code == 2
     assert len(said.output.strip().splitlines()) == 1
-    assert "layers.yaml: services:" in said.output and "call graph" in said.output
+    assert "layers.yaml: downstream.name:" in said.output and "call graph" in said.output
     assert not out.exists()
 
 

@@ -9,22 +9,28 @@ from pathlib import Path
 import pytest
 
 from herdsim.config.loading import load_scenario
+from herdsim.errors import ScenarioError
 from herdsim.results.predicted import predict
 from herdsim.results.result import run
 
 REFERENCE = json.loads((Path(__file__).parent / "metafor_ctmc.json").read_text())
 
 
-def readme_example(backlog: int, duration: float = 600.0) -> dict:
+def readme_example(backlog: int, duration: float = 600.0, metafors_client: bool = False
+                   ) -> dict:
     """mu 10, lambda 9.5, a queue of 100, timeout 3 s, 4 retries at the timeout; the
-    queue serves the calls whose client left (Metafor's semantics)."""
+    queue serves the calls whose client left (Metafor's semantics). *metafors_client*: a
+    late answer completes the request, and only timeouts are retried (a request dropped
+    at a full queue is not: its timeout finds it dropped)."""
+    client = {"late_answers": True, "retry_on": ["timeout"]} if metafors_client else {}
     return {"name": "metafor_readme", "seed": 1, "duration": duration, "bin": 1.0,
             "workload": {"arrivals": "poisson", "rate": 9.5, "backlog": backlog},
             "workers": {"count": None},
             "downstream": {"concurrency": 1, "queue_limit": 99, "timeout": 3.0,
                            "serve_abandoned": True,
                            "service": {"distribution": "exponential", "mean": 0.1}},
-            "retry": {"strategy": "fixed", "base": 0.001, "cap": 1.0, "max_retries": 4}}
+            "retry": {"strategy": "fixed", "base": 0.001, "cap": 1.0, "max_retries": 4,
+                      **client}}
 
 
 def test_the_reference_is_metafors_high_mode():
@@ -55,3 +61,27 @@ def test_the_simulation_reaches_the_high_mode_from_empty_and_stays_there_from_fu
         assert result.summary["state"] == "metastable"
         refused = result.summary["rejected_total"] / result.summary["attempts_total"]
         assert refused > REFERENCE["p_full"]
+
+
+def test_the_fluid_model_refuses_metafors_client_naming_its_fields():
+    """Late answers, and retrying only timeouts, are not in the fluid model: each refused,
+    not predicted without them."""
+    late = readme_example(100)
+    late["retry"]["late_answers"] = True
+    with pytest.raises(ScenarioError, match=r"^retry\.late_answers: "):
+        predict(load_scenario(late))
+    with pytest.raises(ScenarioError, match=r"^retry\.retry_on: "):
+        predict(load_scenario(readme_example(100, metafors_client=True)))
+
+
+def test_with_metafors_client_the_simulation_still_tips_and_never_drains():
+    """Late answers (and no retry of a dropped request) retry less, yet the example keeps
+    its high mode: from empty it tips into it, from full it never drains (the CTMC's
+    hitting time); fewer calls are refused than with every failure retried."""
+    for backlog in (0, 100):
+        metafor = run(load_scenario(readme_example(backlog, metafors_client=True)))
+        plain = run(load_scenario(readme_example(backlog)))
+        assert metafor.summary["state"] == "metastable"
+        shares = [r.summary["rejected_total"] / r.summary["attempts_total"]
+                  for r in (metafor, plain)]
+        assert REFERENCE["p_full"] < shares[0] < shares[1]
