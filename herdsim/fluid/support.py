@@ -63,7 +63,8 @@ def _unread(path: str, value: Any, owner: BaseModel, scenario: Scenario
                      f"{owner.name()} {owner.family.noun} ({UNREAD})"
     rule = READS.get(plain(path))
     if rule is None:
-        setting = f"{plain(path)} = {_shown(value)}"
+        setting = plain(path) if isinstance(value, BaseModel) else \
+            f"{plain(path)} = {_shown(value)}"  # a section is named, not printed
         if plain(path) in WORDS:
             return path, f"{WORDS[plain(path)]} ({setting}; {UNREAD})"
         return path, f"{setting} ({UNREAD})"
