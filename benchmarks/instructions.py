@@ -39,7 +39,9 @@ else:
     import peers
     d = peers.mm100_scenario(spec["workload"])
     d["duration"] = spec["seconds"]
-    if d["downstream"]["outages"]:
+    if spec["outage_at"] is None:
+        d["downstream"]["outages"] = []
+    elif d["downstream"]["outages"]:
         d["downstream"]["outages"][0].update(start=spec["outage_at"], duration=10.0)
     sc = herdsim.load_scenario(d)
 result = herdsim.run(sc)
@@ -47,13 +49,14 @@ print(json.dumps({{"calls": int(result.summary["attempts_total"])}}))
 """
 
 
-def measure(path: str | None, workload: str, seconds: float) -> tuple[int, int]:
+def measure(path: str | None, workload: str, seconds: float,
+            outage_at: float | None) -> tuple[int, int]:
     """(instructions, calls) of one run of *workload* for *seconds* by the herdsim in
-    *path* (None: the one importable here)."""
-    env = dict(os.environ)
+    *path* (None: the one importable here), W2's outage at *outage_at* (None: none)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict layouts in every run
     if path is not None:
         env["PYTHONPATH"] = path
-    spec = {"workload": workload, "seconds": seconds, "outage_at": seconds / 3}
+    spec = {"workload": workload, "seconds": seconds, "outage_at": outage_at}
     proc = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", CHILD.format(here=str(HERE)), json.dumps(spec)],
@@ -67,9 +70,10 @@ def measure(path: str | None, workload: str, seconds: float) -> tuple[int, int]:
 
 
 def per_call(path: str | None, workload: str, seconds: float) -> float:
-    """Instructions per call of the calls between a tenth of *seconds* and *seconds*."""
-    short_i, short_c = measure(path, workload, seconds / 10)
-    long_i, long_c = measure(path, workload, seconds)
+    """Instructions per call of the calls between a tenth of *seconds* and *seconds*
+    (W2's outage among them)."""
+    short_i, short_c = measure(path, workload, seconds / 10, None)  # before W2's outage
+    long_i, long_c = measure(path, workload, seconds, seconds / 3)
     return (long_i - short_i) / (long_c - short_c)
 
 
@@ -78,14 +82,18 @@ def main() -> None:
     parser.add_argument("--baseline", required=True, help="a directory holding an earlier "
                                                           "herdsim package")
     parser.add_argument("--workloads", default="W1,W2,story")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per version (the "
+                                                               "spread shows the noise)")
     parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds")
     args = parser.parse_args()
     print(f"{'workload':8} {'baseline':>12} {'current':>12} {'ratio':>7}  (instructions/call)")
     for workload in args.workloads.split(","):
         seconds = args.seconds if workload != "story" else args.seconds / 2
-        base = per_call(args.baseline, workload, seconds)
-        current = per_call(None, workload, seconds)
-        print(f"{workload:8} {base:12,.0f} {current:12,.0f} {base / current:7.3f}", flush=True)
+        for _ in range(args.repeat):
+            base = per_call(args.baseline, workload, seconds)
+            current = per_call(None, workload, seconds)
+            print(f"{workload:8} {base:12,.0f} {current:12,.0f} {base / current:7.3f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
