@@ -60,7 +60,12 @@ class Emulator:
         self.per_job = per_job
         if per_job:
             seed, service = scenario.seed, cfg.service
-            self._service = lambda key: job_streams.service_time(seed, service, *key)
+
+            def per_key(key: tuple[int, int] | None) -> float:
+                assert key is not None  # the server refuses a call without one (400)
+                return job_streams.service_time(seed, service, *key)
+
+            self._service = per_key
         else:
             draw = service_draws(scenario)
             self._service = lambda _key: draw()
