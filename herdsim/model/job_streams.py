@@ -1,4 +1,4 @@
-"""Retry jitter drawn per job: the mode of the testbed's comparison (issue 40).
+"""Retry jitter and service times drawn per job: the testbed comparison's mode (issue 40).
 
 A run's strategy draws every sleep from one stream (``strategy``), in the order the
 retries happen; the testbed's real workers cannot share that order (two processes, the
@@ -111,7 +111,7 @@ def serve_per_job(sim) -> None:
 
 @contextlib.contextmanager
 def active() -> Iterator[None]:
-    """Simulations started inside draw their retry jitter per job."""
+    """Simulations started inside draw their retry jitter and service times per job."""
     token = _ACTIVE.set(True)
     try:
         yield
