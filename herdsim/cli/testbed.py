@@ -182,7 +182,7 @@ def _print(done, sc, target) -> None:
 
 def _print_turnaround(done) -> None:
     """The turnaround of the valid runs' attempts, by component, and its fit."""
-    import yaml
+    import pandas as pd
 
     from herdsim.testbed import calibrate
 
@@ -201,9 +201,14 @@ def _print_turnaround(done) -> None:
     console.print(table)
     fitted = calibrate.fit(attempts["turnaround"].to_numpy())
     if fitted is not None:
-        console.print("the simulation's model of it (set it in the scenario):\n"
-                      + yaml.safe_dump({"workers": {"attempt_overhead": fitted}},
-                                       sort_keys=False).rstrip(), highlight=False)
+        means = rows.set_index(["attempts", "component"])["mean_ms"]
+        mean = {which: ("none" if pd.isna(v := means[(which, "turnaround")]) else
+                        f"{v:.2f} ms") for which in ("first tries", "retries")}
+        console.print("the simulation's model of it, one distribution for every attempt "
+                      f"(mean here: first tries {mean['first tries']}, retries "
+                      f"{mean['retries']}):\n"
+                      + calibrate.snippet(fitted, len(attempts)), highlight=False,
+                      soft_wrap=True, markup=False)
 
 
 def _print_scraped(scraped: dict, summary: dict) -> None:

@@ -96,7 +96,9 @@ class Simulation:
         per_job = job_streams.streams_for(scenario.seed)  # the testbed's comparison only
         self.retry_rules = RetryRules.of(
             scenario.retry, per_job.generator() if per_job else rngs["strategy"])
-        self.fast = plain(scenario)  # whether workers and callers run the plain loop
+        # whether workers and callers run the plain loop (per job: run_job, which notes the
+        # job each worker holds, job_streams.serve_per_job)
+        self.fast = plain(scenario) and per_job is None
         self.recorder = Recorder()
         self.clock = clock(scenario.workload, lambda n: rngs["arrivals"].exponential(1.0, n),
                            rngs["offsets"])
@@ -150,6 +152,8 @@ class Simulation:
         self.overhead = overhead_draws(scenario.workers.attempt_overhead, rngs["overhead"])
         self.run_job = make_late_run_job(self) if scenario.retry.late_answers \
             else make_run_job(self)
+        if per_job is not None:  # the testbed's comparison: service times per job too
+            job_streams.serve_per_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
         self._start(progress)
 

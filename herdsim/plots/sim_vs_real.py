@@ -7,6 +7,8 @@ shaded.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
@@ -15,6 +17,7 @@ from herdsim.config.scenario import Scenario
 from herdsim.plots.style import STYLE, WIDE, Figure, shade_outages
 
 SIM_STYLE = {"color": "#0072B2", "linewidth": 2.0, "label": "simulated"}
+NOTE_WIDTH = 110  # characters of the note on one line of the figure
 REAL_STYLE = {"color": "#D55E00", "linewidth": 1.6, "linestyle": "--", "label": "real (testbed)"}
 
 
@@ -42,6 +45,6 @@ def sim_vs_real(scenario: Scenario, sim: pd.DataFrame, real: pd.DataFrame,
         axes[0].legend(loc="upper right")
         fig.suptitle(f"{scenario.name}: simulated and real ({scenario.retry.strategy}, "
                      f"seed {scenario.seed}, {width * 1e3:g} ms bins)")
-        if note:
-            axes[0].set_title(note)
+        if note:  # wrapped: a reason for invalidity does not fit on one line
+            axes[0].set_title(textwrap.fill(note, NOTE_WIDTH), fontsize="medium")
     return fig

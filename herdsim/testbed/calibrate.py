@@ -16,7 +16,10 @@ the call (a shared breaker or budget's Redis round trips included), ``out`` and 
 the HTTP legs (aiohttp, the loopback, the server's event loop). The simulation's
 ``workers.attempt_overhead`` is this time (spent before the call leaves: the same for
 the run's outcome, as the downstream's time does not depend on when within the attempt
-it falls). :func:`fit` gives the lognormal of the same mean and log-spread.
+it falls). :func:`fit` gives the lognormal of the same mean and log-spread, and
+:func:`snippet` the lines to paste into the scenario. It is one distribution for every
+attempt: first tries and retries (the summary's rows) may differ, and the field has no
+split.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pandas as pd
 
 COMPONENTS = ("wake", "out", "back", "turnaround")
 QUANTILES = (0.5, 0.9, 0.99)
+MIN_SIGMA, MAX_SIGMA = 0.001, 10.0  # a lognormal's sigma as the scenario accepts it
 
 
 def attempts(logs: list[dict[str, np.ndarray]], k: float = 1.0) -> pd.DataFrame:
@@ -61,11 +65,26 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(turnaround: np.ndarray) -> dict | None:
-    """The lognormal with the sample's mean and the sd of its logarithm: a
-    ``workers.attempt_overhead`` (None without positive samples)."""
+    """The lognormal with the sample's mean (3 significant digits, in ms, never in
+    exponent form) and the sd of its logarithm (3 decimals, at least
+    :data:`MIN_SIGMA`): a ``workers.attempt_overhead`` that validates as printed (None
+    without two positive samples)."""
     values = np.asarray(turnaround, dtype=float)
     values = values[values > 0]
     if values.size < 2:
         return None
-    return {"distribution": "lognormal", "mean": f"{values.mean() * 1e3:.3g}ms",
-            "sigma": round(float(np.log(values).std(ddof=1)), 3)}
+    ms = float(f"{values.mean() * 1e3:.3g}")
+    sigma = float(np.log(values).std(ddof=1))
+    return {"distribution": "lognormal",
+            "mean": f"{np.format_float_positional(ms, trim='-')}ms",
+            "sigma": min(MAX_SIGMA, max(MIN_SIGMA, round(sigma, 3)))}
+
+
+def snippet(fitted: dict, attempts: int) -> str:
+    """*fitted* as lines to paste into a scenario: a comment saying what it was fitted
+    to, then ``workers:`` and the field on one line (under an existing ``workers:``, the
+    second line alone)."""
+    flow = ", ".join(f"{key}: {value}" for key, value in fitted.items())
+    return (f"# the real per-attempt turnaround, fitted to {attempts:,} attempts "
+            "(paste the second line under the scenario's workers:)\n"
+            f"workers:\n  attempt_overhead: {{{flow}}}")

@@ -75,7 +75,7 @@ async def _finish(spec: dict, last: LastScrape, runner: web.AppRunner | None) ->
 async def server(spec: dict, scenario) -> None:
     lateness = Lateness()
     clock = Clock(0.0)
-    emulator = Emulator(scenario, clock, lateness)
+    emulator = Emulator(scenario, clock, lateness, per_job=True)  # as the comparison draws
     last = LastScrape()
     runner, port = await start_site(make_app(emulator, [last.middleware]), "127.0.0.1", 0)
     clock.t0 = (await _handshake(port)).t0

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from herdsim.config.scenario import Scenario
 from herdsim.config.sections import Downstream
+from herdsim.model import job_streams
 from herdsim.model.calls import DOWN, ERROR, OK, REJECTED, THROTTLED, TIMEOUT
 from herdsim.model.downstream.collapse import CollapseGuard
 from herdsim.model.streams import draws, generators
@@ -45,14 +46,29 @@ def service_draws(scenario: Scenario):
 class Emulator:
     """The downstream of *scenario*; call :meth:`start` once the run's ``t0`` is known."""
 
-    def __init__(self, scenario: Scenario, clock: Clock, lateness: Lateness | None = None):
+    def __init__(self, scenario: Scenario, clock: Clock, lateness: Lateness | None = None,
+                 per_job: bool = False):
         cfg: Downstream = scenario.downstream
         self.cfg = cfg
         self.queue = scenario.queue or scenario.name  # the metrics' queue label
         self.clock = clock
         self.lateness = lateness or Lateness()
         self._late = self.lateness.samples["timer"]
-        self._service = service_draws(scenario)
+        # the service time of a call: the next of the service stream, or (*per_job*, the
+        # testbed's) the one of its job and attempt (job_streams.service_time)
+        self._service: Callable[[tuple[int, int] | None], float]
+        self.per_job = per_job
+        if per_job:
+            seed, service = scenario.seed, cfg.service
+
+            def per_key(key: tuple[int, int] | None) -> float:
+                assert key is not None  # the server refuses a call without one (400)
+                return job_streams.service_time(seed, service, *key)
+
+            self._service = per_key
+        else:
+            draw = service_draws(scenario)
+            self._service = lambda _key: draw()
         outage_rng = generators(scenario.seed)["outages"]
         self._outage_draw = draws(lambda n: outage_rng.random(n))
         collapse = cfg.overload.collapse
@@ -130,13 +146,14 @@ class Emulator:
 
     # -- a call ---------------------------------------------------------------------------
 
-    async def call(self) -> tuple[int, float | None]:
-        """One call, start to answer: ``(outcome, retry_after or None)``."""
-        outcome, hint = await self._call()
+    async def call(self, key: tuple[int, int] | None = None) -> tuple[int, float | None]:
+        """One call, start to answer: ``(outcome, retry_after or None)``; *key* is its
+        ``(job id, attempt)`` (needed by an emulator built *per_job*)."""
+        outcome, hint = await self._call(key)
         self.outcomes[OUTCOME_NAMES[outcome]] += 1
         return outcome, hint
 
-    async def _call(self) -> tuple[int, float | None]:
+    async def _call(self, key) -> tuple[int, float | None]:
         now = self.clock.now()
         self.log["attempts"].append(now)
         timeout = self.cfg.timeout
@@ -178,11 +195,12 @@ class Emulator:
             now = self.clock.now()
         else:
             self.busy += 1
-        return await self._serve(now, deadline, loop)
+        return await self._serve(now, deadline, loop, key)
 
-    async def _serve(self, now: float, deadline: float | None, loop) -> tuple[int, None]:
+    async def _serve(self, now: float, deadline: float | None, loop, key
+                     ) -> tuple[int, None]:
         """Service in a slot (counted in ``busy``) from *now*, then the answer."""
-        s = self._service() * self.outages.slow
+        s = self._service(key) * self.outages.slow
         per_call = self.cfg.overload.latency_per_call
         if per_call:
             s += per_call * self.busy

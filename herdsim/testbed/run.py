@@ -49,6 +49,7 @@ WORKDIR_PREFIX = "herdsim-testbed-"
 START_DELAY = 1.0  # s between handing out t0 and t0: every child is waiting by then
 FINISH_GRACE = 30.0  # s after the end the children get to write their logs and exit
 MAX_RUNS = 100  # real runs of one testbed
+SIMULATION_ONLY = ("wall_seconds", "calls_per_wall_second")  # not in a real run's summary
 
 
 @dataclass
@@ -230,6 +231,8 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     """The model's raw record rebuilt from the processes' logs, then frames and KPIs;
     a run *k* times dilated has its times divided by *k* (its bins are *k* times wider:
     the per-bin gauges stand as they are).
+    Its summary has the real run's own wall time (``testbed_wall_seconds``, *wall* as
+    measured) and no simulation's speed (``wall_seconds``, ``calls_per_wall_second``).
     ``testbed_unaccounted_jobs`` counts the jobs found in no place or in two, and the
     difference between the DLQ list's length and the dead letters the workers logged."""
     rec = Recorder()
@@ -275,9 +278,12 @@ def _result(scenario: Scenario, server: dict, producer: dict, workers: list[dict
     trips = [float(w["events.breaker_trips"].sum()) for w in workers]
     shared = scenario.breaker.scope == "pool"
     result = Result.from_finished(Finished(
-        scenario, rec, n_bins, pending, wall / k,
+        scenario, rec, n_bins, pending, wall,
         breaker_trips=int(max(trips) if shared else sum(trips)),
         breaker_open_time=float(np.sum(gauges["breaker_open"])) * scenario.bin))
+    for key in SIMULATION_ONLY:  # a simulation's speed: nothing a real run measured
+        del result.summary[key]
+    result.summary["testbed_wall_seconds"] = wall
     submitted = len(rec.arrivals)
     seen = np.concatenate([finished["id"], [job.id for job in pending]]).astype(int)
     unique = len(np.unique(seen))

@@ -10,6 +10,8 @@
        room is full (header ``X-Outcome: rejected``)
 429    rate limited
 504    the client deadline (``downstream.timeout``) came first; the client has left
+400    the testbed's server only: no ``X-Job: ID ATTEMPT`` header (its service times
+       are drawn per job and attempt, :func:`herdsim.model.job_streams.service_time`)
 ====== ===============================================================================
 
 429 and a full waiting room carry ``Retry-After`` (seconds, a decimal) when the scenario's
@@ -46,6 +48,7 @@ WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 STATUS = {OK: 200, ERROR: 500, DOWN: 503, REJECTED: 503, THROTTLED: 429, TIMEOUT: 504}
 OUTCOME_HEADER = "X-Outcome"
 TIMES_HEADER = "X-Times"  # when the call reached the handler and left it (run time, s)
+JOB_HEADER = "X-Job"  # the testbed worker's job id and attempt: "ID ATTEMPT"
 
 
 class _Collector:
@@ -80,9 +83,12 @@ def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
     registry = CollectorRegistry(auto_describe=True)
     registry.register(_Collector(emulator))
 
-    async def call(_request: web.Request) -> web.Response:
+    async def call(request: web.Request) -> web.Response:
         arrived = emulator.clock.now()
-        outcome, hint = await emulator.call()
+        key = job_key(request.headers.get(JOB_HEADER))
+        if key is None and emulator.per_job:
+            return web.Response(status=400, text=f"{JOB_HEADER}: expected 'ID ATTEMPT'\n")
+        outcome, hint = await emulator.call(key)
         headers = {OUTCOME_HEADER: OUTCOME_NAMES[outcome],
                    TIMES_HEADER: f"{arrived:.6f} {emulator.clock.now():.6f}"}
         if hint is not None:
@@ -97,6 +103,16 @@ def make_app(emulator: Emulator, middlewares: Sequence = ()) -> web.Application:
     app.router.add_route("*", "/call", call)
     app.router.add_get("/metrics", metrics)
     return app
+
+
+def job_key(header: str | None) -> tuple[int, int] | None:
+    """``(job id, attempt)`` from an ``X-Job`` header (None without one, or a bad one:
+    an emulator drawing per job then answers 400)."""
+    try:
+        job_id, attempt = (int(part) for part in (header or "").split())
+    except ValueError:
+        return None
+    return job_id, attempt
 
 
 async def start_site(app: web.Application, host: str, port: int

@@ -33,7 +33,7 @@ from herdsim.policies.attempt import RetryHooks, RetryRules, retry_step
 from herdsim.policies.breaker import CLOSED
 from herdsim.testbed.emulator import OUTCOME_NAMES
 from herdsim.testbed.jobs import DELAYED, DLQ, MAIN, WireJob
-from herdsim.testbed.server import TIMES_HEADER
+from herdsim.testbed.server import JOB_HEADER, TIMES_HEADER
 from herdsim.testbed.shared import LocalBreaker, LocalBudget, SharedBreaker, SharedBudget
 from herdsim.testbed.timing import Clock, Lateness
 
@@ -177,12 +177,12 @@ class WorkerPool:
         if jitter:
             await asyncio.sleep(jitter * self._draw())
 
-    async def _call(self, due: float, retry: bool) -> tuple[int, float | None]:
+    async def _call(self, job: WireJob, due: float, retry: bool) -> tuple[int, float | None]:
         self.in_flight += 1
         start = self.clock.now()
         served = (NOT_SERVED, NOT_SERVED)
         try:
-            outcome, hint, served = await self._http_call()
+            outcome, hint, served = await self._http_call(job)
         finally:
             self.in_flight -= 1
             for name, value in zip(TURNAROUND, (due, start, *served, self.clock.now(),
@@ -191,10 +191,13 @@ class WorkerPool:
         self.calls[OUTCOME_NAMES[outcome]] += 1
         return outcome, hint
 
-    async def _http_call(self) -> tuple[int, float | None, tuple[float, float]]:
+    async def _http_call(self, job: WireJob) -> tuple[int, float | None, tuple[float, float]]:
+        """One call for *job* (its id and attempt in ``X-Job``: the server draws that
+        attempt's service time, as the comparison's simulation does)."""
         served = (NOT_SERVED, NOT_SERVED)
         try:
-            async with self.session.post(self.url) as response:
+            async with self.session.post(self.url, headers={
+                    JOB_HEADER: f"{job.id} {job.attempts}"}) as response:
                 await response.read()
                 status = response.status
                 hint = response.headers.get("Retry-After")
@@ -246,7 +249,7 @@ class WorkerPool:
                 return True
             job.attempts += 1
             started = now
-            outcome, hint = await self._call(due, bool(job.retries))
+            outcome, hint = await self._call(job, due, bool(job.retries))
             now = clock.now()
             if now >= end:
                 return False

@@ -61,3 +61,54 @@ def test_the_real_workers_draw_the_same_sleep_for_the_same_job_and_retry(strateg
         wire = WireJob(int(job), False, int(n) + 1, int(n), prev.get(int(job), sc.retry.base))
         assert pool.retry(wire, float(t), ERROR, None) == pytest.approx(sleep, rel=1e-12)
         prev[int(job)] = wire.prev
+
+
+# -- service times per job and attempt --------------------------------------------------
+
+def test_outside_the_mode_the_service_stream_is_as_it_was():
+    """The mode's service draw is chosen only inside it: outside, a run's latencies are
+    the plain run's; inside, first tries are served for other times."""
+    sc = validate(tiny())
+    plain = run(sc)
+    np.testing.assert_array_equal(run(sc).jobs["latency"], plain.jobs["latency"])
+    with job_streams.active():
+        paired = run(sc)
+    assert not np.array_equal(paired.jobs["latency"][:20], plain.jobs["latency"][:20])
+
+
+def test_a_first_try_is_served_for_its_jobs_own_draw():
+    """No waiting anywhere (50 workers and 50 slots for 20 jobs/s of 20 ms): a job that
+    succeeds at its first try takes exactly its service time, which in the mode is the
+    draw of [seed, SERVICE_TAG, job, 1] by the scenario's distribution."""
+    sc = validate(tiny(workload={"rate": 20}, workers={"count": 50},
+                       downstream={"concurrency": 50}))
+    with job_streams.active():
+        jobs = run(sc).jobs
+    first = jobs[(jobs["attempts"] == 1) & (jobs["outcome"] == "succeeded")]
+    assert len(first) > 20
+    for job, latency in first[["job", "latency"]].itertuples(index=False):
+        u = np.random.default_rng([sc.seed, job_streams.SERVICE_TAG, int(job), 1])
+        expected = float(sc.downstream.service.sampler(u)(1)[0])
+        assert latency == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_each_served_attempt_draws_once_for_its_own_job_and_attempt(monkeypatch):
+    """With retries (an error outage: failed attempts are served too), every service
+    draw is keyed by a real attempt of a real job, and no attempt is drawn twice."""
+    drawn: list[tuple[int, int]] = []
+    inner = job_streams.service_time
+
+    def spy(seed, service, job_id, attempt):
+        drawn.append((job_id, attempt))
+        return inner(seed, service, job_id, attempt)
+
+    monkeypatch.setattr(job_streams, "service_time", spy)
+    sc = validate(tiny(downstream={"concurrency": 10, "outages": [
+        {"start": "500ms", "duration": "500ms", "mode": "error", "error_rate": 0.8}]}))
+    with job_streams.active():
+        jobs = run(sc).jobs
+    attempts = dict(zip(jobs["job"], jobs["attempts"], strict=True))
+    assert len(set(drawn)) == len(drawn)
+    assert any(a > 1 for _, a in drawn)
+    for job, attempt in drawn:
+        assert 1 <= attempt <= attempts.get(job, sc.retry.max_retries + 1)

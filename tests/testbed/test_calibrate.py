@@ -4,10 +4,17 @@ the lognormal fit recovering a lognormal's mean and spread."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from herdsim.config.loading import load_scenario
 from herdsim.testbed import calibrate
+
+BUNDLED = Path(__file__).parents[2] / "herdsim" / "scenarios" / "testbed.yaml"
 
 
 def log(due, start, arrive, leave, end, retry) -> dict[str, np.ndarray]:
@@ -47,3 +54,26 @@ def test_the_fit_recovers_a_lognormals_mean_and_sigma(mean, sigma):
     assert float(fitted["mean"].removesuffix("ms")) / 1e3 == pytest.approx(mean, rel=0.03)
     assert fitted["sigma"] == pytest.approx(sigma, rel=0.03)
     assert calibrate.fit(np.array([0.0, 0.001])) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(mean=st.floats(1e-6, 30.0), sigma=st.floats(0.0, 3.0), n=st.integers(2, 500),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_printed_snippet_pasted_into_a_scenario_validates_as_the_fit(
+        tmp_path_factory, mean, sigma, n, seed):
+    """Any sample (from a microsecond to 30 s, identical values included): the snippet's
+    line pasted under ``workers:`` of testbed.yaml loads, and the scenario's overhead is
+    a lognormal of the sample's mean (to the 3 digits printed) and its log-sd (to the 3
+    decimals printed, or the smallest sigma the scenario takes)."""
+    values = np.random.default_rng(seed).lognormal(np.log(mean), sigma, n)
+    fitted = calibrate.fit(values)
+    lines = calibrate.snippet(fitted, n).splitlines()
+    assert lines[0].startswith("#") and lines[1] == "workers:"
+    text = BUNDLED.read_text().replace("workers:\n", "workers:\n" + lines[2] + "\n", 1)
+    path = tmp_path_factory.mktemp("pasted") / "pasted.yaml"
+    path.write_text(text)
+    overhead = load_scenario(path).workers.attempt_overhead
+    assert overhead.distribution == "lognormal"
+    assert overhead.mean == pytest.approx(values.mean(), rel=5e-3)
+    log_sd = float(np.log(values).std(ddof=1))
+    assert overhead.sigma == pytest.approx(max(log_sd, calibrate.MIN_SIGMA), abs=1e-3)

@@ -162,7 +162,8 @@ def test_a_short_real_run_writes_a_run_directory_and_leaves_nothing(tmp_path, mo
 @pytest.mark.requires("redis-server")
 def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_and_trips(
         tmp_path):
-    """``--dilate 2`` with a pool breaker: the run took twice the scenario's time, its
+    """``--dilate 2`` with a pool breaker: the run took twice the scenario's time (its
+    ``testbed_wall_seconds``), its
     record is in the scenario's (the producer pushed the simulation's own arrivals, so
     the same jobs at the same scenario times; every finish within the scenario's end),
     its breaker trips are logged (the simulation trips it too), and every served attempt
@@ -173,6 +174,11 @@ def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_a
     done = testbed_run.testbed(sc, tmp_path / "real", dilate=2)
     s, sim = done.real.summary, done.sim.summary
     assert s["testbed_dilation"] == 2
+    # its own wall time, as it ran (twice the scenario's, then the processes' exits), and
+    # no simulation's speed
+    assert 2 * sc.duration <= s["testbed_wall_seconds"] <= 2 * sc.duration + \
+        testbed_run.FINISH_GRACE
+    assert not set(testbed_run.SIMULATION_ONLY) & set(s)
     assert abs(s["jobs_submitted"] - sim["jobs_submitted"]) <= 1
     arrivals = np.sort(done.real.jobs["arrival"].to_numpy())
     np.testing.assert_allclose(arrivals, np.sort(done.sim.jobs["arrival"].to_numpy())[

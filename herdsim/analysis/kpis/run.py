@@ -381,6 +381,11 @@ REGISTRY: tuple[KPI, ...] = (
         meaning="testbed: which lateness exceeded the bound"),
     KPI("testbed_processes", "worker processes", kind="count",
         meaning="testbed: processes the workers were spread over"),
+    KPI("testbed_wall_seconds", "wall time of the real run", "s",
+        meaning="testbed: wall-clock seconds the real run took, from its t0 until every "
+                "process had stopped (a dilated run's as it ran, not divided by K); a real "
+                "run has no wall_seconds (that KPI is a simulation's own speed)",
+        panels={"run": Panel(50)}),
     KPI("testbed_unaccounted_jobs", "jobs unaccounted for", kind="count", better="lower",
         meaning="testbed: jobs found in no place or in two (succeeded, dead-lettered, "
                 "queued, parked, in a worker's hand); 0 in a sound run",
