@@ -13,7 +13,8 @@ above 1 means the current version executes fewer instructions per call).
 
 Workloads are ``peers.py``'s, shortened: W1 (M/M/100 at 800/s), W2 (W1 with a 10 s down
 outage at a third of the run and exponential backoff) and the story (``outage.yaml`` at
-10,000 workers, ``engine.py``'s scaling).
+10,000 workers, ``engine.py``'s scaling, its outage where the scenario has it). The short
+runs have no outage: they stop before it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ spec = json.loads(sys.argv[1])
 import herdsim
 if spec["workload"] == "story":
     from engine import scaled_scenario
-    sc = scaled_scenario(10_000, str(spec["seconds"]) + "s", False, [])
+    sets = [] if spec["outage_at"] is not None else ["downstream.outages=[]"]
+    sc = scaled_scenario(10_000, str(spec["seconds"]) + "s", False, sets)
 else:
     import peers
     d = peers.mm100_scenario(spec["workload"])
