@@ -19,6 +19,11 @@ class Source(Member):
         """Jobs that arrive together at each arrival time."""
         return 1
 
+    def together(self) -> int:
+        """The most jobs the source brings in one instant by design (a burst, clients in
+        step): a queue of them is the workload's own, not a backlog."""
+        return self.jobs_per_arrival()
+
     def jobs_within(self, seconds: float) -> float | None:
         """Jobs arriving in [0, *seconds*) when the source sets its own count (None: the
         workload's rate, profile and spikes say)."""

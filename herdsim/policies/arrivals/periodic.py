@@ -48,6 +48,10 @@ class Periodic(Source):
         """Jobs per second over a whole interval."""
         return self.clients / self.interval
 
+    def together(self) -> int:
+        """Every client at once when in step; one at a time from random offsets."""
+        return self.clients if self.offset == "aligned" else 1
+
     def anchors(self) -> list[float]:
         """The times the schedule starts over: 0 and each restart, in order."""
         return sorted({0.0, *self.restarts})
