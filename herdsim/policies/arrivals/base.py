@@ -14,6 +14,7 @@ class Source(Member):
 
     poisson: ClassVar[bool] = False  # gaps are unit exponentials over the rate (else fixed)
     emulated: ClassVar[bool] = True  # the testbed's producer runs the model's own clock
+    knob: ClassVar[str] = "lower workload.rate"  # how a user makes fewer jobs arrive
 
     def jobs_per_arrival(self) -> int:
         """Jobs that arrive together at each arrival time."""

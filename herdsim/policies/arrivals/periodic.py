@@ -43,6 +43,7 @@ class Periodic(Source):
                             "a random first offset; restarts start them over")
     fluid: ClassVar[str | None] = "arrival rate clients/interval (the phases averaged out)"
     emulated: ClassVar[bool] = False  # the testbed's producer has no offsets stream
+    knob: ClassVar[str] = "lower workload.clients or lengthen workload.interval"
 
     def rate(self) -> float:
         """Jobs per second over a whole interval."""
