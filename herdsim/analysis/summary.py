@@ -307,12 +307,14 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
     judges is the same health rule from the end of the last load spike, or from t = 0
     (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
-    A model with an end of its own (occ: ``completion_time``): recovered when it came,
-    else degraded. *kpis* replaces :func:`~herdsim.analysis.metastability.frame_kpis`
-    (a call graph's tier: its own load and goodput)."""
+    A model with an end of its own (occ: ``completion_time``): recovered when it came or
+    nothing began (a broker none of whose connections dropped), else degraded. *kpis*
+    replaces :func:`~herdsim.analysis.metastability.frame_kpis` (a call graph's tier: its
+    own load and goodput)."""
     done_when = downstreams.named(scenario.downstream.model).done_when
     if done_when is not None:
-        return "recovered" if summary.get(done_when) is not None else "degraded"
+        came = summary.get(done_when) is not None or not summary.get("jobs_submitted")
+        return "recovered" if came else "degraded"
     recovery = summary["recovery_time"]
     if not scenario.all_outages:
         spikes = scenario.workload.spikes
