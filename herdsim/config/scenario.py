@@ -213,6 +213,13 @@ class Scenario(Section):
             raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
                                               "need queue workers (workers.count) and the "
                                               "queue model")
+        load = self.workload
+        shaped = [name for name, on in (("arrivals", load.arrivals != "poisson"),
+                                        ("profile", load.profile), ("spikes", load.spikes)) if on]
+        if not model.queue_workers and shaped:
+            raise FieldError(f"workload.{shaped[0]}", f"the {model.name()} model does not "
+                             f"read workload.{shaped[0]}: its clients (workers.count) all "
+                             "start at t=0 (remove it)")
 
     def _check_spikes(self) -> None:
         """Spikes start within the run and do not overlap."""
