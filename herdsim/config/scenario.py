@@ -20,6 +20,7 @@ from herdsim.config.sections import (
     Workers,
     Workload,
 )
+from herdsim.policies import arrivals as sources
 from herdsim.policies import budgets, downstreams
 from herdsim.policies.adaptive import ClientLimiter
 from herdsim.policies.breaker import Breaker, Resilience4j
@@ -214,7 +215,7 @@ class Scenario(Section):
                                               "need queue workers (workers.count) and the "
                                               "queue model")
         load = self.workload
-        shaped = [name for name, on in (("arrivals", load.arrivals != "poisson"),
+        shaped = [name for name, on in (("arrivals", load.arrivals != sources.FAMILY.default),
                                         ("profile", load.profile), ("spikes", load.spikes)) if on]
         if not model.queue_workers and shaped:
             raise FieldError(f"workload.{shaped[0]}", f"the {model.name()} model does not "
