@@ -123,7 +123,7 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
         backlog_limit = float(backlog[times < first][-k * 10:].max())
     else:
         reference = offered * (1 - scenario.workload.poison_fraction)
-        backlog_limit = 0.0
+        backlog_limit = own_queue(scenario)
     backlog_limit += RECOVERY_BACKLOG_SLACK * offered
     # 90% of the reference, or NOISE_SIGMAS Poisson standard deviations below it when that
     # is lower (at low rates a 10% dip over one window is noise, not a relapse).
@@ -143,6 +143,16 @@ def settle_time(ts: pd.DataFrame, scenario: Scenario, first: float, end: float
     if times[-1] + width - times[first_good] < k * width:
         return None
     return float(max(0.0, times[first_good] - end))
+
+
+def own_queue(scenario: Scenario) -> float:
+    """The backlog a healthy downstream holds of the arrivals themselves, the limit when
+    no stretch before the trigger shows one: the jobs the source brings in one instant
+    (25 monitors in step queue 25) and, in open loop, the calls in service (held, not
+    waiting)."""
+    ds = scenario.downstream
+    serving = ds.concurrency * (ds.replicas or 1) if scenario.workers.count is None else 0
+    return float(scenario.workload.source().together() + serving)
 
 
 def window_bins(scenario: Scenario) -> int:
@@ -297,12 +307,14 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
     judges is the same health rule from the end of the last load spike, or from t = 0
     (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
-    A model with an end of its own (occ: ``completion_time``): recovered when it came,
-    else degraded. *kpis* replaces :func:`~herdsim.analysis.metastability.frame_kpis`
-    (a call graph's tier: its own load and goodput)."""
+    A model with an end of its own (occ: ``completion_time``): recovered when it came or
+    nothing began (a broker none of whose connections dropped), else degraded. *kpis*
+    replaces :func:`~herdsim.analysis.metastability.frame_kpis` (a call graph's tier: its
+    own load and goodput)."""
     done_when = downstreams.named(scenario.downstream.model).done_when
     if done_when is not None:
-        return "recovered" if summary.get(done_when) is not None else "degraded"
+        came = summary.get(done_when) is not None or not summary.get("jobs_submitted")
+        return "recovered" if came else "degraded"
     recovery = summary["recovery_time"]
     if not scenario.all_outages:
         spikes = scenario.workload.spikes

@@ -20,6 +20,7 @@ from herdsim.config.sections import (
     Workers,
     Workload,
 )
+from herdsim.policies import arrivals as sources
 from herdsim.policies import budgets, downstreams
 from herdsim.policies.adaptive import ClientLimiter
 from herdsim.policies.breaker import Breaker, Resilience4j
@@ -213,6 +214,13 @@ class Scenario(Section):
             raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
                                               "need queue workers (workers.count) and the "
                                               "queue model")
+        load = self.workload
+        shaped = [name for name, on in (("arrivals", load.arrivals != sources.FAMILY.default),
+                                        ("profile", load.profile), ("spikes", load.spikes)) if on]
+        if not model.queue_workers and shaped:
+            raise FieldError(f"workload.{shaped[0]}", f"the {model.name()} model does not "
+                             f"read workload.{shaped[0]}: its clients (workers.count) all "
+                             "start at t=0 (remove it)")
 
     def _check_spikes(self) -> None:
         """Spikes start within the run and do not overlap."""

@@ -4,7 +4,14 @@ Its clients start connected and make calls (connects) only when their connection
 
     drops    = clients x (outages that drop them + crashes that can fit: duration / restart)
     connects = drops x attempts(retry)         (1 + max_retries; null: 20 assumed, flagged)
+               and at most clients x (1 + (duration - first drop) / least sleep)
     memory   = clients x BYTES_PER_CLIENT + drops x a job's bytes + connects x a call's
+
+Time bounds the connects too: a client sleeps its backoff before each connect, one after
+another, so it makes at most one connect per least sleep of the strategy (read off its
+closed form, ``cdf``) from the first drop to the end, however often it drops; without a
+retry limit (the 20 assumed) its mean first sleep stands in for the least (a full
+jitter's least is 0).
 
 The likely connects take the retries only while something is disturbed, as the queue
 model's calls do (:func:`herdsim.planning.calls.attempts`); a crash is counted likely once
@@ -14,6 +21,8 @@ per outage, and at most as often as the broker can restart within the run.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from herdsim.config import graph
 from herdsim.config.scenario import Scenario
@@ -38,6 +47,27 @@ def drops(scenario: Scenario) -> tuple[float, float]:
     return float(outages + crashes), float(outages + min(crashes, max(outages, 1)))
 
 
+def tries_in_time(scenario: Scenario, unlimited: bool) -> float:
+    """Connects one client can make from the first drop to the run's end, one per sleep:
+    with the least sleep of any retry (a bound), or without a retry limit the mean first
+    sleep (as assumed as the 20 tries); inf when the strategy has no closed form or may
+    sleep 0."""
+    strategy = scenario.retry.build()
+    cdf = getattr(strategy, "cdf", None)
+    if cdf is None:
+        return math.inf
+    grid = np.linspace(0.0, strategy.cap, 4097)
+    shares = np.array([cdf(grid, k, strategy.base) for k in range(64)], dtype=float)
+    if unlimited:  # the mean first sleep: the area above its cdf
+        gap = float(np.trapezoid(1.0 - shares[0], grid))
+    else:  # the least sleep: the last grid point no sleep of any retry reaches
+        below = (shares <= 0.0).all(axis=0)
+        gap = float(grid[np.flatnonzero(below)[-1]]) if below[0] else 0.0
+    drops = [o.start for o in scenario.downstream.outages if o.refuses or o.needs_timeout]
+    seconds = scenario.duration - min(drops, default=0.0)
+    return math.floor(seconds / gap) + 1.0 if gap > 0 else math.inf
+
+
 def estimate(scenario: Scenario, disturbed: float, base_bytes: float, bytes_per_job: float,
              bytes_per_call: float, bytes_per_bin: float) -> dict:
     """The fields of :class:`~herdsim.planning.estimate.Estimate` for a broker scenario
@@ -45,9 +75,10 @@ def estimate(scenario: Scenario, disturbed: float, base_bytes: float, bytes_per_
     clients = float(scenario.workers.count or 0)
     most_drops, likely_drops = drops(scenario)
     most_tries, likely_tries, unlimited = attempts(scenario.retry, None, disturbed)
+    in_time = tries_in_time(scenario, unlimited)
     jobs = clients * likely_drops
-    calls = clients * most_drops * most_tries
-    likely = jobs * likely_tries
+    calls = clients * min(most_drops * most_tries, in_time)
+    likely = min(jobs * likely_tries, calls)
     rows = math.ceil(scenario.duration / scenario.bin)
     parts = (("jobs", jobs * bytes_per_job), ("calls", likely * bytes_per_call),
              ("bins", rows * bytes_per_bin), ("workers", clients * BYTES_PER_CLIENT))

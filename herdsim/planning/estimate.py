@@ -33,16 +33,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from herdsim.config import graph
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import CapacityError
 from herdsim.model.downstream import family
 from herdsim.planning import cache, connections
 from herdsim.planning.calls import UNBOUNDED_RETRIES, Tier, walk
+from herdsim.planning.fleet import fleet_bytes, fleet_ticks
 from herdsim.policies import downstreams
 from herdsim.policies.arrivals.piecewise import Piecewise
-from herdsim.policies.balancers import hashing
 
 # CPU, in calls of the calibration run (its CPU over its calls: a job and a call each);
 # fitted on the bundled scenarios (benchmarks/estimate.py): the calls a run really makes
@@ -70,12 +69,13 @@ MEMORY_SHARE = 0.75  # of this machine's memory the runs at once may take unless
 RECOVERY = 2.0  # disturbed seconds beyond an outage: the calls in flight, the backlog
 
 
-ADVICE = {
-    "jobs": "shorten duration or lower workload.rate",
+ADVICE = {  # "jobs": how the scenario's members make fewer (:func:`fewer_jobs`)
+    "jobs": "shorten duration or {jobs}",
     "calls": "lower retries, fan-out (calls.count) or hedged copies, or shorten duration",
     "bins": "widen bin or shorten duration",
     "workers": "lower workers.count (or workers.autoscale.max)",
     "caches": "lower cache.size (or cache.keys.count below alpha 1.1)",
+    "replicas": "lower replicas, or share one balancer (scope: proxy)",
 }
 
 
@@ -99,6 +99,7 @@ class Estimate:
     most_work: float = 0.0
     most_bytes: float = 0.0
     tiers: tuple[Tier, ...] = ()
+    fewer_jobs: str = "lower workload.rate"  # the members' knob
 
     @property
     def cpu(self) -> float:
@@ -108,7 +109,7 @@ class Estimate:
     def advice(self) -> str:
         """What to change to make the run smaller: the fields of its largest part."""
         largest = max(self.parts, key=lambda part: part[1])[0] if self.parts else "jobs"
-        return ADVICE[largest]
+        return ADVICE[largest].format(jobs=self.fewer_jobs)
 
     def describe(self) -> str:
         fan = (f" ({', '.join(f'{t.name} {t.most:,.0f}' for t in self.tiers)} a job)"
@@ -149,9 +150,12 @@ def _jobs(scenario: Scenario) -> float:
 def estimate(scenario: Scenario) -> Estimate:
     """The jobs, calls, time-series rows, CPU and memory one run of *scenario* may need,
     in time linear in its tiers and edges."""
-    if downstreams.named(scenario.downstream.model) is downstreams.Broker:  # its own clients
+    model = downstreams.named(scenario.downstream.model)
+    fewer = model.knob or scenario.workload.source().knob
+    if model is downstreams.Broker:  # its own clients
         return Estimate(**connections.estimate(scenario, disturbed(scenario), BASE_BYTES,
-                                               BYTES_PER_JOB, BYTES_PER_CALL, BYTES_PER_BIN))
+                                               BYTES_PER_JOB, BYTES_PER_CALL, BYTES_PER_BIN),
+                        fewer_jobs=fewer)
     jobs = _jobs(scenario)
     tiers = walk(scenario, disturbed(scenario))
     endless = _endless(scenario, jobs)
@@ -184,42 +188,9 @@ def estimate(scenario: Scenario) -> Estimate:
     most_work = fixed + max(calls - jobs, 0.0) * WORK_PER_ENDLESS_CALL  # every call made
     return Estimate(jobs, calls, rows, BASE_BYTES + sum(b for _, b in parts), events, parts,
                     any(t.unlimited for t in tiers), likely, work, most_work, most_bytes,
-                    tuple(tiers))
+                    tuple(tiers), fewer)
 
 
-def fleet_bytes(scenario: Scenario, callers: float, rows: int) -> float:
-    """What the tiers' replicas hold: each a pool with its columns, a client-scoped
-    balancer a view per caller (*callers*: the workers, or every open-loop job), a hash
-    balancer its tables (one per set of healthy replicas, ``hashing.BUILT`` at most)."""
-    total = 0.0
-    for cfg in graph.tiers(scenario.downstream, scenario.services).values():
-        n = cfg.replicas
-        if n is None:
-            continue
-        total += n * (BYTES_PER_REPLICA + rows * BYTES_PER_REPLICA_ROW)
-        member = cfg.balancer
-        if member is not None and member.keyed:
-            total += (hashing.BUILT * (member.table_entries() + n) * BYTES_PER_TABLE_ENTRY
-                      + callers * 100)
-        elif member is not None and member.scope == "client":
-            total += callers * (n * BYTES_PER_VIEW_HOST + 200)
-    return total
-
-
-def fleet_ticks(scenario: Scenario) -> float:
-    """The fleets' sweeps and probes: every interval, a step per replica."""
-    total = 0.0
-    for cfg in graph.tiers(scenario.downstream, scenario.services).values():
-        for part in (cfg.outlier_detection, cfg.health_check):
-            if cfg.replicas is not None and part is not None:
-                total += scenario.duration / part.interval * cfg.replicas
-    return total
-
-
-BYTES_PER_REPLICA = 50_000  # a pool: its objects, timers and streams' blocks
-BYTES_PER_REPLICA_ROW = 64  # its columns (calls, in flight, health, ejections) a row
-BYTES_PER_VIEW_HOST = 40  # a client-scoped view: a count a replica, and its picker
-BYTES_PER_TABLE_ENTRY = 40  # a ring point (its hash and owner) or a Maglev slot
 EVENTS_PER_CALL = 4  # a call's events: its try, service, reply and the next sleep
 
 

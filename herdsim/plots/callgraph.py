@@ -109,6 +109,7 @@ def workers_text(arm: Arm) -> str:
     r = sc.retry
     limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
     policy = (f"hedge every {format_duration(sc.hedging.delay)}" if sc.hedging is not None
+              else "no retries" if r.max_retries == 0
               else f"{r.preset or r.strategy.rpartition(':')[2]} {limit}")
     when = "no timeout" if timeout is None else f"timeout {format_duration(timeout)}"
     return f"{who}: {when}, {policy}"

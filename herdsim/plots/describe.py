@@ -131,7 +131,9 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
         parts.append("no outage")
     if d.overload.collapse is not None:
         parts.append("crashes when overloaded")
-    if "retry" not in varied:
+    if "retry" not in varied and r.max_retries == 0:
+        parts.append("no retries")  # no backoff to describe
+    elif "retry" not in varied:
         retry = f"{r.strategy} " if strategy else ""
         limit = "no retry limit" if r.max_retries is None else f"≤{r.max_retries} retries"
         parts.append(f"retry {retry}base {format_duration(r.base)} "

@@ -199,3 +199,19 @@ def test_a_sections_check_names_the_path_where_the_section_sits(scenarios_dir, c
     with pytest.raises(herdsim.ScenarioError) as caught:
         herdsim.load_scenario(scenarios_dir / "layers.yaml", overrides=change)
     assert [field for field, _ in caught.value.problems] == [path]
+
+
+@pytest.mark.parametrize(("bundled", "model"), [("aws-2015", "occ"), ("reconnect", "broker")])
+@pytest.mark.parametrize(("field", "value"), [
+    ("workload.arrivals", "burst"),
+    ("workload.spikes", [{"at": "1s", "duration": "1s", "rate": 5}]),
+    ("workload.profile", [{"at": "0s", "rate": 1}, {"at": "1s", "rate": 5}]),
+])
+def test_clients_of_their_own_refuse_a_shaped_workload(bundled, model, field, value):
+    """occ and broker clients (workers.count) all start at t=0: an arrival source, spikes
+    or a profile would be silently ignored (a periodic broker ran as if they were not
+    there), so each is refused naming the field and the model."""
+    from herdsim.config import bundled as scenarios
+
+    with pytest.raises(herdsim.ScenarioError, match=f"{field}: the {model} model"):
+        herdsim.load_scenario(scenarios.path(bundled), {field: value})

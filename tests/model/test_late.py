@@ -150,3 +150,24 @@ def test_what_late_answers_do_not_run_with_is_refused_by_name(make_scenario, cha
         herdsim.load_scenario(data)
     (where, problem), = refused.value.problems
     assert where == "retry.late_answers" and field in problem
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_late_answers_come_from_every_replica(replicas):
+    """late answers x replicas: the fleet's replicas each hear the work of a call whose
+    client left (the loop read ``downstream.service``, which a fleet has not: a crash).
+    A 10x slow outage makes calls of 20 ms mean outlast the 100 ms timeout; each late
+    answer completes its job once, after its call timed out."""
+    doc = {"name": "late", "seed": 2, "duration": "20s", "workload": {"rate": 200},
+           "workers": {"count": 50},
+           "retry": {"strategy": "exponential", "base": "100ms", "max_retries": 3,
+                     "late_answers": True},
+           "downstream": {"concurrency": 20, "replicas": replicas, "timeout": "100ms",
+                          "service": {"distribution": "exponential", "mean": "20ms"},
+                          "outages": [{"start": "5s", "duration": "3s", "mode": "slow",
+                                       "factor": 10}]}}
+    sim = Simulation(herdsim.load_scenario(doc))
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    late = res.summary["late_answers"]
+    assert 0 < late <= res.summary["jobs_succeeded"]
+    assert late <= res.timeseries["timeouts"].sum()

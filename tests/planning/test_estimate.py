@@ -450,3 +450,27 @@ def test_a_fleets_sweeps_are_work_the_estimate_counts():
         return estimate(validate(tiny(duration=10, downstream={
             "replicas": 1000, "outlier_detection": {"interval": interval}}))).cpu
     assert cpu("1us") > 1000 > 10 > cpu("10s")
+
+
+@pytest.mark.parametrize(("name", "changes", "knob", "not_knob"), [
+    ("periodic", {"workload.clients": "1000000", "duration": "1000000s"},
+     "workload.clients", "workload.rate"),  # its rate is clients / interval
+    ("outage", {"workload.rate": "100000000"}, "workload.rate", "workload.clients"),
+])
+def test_the_refusal_names_the_members_own_knob(name, changes, knob, not_knob):
+    """A refusal's advice names the field that makes the run smaller for this scenario's
+    members: lowering workload.rate does nothing to a periodic workload (its rate is
+    clients / interval) or a broker (its clients are workers.count)."""
+    sc = herdsim.load_scenario(bundled.path(name), changes)
+    with pytest.raises(CapacityError) as refused:
+        estimate.check([sc])
+    text = str(refused.value)
+    assert not_knob not in text
+    assert knob in text
+
+
+def test_a_brokers_jobs_are_its_clients_drops():
+    """A broker's jobs are its clients' disconnections: fewer come of fewer clients
+    (workers.count), never of a lower workload.rate (unused by the model)."""
+    guess = estimate.estimate(herdsim.load_scenario(bundled.path("reconnect")))
+    assert "workers.count" in guess.fewer_jobs and "workload.rate" not in guess.fewer_jobs

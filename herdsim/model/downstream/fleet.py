@@ -236,11 +236,12 @@ class Fleet:
 
 
 def _shared_gauges(replicas: list[Downstream]) -> list:
-    """A defended replica's gauges (its admission limit …) are the run's columns: one
-    sample a bin, the replicas' mean."""
+    """A defended or degrading replica's gauges (its admission limit, its degradation
+    factor …) are the run's columns: one sample a bin, the replicas' mean."""
     readers: dict[int, tuple[list, list]] = {}
     for r in replicas:
-        for samples, read in getattr(r, "gauge_samplers", ()):
+        for samples, read in (*getattr(r, "gauge_samplers", ()),
+                              *getattr(r, "degradation_samplers", ())):
             readers.setdefault(id(samples), (samples, []))[1].append(read)
     return [(samples, lambda reads=reads: sum(f() for f in reads) / len(reads))
             for samples, reads in readers.values()]

@@ -14,10 +14,16 @@ class Source(Member):
 
     poisson: ClassVar[bool] = False  # gaps are unit exponentials over the rate (else fixed)
     emulated: ClassVar[bool] = True  # the testbed's producer runs the model's own clock
+    knob: ClassVar[str] = "lower workload.rate"  # how a user makes fewer jobs arrive
 
     def jobs_per_arrival(self) -> int:
         """Jobs that arrive together at each arrival time."""
         return 1
+
+    def together(self) -> int:
+        """The most jobs the source brings in one instant by design (a burst, clients in
+        step): a queue of them is the workload's own, not a backlog."""
+        return self.jobs_per_arrival()
 
     def jobs_within(self, seconds: float) -> float | None:
         """Jobs arriving in [0, *seconds*) when the source sets its own count (None: the

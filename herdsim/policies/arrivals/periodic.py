@@ -43,10 +43,15 @@ class Periodic(Source):
                             "a random first offset; restarts start them over")
     fluid: ClassVar[str | None] = "arrival rate clients/interval (the phases averaged out)"
     emulated: ClassVar[bool] = False  # the testbed's producer has no offsets stream
+    knob: ClassVar[str] = "lower workload.clients or lengthen workload.interval"
 
     def rate(self) -> float:
         """Jobs per second over a whole interval."""
         return self.clients / self.interval
+
+    def together(self) -> int:
+        """Every client at once when in step; one at a time from random offsets."""
+        return self.clients if self.offset == "aligned" else 1
 
     def anchors(self) -> list[float]:
         """The times the schedule starts over: 0 and each restart, in order."""

@@ -31,3 +31,4 @@ class Trace(Source):
     trace: TraceFile = Field(description="arrivals: trace reads arrivals from here")
     about: ClassVar[str] = "the times of a recorded trace (csv or the OSDI'22 artifact's)"
     fluid: ClassVar[str | None] = "the trace's arrivals counted per slot"
+    knob: ClassVar[str] = "trace fewer arrivals (workload.trace)"

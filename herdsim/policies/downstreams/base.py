@@ -21,6 +21,7 @@ class Model(Member):
     # ``{slots}`` and ``{service}`` (the mean service time) are filled in
     callers: ClassVar[str] = ""
     successes: ClassVar[str] = "Jobs succeeding"  # what a success is, in a figure's panel
+    knob: ClassVar[str | None] = None  # how a user makes fewer jobs (None: the arrivals')
     # the downstream's fields (``overload.`` ones dotted) a run of it reads, any other set
     # is refused naming the model; None: every one (not yet declared)
     reads: ClassVar[frozenset[str] | None] = None

@@ -48,6 +48,7 @@ class Broker(Model):
     queue_workers: ClassVar[bool] = False  # workers.count clients, each one connection
     done_when: ClassVar[str | None] = "reconnect_time"
     successes: ClassVar[str] = "Clients reconnecting (jobs: disconnections ending)"
+    knob: ClassVar[str | None] = "lower workers.count (the clients)"
     callers: ClassVar[str] = ("{clients} clients connected to a broker, a connect {service} "
                               "of one of {slots} handshake slots")
     fluid: ClassVar[str | None] = ("connects at the strategy's sleep density, served at "

@@ -165,3 +165,21 @@ def test_a_client_scoped_balancer_keeps_a_view_per_caller():
     assert 1 < len(sim.downstream._views) <= 30
     calls = replica_calls(res.timeseries, 4).sum(axis=1)
     assert (abs(calls / calls.sum() - 0.25) < 0.03).all()
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_degrading_replicas_sample_their_factor_every_bin(n):
+    """replicas x degradation: each replica degrades on its own, and the run's
+    ``degradation`` column is sampled every bin (it was registered by each replica and
+    never sampled: the frame's padding crashed on the empty column). Offered 400 jobs/s to
+    10 x 2 replicas slots of 20 ms (1,000/s) its heap holds calls: the factor stays >= 1."""
+    doc = tiny(duration=10, workload={"rate": 400}, workers={"count": 50},
+               downstream={"concurrency": 10, "replicas": n,
+                           "service": {"distribution": "constant", "mean": "20ms"},
+                           "degradation": {"kind": "gc", "memory_per_call": 1.0,
+                                           "heap": 10.0, "recovery": 1.0}})
+    sim = Simulation(load_scenario(doc))
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    factor = res.timeseries["degradation"].to_numpy()
+    assert len(factor) == sim.n_bins
+    assert (factor >= 1.0).all()
