@@ -12,7 +12,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from herdsim.config.graph import has_graph
+from herdsim.config.graph import has_graph, top_name
 from herdsim.config.scenario import Scenario
 from herdsim.model import cache, hedging, job_streams
 from herdsim.model.downstream import fleet, tiers
@@ -117,6 +117,7 @@ class Simulation:
         self.in_hand: set[Job] = set()
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
+        self.fleets: dict[str, fleet.Fleet] = {}  # the tiers with replicas, by name
         self.edges: dict[str, list[Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
         self._arrivals = self.recorder.arrivals.append
@@ -174,9 +175,13 @@ class Simulation:
         if has_graph(cfg, scenario.services, scenario.hedging):
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
                                                              args, _service_draws, caching)
+            self.fleets = tiers.fleets(self.env, self.tiers, scenario.bin, max(1, math.ceil(
+                scenario.duration / scenario.bin - 1e-9)))
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
-            return fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
+            built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
+            self.fleets = {top_name(cfg): built}
+            return built
         downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
         if cfg.cache is not None:
             cache.front(downstream, cfg.cache, *caching, self.recorder)
@@ -348,7 +353,8 @@ class Simulation:
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
-                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
+                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers,
+                        fleets=self.fleets)
 
 
 def run(scenario: Scenario, progress: Progress | None = None) -> Finished:

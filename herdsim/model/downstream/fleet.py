@@ -73,9 +73,12 @@ class Fleet:
                         if cfg.outlier_detection is not None else None)
         self.checker = cfg.health_check.checker(n) if cfg.health_check is not None else None
         self._probe_draw = probe_draw
-        self._calls = [recorder.counter(f"replica{i}_calls").append for i in range(n)]
-        self._ejected = ([recorder.counter(f"replica{i}_ejections").append for i in range(n)]
-                         if self.ejector is not None else [])
+        self.calls = [recorder.counter(f"replica{i}_calls") for i in range(n)]
+        self._calls = [times.append for times in self.calls]
+        self.ejections = ([recorder.counter(f"replica{i}_ejections") for i in range(n)]
+                          if self.ejector is not None else [])
+        self._ejected = [times.append for times in self.ejections]
+        self.failures = [0] * n  # calls each replica answered with anything but OK
         if self.ejector is not None or self.checker is not None:  # all may be out
             self._no_host = recorder.counter("no_healthy_host").append
         self._attempts, self._rejected = recorder.attempts.append, recorder.rejected.append
@@ -178,7 +181,9 @@ class Fleet:
     # -- health -----------------------------------------------------------------------------
 
     def _heard(self, host: int, proc, outcome: int, now: float) -> None:
-        if outcome == OK and self._tried is not None:
+        if outcome != OK:
+            self.failures[host] += 1
+        elif self._tried is not None:
             self._tried.pop(proc, None)
         ejector = self.ejector
         if ejector is not None and ejector.heard(host, outcome in FIVE_XX, now):
@@ -202,6 +207,15 @@ class Fleet:
                 previous(n)
 
         return failing
+
+    def state(self, host: int) -> str:
+        """Replica *host*'s state now: ``ejected`` (by outlier detection), ``unhealthy``
+        (failing its health checks), ``down`` (an outage or crash has it down) or ``up``."""
+        if self.ejector is not None and self.ejector.ejected[host]:
+            return "ejected"
+        if self.checker is not None and self.checker.failing[host]:
+            return "unhealthy"
+        return "up" if self.replicas[host].health.up else "down"
 
     def _healthy(self, host: int) -> bool:
         return not ((self.ejector is not None and self.ejector.ejected[host])
@@ -233,6 +247,15 @@ class Fleet:
                     i, probe_passes(h.up, h.blackhole, h.error_rate, draw))
             if changed:
                 self._refresh()
+
+
+def sample(env, fleets: list[Fleet], width: float, n_bins: int):
+    """A process: the gauges of *fleets* (a graph's services) at every bin start."""
+    samplers = [pair for f in fleets for pair in f.gauge_samplers]
+    for k in range(n_bins):
+        yield env.timeout(k * width - env.now)
+        for samples, read in samplers:
+            samples.append(read())
 
 
 def _shared_gauges(replicas: list[Downstream]) -> list:
