@@ -114,7 +114,7 @@ class Simulation:
             self.queue = JobQueue(env, feeds, self.new_job, self.plain_job,
                                   newest_first=self.fast)
             self.delayed = DelayedQueue(env, self.queue, poll)
-        self.in_hand: set[Job] = set()
+        self.in_hand: set[Job] = fleet.hand(env, scenario)  # (a keyed fleet's notes keys)
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
         self.fleets: dict[str, fleet.Fleet] = {}  # the tiers with replicas, by name
@@ -179,7 +179,8 @@ class Simulation:
                 scenario.duration / scenario.bin - 1e-9)))
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
-            built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
+            built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
+                                keys_of=getattr(self.in_hand, "keys", None))
             self.fleets = {top_name(cfg): built}
             return built
         downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)

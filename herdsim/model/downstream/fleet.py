@@ -22,6 +22,7 @@ import numpy as np
 from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, TIMEOUT
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
+from herdsim.model.hand import KeyedHand
 from herdsim.model.streams import draws
 from herdsim.policies.balancers import MAX_REPLICAS, in_panic
 from herdsim.policies.balancers.outlier import probe_passes
@@ -50,7 +51,8 @@ class Fleet:
     them; a client-scoped balancer keeps one such list per caller."""
 
     def __init__(self, env, cfg, replicas: list[Downstream], recorder,
-                 draw: Callable[[], float], probe_draw: Callable[[], float]):
+                 draw: Callable[[], float], probe_draw: Callable[[], float],
+                 keys_of: dict | None = None):
         self.env = env
         self.replicas = replicas
         n = self.n = len(replicas)
@@ -64,6 +66,7 @@ class Fleet:
         self._keyed = member.keyed
         self._views: dict[Any, tuple[Any, list[int]]] = {}  # a client-scoped view by caller
         self._callers: dict[Any, int] = {}  # each caller's number: its hash key (keyed)
+        self._keys_of = keys_of  # a queue worker's job's key, by its process (workload.keys)
         self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
         self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
         self._threshold = member.panic_threshold
@@ -117,11 +120,7 @@ class Fleet:
 
     def call(self, proc, timeout: float | None) -> Any:
         """Pick a replica for *proc*'s call and hand it over (the core's ``call``)."""
-        key = 0
-        if self._keyed:  # the caller's number, in order of first call: its hash key
-            key = self._callers.get(proc)  # type: ignore[assignment]
-            if key is None:
-                key = self._callers[proc] = len(self._callers)
+        key = self.key_of(proc) if self._keyed else 0
         if self._proxy is not None:
             picker, view = self._proxy, self.active
         else:
@@ -155,6 +154,19 @@ class Fleet:
         if view is not self.active:
             self.active[host] += 1
         return c
+
+    def key_of(self, proc) -> int:
+        """*proc*'s call's hash key: its request's key (a cache's flight, a job with a
+        key), as ``-1 - key``; else the caller's number, in order of first call."""
+        key = getattr(proc, "key", None)
+        if key is None and self._keys_of is not None:
+            key = self._keys_of.get(proc)
+        if key is not None:
+            return -1 - key
+        number = self._callers.get(proc)
+        if number is None:
+            number = self._callers[proc] = len(self._callers)
+        return number
 
     def finish(self, c, value: int) -> int:
         """The outcome of *c* from the replica that served it (the core's ``finish``)."""
@@ -270,10 +282,12 @@ def _shared_gauges(replicas: list[Downstream]) -> list:
 
 
 def build(env, cfg, recorder, seed: int, tier: int, service_draws,
-          wrap: Callable[[Downstream], Any] | None = None) -> Fleet:
+          wrap: Callable[[Downstream], Any] | None = None,
+          keys_of: dict | None = None) -> Fleet:
     """The fleet *cfg* (a downstream or service section with ``replicas``) asks for, tier
     number *tier* of the run seeded *seed*; ``service_draws(section, rng)`` makes a
-    service-time section's draws, *wrap* is applied to each replica (a tier's counting)."""
+    service-time section's draws, *wrap* is applied to each replica (a tier's counting);
+    *keys_of*: the key of the job each queue worker holds (a keyed workload's)."""
     replicas = []
     for i in range(cfg.replicas):
         own = [o for o in cfg.outages if o.replica is None or o.replica == i]
@@ -297,7 +311,17 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
     own_rng = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS,
                                                                               tier, k)))
                for k in (BALANCER, PROBES)]
-    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]))
+    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]),
+                 keys_of)
+
+
+def hand(env, scenario) -> set:
+    """The workers' hand of jobs: a :class:`KeyedHand` when the workers' downstream has
+    a hash balancer and the workload has keys (its calls hash their job's key)."""
+    cfg = scenario.downstream
+    keyed = getattr(cfg, "replicas", None) is not None and cfg.balancer is not None \
+        and cfg.balancer.keyed and scenario.workload.keys is not None
+    return KeyedHand(env) if keyed else set()
 
 
 def _uniform(rng: np.random.Generator) -> Callable[[], float]:

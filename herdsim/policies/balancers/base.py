@@ -26,7 +26,8 @@ MAX_REPLICAS = 1000  # replicas of one tier: every one is a pool with its own ti
 class Picker(Protocol):
     """One view of a balancer: ``pick(hosts, active, key)`` returns one of *hosts* (the
     eligible host indices, ascending), knowing *active* (calls in flight per host index,
-    as this view sees them) and *key* (the call's hash key: its caller's number)."""
+    as this view sees them) and *key* (the call's hash key: its request's key, else its
+    caller's number: :meth:`herdsim.model.downstream.fleet.Fleet.key_of`)."""
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int: ...
 
