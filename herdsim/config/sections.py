@@ -290,9 +290,6 @@ class Downstream(Section):
             if outage.needs_cache and self.cache is None:
                 raise FieldError(f"outages.{i}.mode", f"a {outage.name()} outage needs a "
                                                       "cache in front of this tier (cache)")
-        if self.cache is not None and self.replicas is not None:
-            raise FieldError("cache", "a cache in front of replicas is not modelled yet "
-                                      "(put it on a service that calls the fleet)")
         fleet.check(self)
         return self
 

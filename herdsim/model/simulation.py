@@ -182,6 +182,8 @@ class Simulation:
             built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
                                 keys_of=getattr(self.in_hand, "keys", None))
             self.fleets = {top_name(cfg): built}
+            if cfg.cache is not None:  # one cache in front of them all
+                cache.front(built, cfg.cache, *caching, self.recorder)
             return built
         downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
         if cfg.cache is not None:

@@ -35,7 +35,8 @@ FIVE_XX = frozenset((DOWN, REJECTED, ERROR, TIMEOUT, FAILED))  # what outlier de
 
 
 class FleetHealth:
-    """What the gauges read of a fleet's health: up while any replica is up."""
+    """What the gauges read of a fleet's health: up while any replica is up; and what a
+    cache in front reads: a flush outage (every replica has it: it takes no replica)."""
 
     def __init__(self, replicas: list[Downstream]):
         self._replicas = replicas
@@ -43,6 +44,14 @@ class FleetHealth:
     @property
     def up(self) -> bool:
         return any(r.health.up for r in self._replicas)
+
+    @property
+    def flushes(self) -> int:
+        return self._replicas[0].health.flushes
+
+    @property
+    def flushing(self) -> int:
+        return self._replicas[0].health.flushing
 
 
 class Fleet:
