@@ -31,6 +31,8 @@ from herdsim.policies.balancers.simple import RoundRobin
 FLEET_STREAMS = 2000  # SeedSequence spawn key of the fleets' streams (clear of the graph's)
 REPLICA_PURPOSES = ("service", "outages", "network", "request", "admission")
 BALANCER, PROBES = MAX_REPLICAS, MAX_REPLICAS + 1  # the fleet's own streams, after replicas
+# counters only some fleets have (an arm without them: 0), by their names' ends
+COUNTERS = ("_ejections", "no_healthy_host", "pending_overflow")
 FIVE_XX = frozenset((DOWN, REJECTED, ERROR, TIMEOUT, FAILED))  # what outlier detection counts
 
 
@@ -79,6 +81,9 @@ class Fleet:
         self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
         self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
         self._threshold = member.panic_threshold
+        self._max_pending = member.max_pending_requests  # Envoy's pending queue (None: none)
+        if self._max_pending is not None:
+            self._overflow = recorder.counter("pending_overflow").append
         self._last = 0
         self.eligible = list(range(n))
         self.ejector = (cfg.outlier_detection.ejector(n)
@@ -152,9 +157,16 @@ class Fleet:
                 host = picker.again(hosts, view, key)
             seen.add(host)
         now = self.env.now
+        replica = self.replicas[host]
+        if self._max_pending is not None and replica.busy >= replica.concurrency \
+                and self.n_waiting >= self._max_pending:  # no slot, the pending queue full
+            self._overflow(now)
+            self._attempts(now)
+            self._rejected(now)
+            return REJECTED
         self._calls[host](now)
         self._last = host
-        c = self.replicas[host].call(proc, timeout)
+        c = replica.call(proc, timeout)
         if c.__class__ is int:
             self._heard(host, proc, c, now)
             return c
