@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import metastability, replicas
+from herdsim.analysis import classes, metastability, replicas
 from herdsim.analysis import summary as run_summary
 from herdsim.analysis.kpis import TIER_BY_KEY, TIER_REGISTRY
 from herdsim.analysis.summary import peak_rate
@@ -177,10 +177,11 @@ def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
 def flat(summary: dict) -> dict:
     """*summary* with ``tiers`` spread into ``tiers.<service>.<key>`` entries (one column
     each in a table of runs)."""
-    if "tiers" not in summary and "replicas" not in summary:
+    if not {"tiers", "replicas", "classes"} & set(summary):
         return summary
-    rest = {k: v for k, v in summary.items() if k not in ("tiers", "replicas")}
+    rest = {k: v for k, v in summary.items() if k not in ("tiers", "replicas", "classes")}
     rest.update(replicas.flat(summary.get("replicas", {})))
+    rest.update(classes.flat(summary.get("classes", {})))
     for name, kpis in summary.get("tiers", {}).items():
         for key, value in kpis.items():
             rest[f"tiers.{name}.{key}"] = value

@@ -213,6 +213,10 @@ class Scenario(Section):
             raise FieldError("workload.keys", "keys collapse jobs in the main queue: they "
                                               "need queue workers (workers.count) and the "
                                               "queue model")
+        if self.workload.criticality is not None and not (model.queueing
+                                                          and model.queue_workers):
+            raise FieldError("workload.criticality", f"criticality classes order a waiting "
+                                                     f"room: the {model.name()} model has none")
 
     def _check_spikes(self) -> None:
         """Spikes start within the run and do not overlap."""

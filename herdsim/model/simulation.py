@@ -14,7 +14,7 @@ import numpy as np
 
 from herdsim.config.graph import has_graph, top_name
 from herdsim.config.scenario import Scenario
-from herdsim.model import cache, hedging, job_streams
+from herdsim.model import cache, classes, hedging, job_streams
 from herdsim.model.downstream import fleet, tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -22,6 +22,7 @@ from herdsim.model.downstream.edges import Edge
 from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
+from herdsim.model.hand import hand
 from herdsim.model.kernel import Environment, Runner
 from herdsim.model.late import make_late_run_job
 from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
@@ -104,6 +105,10 @@ class Simulation:
         self.open_loop = scenario.workers.count is None
         feeds = None if self.open_loop else self.clock  # the queue's arrivals (open: none)
         poll = scenario.workers.poll_interval
+        if scenario.workload.criticality is not None:  # each job draws its class
+            self.new_job = classes.classed_new_job(  # type: ignore[method-assign]
+                self, rngs["criticality"], self.new_job)
+        self._unkeyed_new_job = self.new_job
         if self.keyed:  # client-go's workqueue: jobs collapse into their keys
             self._key_draw = key_draws(scenario.workload, rngs["keys"])
             self._record_key = self.recorder.job_keys = array("q")
@@ -114,12 +119,14 @@ class Simulation:
             self.queue = JobQueue(env, feeds, self.new_job, self.plain_job,
                                   newest_first=self.fast)
             self.delayed = DelayedQueue(env, self.queue, poll)
-        self.in_hand: set[Job] = fleet.hand(env, scenario)  # (a keyed fleet's notes keys)
+        self.in_hand: set[Job] = hand(env, scenario)  # (notes jobs: keys, classes)
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
         self.fleets: dict[str, fleet.Fleet] = {}  # the tiers with replicas, by name
         self.edges: dict[str, list[Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
+        if scenario.workload.criticality is not None:  # waiting rooms by class
+            classes.file_by_class(self)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
         self._poison_fraction = scenario.workload.poison_fraction
@@ -180,7 +187,7 @@ class Simulation:
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
             built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
-                                keys_of=getattr(self.in_hand, "keys", None))
+                                jobs_of=getattr(self.in_hand, "jobs", None))
             self.fleets = {top_name(cfg): built}
             if cfg.cache is not None:  # one cache in front of them all
                 cache.front(built, cfg.cache, *caching, self.recorder)
@@ -287,7 +294,7 @@ class Simulation:
     def _new_keyed_job(self, now: float, lazy: bool = False) -> Job | None:
         """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order);
         always a ``Job`` (the keyed queue never asks for an id)."""
-        job = Simulation.new_job(self, now)
+        job = self._unkeyed_new_job(now)
         if job is not None:
             job.key = key = self._key_draw()
             self._record_key.append(key)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import replicas, tiers
+from herdsim.analysis import classes, replicas, tiers
 from herdsim.analysis.kpis import BY_KEY
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
@@ -196,8 +196,8 @@ def summary_problem(summary: object) -> str | None:
             if found:
                 return found
             continue
-        if key == "replicas":  # each tier's replicas
-            found = replicas.problem(value)
+        if key in ("replicas", "classes"):  # each tier's replicas, each class's numbers
+            found = (replicas if key == "replicas" else classes).problem(value)
             if found:
                 return found
             continue

@@ -22,7 +22,6 @@ import numpy as np
 from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, TIMEOUT
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
-from herdsim.model.hand import KeyedHand
 from herdsim.model.streams import draws
 from herdsim.policies.balancers import MAX_REPLICAS, in_panic
 from herdsim.policies.balancers.outlier import probe_passes
@@ -63,7 +62,7 @@ class Fleet:
 
     def __init__(self, env, cfg, replicas: list[Downstream], recorder,
                  draw: Callable[[], float], probe_draw: Callable[[], float],
-                 keys_of: dict | None = None):
+                 jobs_of: dict | None = None):
         self.env = env
         self.replicas = replicas
         n = self.n = len(replicas)
@@ -77,7 +76,7 @@ class Fleet:
         self._keyed = member.keyed
         self._views: dict[Any, tuple[Any, list[int]]] = {}  # a client-scoped view by caller
         self._callers: dict[Any, int] = {}  # each caller's number: its hash key (keyed)
-        self._keys_of = keys_of  # a queue worker's job's key, by its process (workload.keys)
+        self._jobs_of = jobs_of  # a queue worker's job, by its process (workload.keys)
         self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
         self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
         self._threshold = member.panic_threshold
@@ -180,8 +179,8 @@ class Fleet:
         """*proc*'s call's hash key: its request's key (a cache's flight, a job with a
         key), as ``-1 - key``; else the caller's number, in order of first call."""
         key = getattr(proc, "key", None)
-        if key is None and self._keys_of is not None:
-            key = self._keys_of.get(proc)
+        if key is None and self._jobs_of is not None:
+            key = getattr(self._jobs_of.get(proc), "key", None)
         if key is not None:
             return -1 - key
         number = self._callers.get(proc)
@@ -304,11 +303,11 @@ def _shared_gauges(replicas: list[Downstream]) -> list:
 
 def build(env, cfg, recorder, seed: int, tier: int, service_draws,
           wrap: Callable[[Downstream], Any] | None = None,
-          keys_of: dict | None = None) -> Fleet:
+          jobs_of: dict | None = None) -> Fleet:
     """The fleet *cfg* (a downstream or service section with ``replicas``) asks for, tier
     number *tier* of the run seeded *seed*; ``service_draws(section, rng)`` makes a
     service-time section's draws, *wrap* is applied to each replica (a tier's counting);
-    *keys_of*: the key of the job each queue worker holds (a keyed workload's)."""
+    *jobs_of*: the job each queue worker holds (its key: a keyed workload's)."""
     replicas = []
     for i in range(cfg.replicas):
         own = [o for o in cfg.outages if o.replica is None or o.replica == i]
@@ -333,16 +332,7 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
                                                                               tier, k)))
                for k in (BALANCER, PROBES)]
     return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]),
-                 keys_of)
-
-
-def hand(env, scenario) -> set:
-    """The workers' hand of jobs: a :class:`KeyedHand` when the workers' downstream has
-    a hash balancer and the workload has keys (its calls hash their job's key)."""
-    cfg = scenario.downstream
-    keyed = getattr(cfg, "replicas", None) is not None and cfg.balancer is not None \
-        and cfg.balancer.keyed and scenario.workload.keys is not None
-    return KeyedHand(env) if keyed else set()
+                 jobs_of)
 
 
 def _uniform(rng: np.random.Generator) -> Callable[[], float]:

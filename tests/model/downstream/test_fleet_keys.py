@@ -10,7 +10,7 @@ import pytest
 from conftest import assert_every_job_ends_in_one_place, tiny
 
 from herdsim.config.loading import validate
-from herdsim.model.hand import KeyedHand
+from herdsim.model.hand import NotingHand
 from herdsim.model.simulation import Simulation
 
 
@@ -38,7 +38,7 @@ def test_the_same_key_always_lands_on_the_same_replica(kind):
     """40 keys over 5 replicas, no outage (the host set never changes): every key's
     calls go to one replica, and the keys spread over more than one."""
     sim = Simulation(scenario(kind, keys=40))
-    assert isinstance(sim.in_hand, KeyedHand)
+    assert isinstance(sim.in_hand, NotingHand)
     seen = landings(sim)
     assert_every_job_ends_in_one_place(sim, sim.run())
     hosts = defaultdict(set)
