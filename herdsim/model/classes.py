@@ -30,7 +30,7 @@ def classed_new_job(sim, rng, base: Callable) -> Callable:
     def new_job(now: float, lazy: bool = False):
         job = base(now)
         if job is not None:
-            job.criticality = klass = draw()
+            job.criticality = klass = int(draw())
             record.append(klass)
         return job
 

@@ -186,7 +186,7 @@ class Simulation:
                 scenario.duration / scenario.bin - 1e-9)))
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
-            built = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
+            built: Any = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
                                 jobs_of=getattr(self.in_hand, "jobs", None))
             self.fleets = {top_name(cfg): built}
             if cfg.cache is not None:  # one cache in front of them all

@@ -4,6 +4,7 @@ waiting room drops the lowest class first. Pure Python and numpy, no SimPy."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from herdsim.policies.fields import FieldError
 
 CLASSES = ("critical_plus", "critical", "sheddable_plus", "sheddable")  # highest first
+MAX_SHARE = 1e6  # a class's weight (their sum stays finite)
 
 
 class Mix(BaseModel):
@@ -20,10 +22,12 @@ class Mix(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    critical_plus: float = Field(0.0, ge=0, description="share of CRITICAL_PLUS jobs")
-    critical: float = Field(0.0, ge=0, description="share of CRITICAL jobs")
-    sheddable_plus: float = Field(0.0, ge=0, description="share of SHEDDABLE_PLUS jobs")
-    sheddable: float = Field(0.0, ge=0, description="share of SHEDDABLE jobs")
+    critical_plus: float = Field(0.0, ge=0, le=MAX_SHARE,
+                                 description="share of CRITICAL_PLUS jobs")
+    critical: float = Field(0.0, ge=0, le=MAX_SHARE, description="share of CRITICAL jobs")
+    sheddable_plus: float = Field(0.0, ge=0, le=MAX_SHARE,
+                                  description="share of SHEDDABLE_PLUS jobs")
+    sheddable: float = Field(0.0, ge=0, le=MAX_SHARE, description="share of SHEDDABLE jobs")
 
     @model_validator(mode="after")
     def _some(self) -> Mix:
@@ -50,9 +54,7 @@ class ClassedRoom:
     __slots__ = ("rooms", "class_of", "size", "_last")
 
     def __init__(self, class_of: Callable[[Any], int]):
-        from collections import deque
-
-        self.rooms = [deque() for _ in CLASSES]
+        self.rooms: list[deque[Any]] = [deque() for _ in CLASSES]
         self.class_of = class_of
         self.size = 0
 

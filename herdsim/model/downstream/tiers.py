@@ -14,6 +14,7 @@ carries its caller's timeout (the edge's; the workers' own at the top tier).
 from __future__ import annotations
 
 from array import array
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -181,9 +182,9 @@ latency: the run's own), used only when it has a cache."""
             caching = (rngs["cache_keys"], rngs["cache_latency"])
         own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
         if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool
-            tier = record.fleet = fleet.build(
-                env, cfg, record, scenario.seed, i, service_draws,
-                lambda ds, record=record, own=own: Tier(ds, record, own))
+            tier: Any = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
+                                    partial(Tier, record=record, own_deadlines=own))
+            record.fleet = tier
         else:
             tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
             Tier(tier, record, own_deadlines=own)

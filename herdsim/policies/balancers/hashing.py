@@ -149,5 +149,5 @@ class Maglev(Balancer):
                 nexts[i] += 1
                 filled += 1
                 if filled == m:
-                    return lambda hashed, attempt=0: table[
+                    return lambda hashed, attempt=0: table[  # type: ignore[misc]
                         (hash64(f"{hashed}-{attempt}") if attempt else hashed) % m]
