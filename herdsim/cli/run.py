@@ -32,6 +32,7 @@ from herdsim.cli.app import (
     parse_formats,
     safe,
 )
+from herdsim.cli.class_table import class_table
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
 from herdsim.cli.replica_table import replica_tables
@@ -79,6 +80,9 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                 console.print(tiers)
             for table in replica_tables(result.summary):
                 console.print(table)
+            classes = class_table(result.summary)
+            if classes is not None:
+                console.print(classes)
             if explain:
                 console.print(definitions(shown_keys(result.summary), result.summary))
         if not quiet:
