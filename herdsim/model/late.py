@@ -90,7 +90,8 @@ def make_late_run_job(sim: Loops):
         if proc is not None:
             proc.interrupt(LATE)
 
-    wrap_wasted(downstream.service, downstream, late)
+    for pool in getattr(downstream, "replicas", (downstream,)):  # a fleet: each replica
+        wrap_wasted(pool.service, pool, late)
 
     def run_job(job, gate):
         proc, budget, gate, limiter = guards(gate)
