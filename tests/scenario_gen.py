@@ -112,6 +112,9 @@ SIZES: dict[str, st.SearchStrategy] = {
     "consecutive_5xx": st.none() | st.integers(1, 5),
     "unhealthy_threshold": st.integers(1, 3),
     "healthy_threshold": st.integers(1, 3),
+    "max_pending_requests": st.none() | st.integers(0, 30),
+    **{f"workload.criticality.{name}": st.floats(0.0, 3.0)
+       for name in ("critical_plus", "critical", "sheddable_plus", "sheddable")},
 }
 
 # Strings whose valid values are not in their type.

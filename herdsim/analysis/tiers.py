@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import metastability
+from herdsim.analysis import classes, metastability, replicas
 from herdsim.analysis import summary as run_summary
 from herdsim.analysis.kpis import TIER_BY_KEY, TIER_REGISTRY
 from herdsim.analysis.summary import peak_rate
@@ -47,10 +47,14 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     n_bins = len(ts)
     extra = {f"{name}_{suffix}": _counts(getattr(record, attr), width, n_bins)
              for name, record in records.items() for suffix, attr in SERIES.items()}
-    for name, record in list(records.items())[1:]:  # a service's cache (the top's: ts's own)
+    # a service's cache and fleet (the top tier's are ts's own)
+    for name, record in list(records.items())[1:]:
         extra.update({f"{name}_{counter}": _counts(times, width, n_bins)
                       for counter, times in record.optional.items()
-                      if counter.startswith("cache_")})
+                      if counter.startswith("cache_") or replicas.fleet_counter(counter)})
+        extra.update({f"{name}_{gauge}": np.asarray(samples[:n_bins], dtype=float)
+                      for gauge, samples in record.gauges.items()
+                      if gauge.startswith("replica") and len(samples) >= n_bins})
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
 
 
@@ -173,10 +177,12 @@ def summarize(records: dict, summary: dict, ts: pd.DataFrame, scenario: Scenario
 def flat(summary: dict) -> dict:
     """*summary* with ``tiers`` spread into ``tiers.<service>.<key>`` entries (one column
     each in a table of runs)."""
-    if "tiers" not in summary:
+    if not {"tiers", "replicas", "classes"} & set(summary):
         return summary
-    rest = {k: v for k, v in summary.items() if k != "tiers"}
-    for name, kpis in summary["tiers"].items():
+    rest = {k: v for k, v in summary.items() if k not in ("tiers", "replicas", "classes")}
+    rest.update(replicas.flat(summary.get("replicas", {})))
+    rest.update(classes.flat(summary.get("classes", {})))
+    for name, kpis in summary.get("tiers", {}).items():
         for key, value in kpis.items():
             rest[f"tiers.{name}.{key}"] = value
     return rest

@@ -32,8 +32,10 @@ from herdsim.cli.app import (
     parse_formats,
     safe,
 )
+from herdsim.cli.class_table import class_table
 from herdsim.cli.outputs import report_export
 from herdsim.cli.progress import SimProgress
+from herdsim.cli.replica_table import replica_tables
 from herdsim.cli.timings import TimingsOpt
 from herdsim.config import bundled
 from herdsim.errors import OutputExistsError
@@ -76,6 +78,11 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             tiers = tier_table(result.summary)
             if tiers is not None:
                 console.print(tiers)
+            for table in replica_tables(result.summary):
+                console.print(table)
+            classes = class_table(result.summary)
+            if classes is not None:
+                console.print(classes)
             if explain:
                 console.print(definitions(shown_keys(result.summary), result.summary))
         if not quiet:

@@ -1,6 +1,7 @@
 """The checks a tier's fleet fields make together (``replicas``, ``balancer``,
 ``outlier_detection``, ``health_check``, an outage's ``replica``): the fleet's parts
-only with replicas, an outage's replica among them, a weight per replica."""
+only with replicas, an outage's replica among them (not a cache's flush: the cache is in
+front of them all), a weight per replica."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def check(section: Any) -> None:
             continue
         if n is None:
             raise FieldError(f"outages.{k}.replica", "replica needs replicas on its tier")
+        if outage.needs_cache:
+            raise FieldError(f"outages.{k}.replica", f"a {outage.name()} outage empties "
+                                                     "the one cache in front of the whole "
+                                                     "tier: it takes no replica")
         if outage.replica >= n:
             raise FieldError(f"outages.{k}.replica", f"replica {outage.replica} does not "
                                                      f"exist: replicas are 0 to {n - 1}")

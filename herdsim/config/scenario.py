@@ -221,6 +221,10 @@ class Scenario(Section):
             raise FieldError(f"workload.{shaped[0]}", f"the {model.name()} model does not "
                              f"read workload.{shaped[0]}: its clients (workers.count) all "
                              "start at t=0 (remove it)")
+        if self.workload.criticality is not None and not (model.queueing
+                                                          and model.queue_workers):
+            raise FieldError("workload.criticality", f"criticality classes order a waiting "
+                                                     f"room: the {model.name()} model has none")
 
     def _check_spikes(self) -> None:
         """Spikes start within the run and do not overlap."""

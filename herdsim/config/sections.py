@@ -29,6 +29,7 @@ from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.balancers import outlier
 from herdsim.policies.cache import Cache
 from herdsim.policies.codel import Codel
+from herdsim.policies.criticality import Mix
 from herdsim.policies.degradation import Degradations
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
@@ -117,6 +118,9 @@ class Workload(Section):
                                 "collapses into it (client-go's workqueue)")
     key_skew: float = Field(0.0, ge=0, le=10, description="0: keys drawn uniformly; s > 0: "
                                                           "key i with weight (i + 1)^-s")
+    criticality: Annotated[Mix | None, GatesCalls()] = Field(
+        None, description="each job's class (Google SRE's criticality), drawn with these "
+                          "shares; a full waiting room drops the lowest class first")
 
     @model_validator(mode="before")
     @classmethod
@@ -290,9 +294,6 @@ class Downstream(Section):
             if outage.needs_cache and self.cache is None:
                 raise FieldError(f"outages.{i}.mode", f"a {outage.name()} outage needs a "
                                                       "cache in front of this tier (cache)")
-        if self.cache is not None and self.replicas is not None:
-            raise FieldError("cache", "a cache in front of replicas is not modelled yet "
-                                      "(put it on a service that calls the fleet)")
         fleet.check(self)
         return self
 

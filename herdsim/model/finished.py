@@ -22,3 +22,4 @@ class Finished:
     breaker_open_time: float = 0.0  # mean time one breaker spent not closed (s)
     extra: dict = field(default_factory=dict)  # model-specific KPIs (occ)
     tiers: dict = field(default_factory=dict)  # a call graph's TierRecords, by name
+    fleets: dict = field(default_factory=dict)  # the tiers with replicas: Fleets, by name

@@ -17,6 +17,8 @@ from array import array
 import numpy as np
 import pandas as pd
 
+from herdsim.policies.criticality import CLASSES
+
 SUCCEEDED, DEAD_LETTERED, MERGED = 0, 1, 3  # 2 is "pending": a job with no finish row
 # merged: collapsed into a job of the same key (workload.keys), which does its work
 OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
@@ -24,7 +26,7 @@ OUTCOMES = ("succeeded", "dead_lettered", "pending", "merged")
 COUNTERS = ("arrivals", "attempts", "rejected", "timeouts", "errors", "wasted", "recycled",
             "refused", "crashes", "short_circuited", "budget_refused")
 SHED = ("shed_admission", "shed_shedding", "shed_codel")  # a defended server's, by mechanism
-BY_MECHANISM = (*SHED, "costly_refusals")  # counters only a mechanism's runs have
+BY_MECHANISM = (*SHED, "costly_refusals", "shed_priority")  # counters only a mechanism's runs have
 MECHANISM_GAUGES = ("degradation",)  # a gauge only a mechanism's runs have (a degrading server)
 GAUGES = ("in_flight", "waiting", "queue_depth", "delayed", "downstream_up", "breaker_open")
 CHUNK = 1 << 20  # events binned at a time: the temporaries of a 10-million-call run stay small
@@ -61,6 +63,7 @@ class Recorder:
         self.finish_outcome = array("b")
         self.taken = False  # whether jobs() has taken the finish rows over
         self.job_keys: array | None = None  # each job's key, by id (workload.keys only)
+        self.job_classes: array | None = None  # each job's class (workload.criticality)
         self.gauges: dict[str, list[float]] = {name: [] for name in GAUGES}
         # counters only some runs have (a downstream that sheds calls): name -> times
         self.optional: dict[str, array] = {}
@@ -162,6 +165,9 @@ class Recorder:
             "arrival": arrival,
             "poison": poison,
             **({"key": np.asarray(self.job_keys, dtype=np.int64)} if keyed else {}),
+            **({"criticality": pd.Categorical.from_codes(np.asarray(self.job_classes),
+                                                         CLASSES)}
+               if self.job_classes is not None else {}),
             "attempts": attempts,
             # "merged" only where a job can merge: other runs' files keep their categories
             "outcome": pd.Categorical.from_codes(outcome, OUTCOMES if keyed else OUTCOMES[:3]),

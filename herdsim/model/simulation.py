@@ -12,9 +12,9 @@ from typing import Any, overload
 
 import numpy as np
 
-from herdsim.config.graph import has_graph
+from herdsim.config.graph import has_graph, top_name
 from herdsim.config.scenario import Scenario
-from herdsim.model import cache, hedging, job_streams
+from herdsim.model import cache, classes, hedging, job_streams
 from herdsim.model.downstream import fleet, tiers
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
@@ -22,6 +22,7 @@ from herdsim.model.downstream.edges import Edge
 from herdsim.model.downstream.family import Progress
 from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
+from herdsim.model.hand import hand
 from herdsim.model.kernel import Environment, Runner
 from herdsim.model.late import make_late_run_job
 from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
@@ -106,6 +107,10 @@ class Simulation:
         self.open_loop = scenario.workers.count is None
         feeds = None if self.open_loop else self.clock  # the queue's arrivals (open: none)
         poll = scenario.workers.poll_interval
+        if scenario.workload.criticality is not None:  # each job draws its class
+            self.new_job = classes.classed_new_job(  # type: ignore[method-assign]
+                self, rngs["criticality"], self.new_job)
+        self._unkeyed_new_job = self.new_job
         if self.keyed:  # client-go's workqueue: jobs collapse into their keys
             self._key_draw = key_draws(scenario.workload, rngs["keys"])
             self._record_key = self.recorder.job_keys = array("q")
@@ -116,11 +121,14 @@ class Simulation:
             self.queue = JobQueue(env, feeds, self.new_job, self.plain_job,
                                   newest_first=self.fast)
             self.delayed = DelayedQueue(env, self.queue, poll)
-        self.in_hand: set[Job] = set()
+        self.in_hand: set[Job] = hand(env, scenario)  # (notes jobs: keys, classes)
         self.sleeping = 0
         self.tiers: dict[str, tiers.TierRecord] = {}  # a call graph's tiers, by name
+        self.fleets: dict[str, fleet.Fleet] = {}  # the tiers with replicas, by name
         self.edges: dict[str, list[Edge]] = {}  # and the edges each one calls
         self.downstream = self._downstream(rngs)
+        if scenario.workload.criticality is not None:  # waiting rooms by class
+            classes.file_by_class(self)
         self._arrivals = self.recorder.arrivals.append
         self._poison = self.recorder.poison_ids.append
         self._poison_fraction = scenario.workload.poison_fraction
@@ -178,9 +186,16 @@ class Simulation:
         if has_graph(cfg, scenario.services, scenario.hedging):
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,
                                                              args, _service_draws, caching)
+            self.fleets = tiers.fleets(self.env, self.tiers, scenario.bin, max(1, math.ceil(
+                scenario.duration / scenario.bin - 1e-9)))
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
-            return fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws)
+            built: Any = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
+                                jobs_of=getattr(self.in_hand, "jobs", None))
+            self.fleets = {top_name(cfg): built}
+            if cfg.cache is not None:  # one cache in front of them all
+                cache.front(built, cfg.cache, *caching, self.recorder)
+            return built
         downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
         if cfg.cache is not None:
             cache.front(downstream, cfg.cache, *caching, self.recorder)
@@ -283,7 +298,7 @@ class Simulation:
     def _new_keyed_job(self, now: float, lazy: bool = False) -> Job | None:
         """:meth:`new_job` with the job's key drawn (accepted jobs only, in id order);
         always a ``Job`` (the keyed queue never asks for an id)."""
-        job = Simulation.new_job(self, now)
+        job = self._unkeyed_new_job(now)
         if job is not None:
             job.key = key = self._key_draw()
             self._record_key.append(key)
@@ -352,7 +367,8 @@ class Simulation:
         open_time = (self.breaker_stats.total_open(gates, self.scenario.duration) / len(gates)
                      if gates else 0.0)
         return Finished(self.scenario, self.recorder, self.n_bins, self.pending_jobs(False), wall,
-                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers)
+                        sum(g.breaker.trips for g in gates), open_time, tiers=self.tiers,
+                        fleets=self.fleets)
 
 
 def run(scenario: Scenario, progress: Progress | None = None) -> Finished:

@@ -14,7 +14,7 @@ import numpy as np
 
 PURPOSES = ("arrivals", "poison", "service", "outages", "strategy", "breaker", "budget",
             "network", "request", "clients", "admission", "keys", "cache_keys",
-            "cache_latency", "offsets", "overhead")
+            "cache_latency", "offsets", "overhead", "criticality")
 BLOCK = 4096
 
 

@@ -24,7 +24,7 @@ class Job:
     retry; ``key`` the object it is about, set only with ``workload.keys`` (else never
     read)."""
 
-    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key")
+    __slots__ = ("id", "poison", "attempts", "retries", "prev", "paid", "key", "criticality")
     id: int
     poison: bool
     attempts: int
@@ -32,6 +32,7 @@ class Job:
     prev: float
     paid: float
     key: int
+    criticality: int  # its class, 0 (critical_plus) to 3 (sheddable): only with classes
 
 
 def make_job(job_id: int, poison: bool, prev: float, kind: type[Job] = Job) -> Job:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import tiers
+from herdsim.analysis import classes, replicas, tiers
 from herdsim.analysis.kpis import BY_KEY
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
@@ -193,6 +193,11 @@ def summary_problem(summary: object) -> str | None:
     for key, value in summary.items():
         if key == "tiers":  # a call graph's numbers per tier
             found = tiers.problem(value, _kind_problem)
+            if found:
+                return found
+            continue
+        if key in ("replicas", "classes"):  # each tier's replicas, each class's numbers
+            found = (replicas if key == "replicas" else classes).problem(value)
             if found:
                 return found
             continue

@@ -17,7 +17,8 @@ BYTES_PER_TABLE_ENTRY = 40  # a ring point (its hash and owner) or a Maglev slot
 def fleet_bytes(scenario: Scenario, callers: float, rows: int) -> float:
     """What the tiers' replicas hold: each a pool with its columns, a client-scoped
     balancer a view per caller (*callers*: the workers, or every open-loop job), a hash
-    balancer its tables (one per set of healthy replicas, ``hashing.BUILT`` at most)."""
+    balancer its tables (one per set of healthy replicas, ``hashing.BUILT`` at most) and
+    the hashes of request keys (``hashing.HASHES_KEPT`` at most)."""
     total = 0.0
     for cfg in graph.tiers(scenario.downstream, scenario.services).values():
         n = cfg.replicas
@@ -27,7 +28,8 @@ def fleet_bytes(scenario: Scenario, callers: float, rows: int) -> float:
         member = cfg.balancer
         if member is not None and member.keyed:
             total += (hashing.BUILT * (member.table_entries() + n) * BYTES_PER_TABLE_ENTRY
-                      + callers * 100)
+                      + callers * 100 + 100 * min(hashing.HASHES_KEPT, (scenario.workload.keys
+                      or 0) + (hashing.HASHES_KEPT if cfg.cache is not None else 0)))
         elif member is not None and member.scope == "client":
             total += callers * (n * BYTES_PER_VIEW_HOST + 200)
     return total

@@ -1,6 +1,8 @@
 """A tier's replicas in the timeline: one heat strip per arm, a row per replica, its
 calls per second by colour, grey where it was out (ejected, or failing its health
-checks). Only for a run with ``replica{i}_calls`` columns (a tier with ``replicas``)."""
+checks). Only for a run with ``replica{i}_calls`` columns (a tier with ``replicas``), or
+a call graph's ``<service>_replica{i}_calls`` (a service with replicas: the first one's
+strip when the workers' downstream has none)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,19 @@ from herdsim.plots.style import one
 MAX_STRIPS = 4  # arms with a strip of their own; more would crowd the figure
 
 
+def prefix(columns) -> str:
+    """The strip's tier as its columns' prefix: ``""`` for the workers' downstream,
+    ``"<service>_"`` for a service's fleet."""
+    if "replica0_calls" in columns:
+        return ""
+    found = next((str(c) for c in columns if str(c).endswith("_replica0_calls")), None)
+    return found[:-len("replica0_calls")] if found else ""
+
+
 def replica_count(columns) -> int:
-    """How many ``replica{i}_calls`` columns the time series has."""
-    n = 0
-    while f"replica{n}_calls" in columns:
+    """How many ``replica{i}_calls`` columns (of the strip's tier) the time series has."""
+    n, tier = 0, prefix(columns)
+    while f"{tier}replica{n}_calls" in columns:
         n += 1
     return n
 
@@ -32,8 +43,9 @@ def strip_height(c) -> float:
 
 def _rates(c, arm, replication: int):
     ts = one(c.timeseries, arm.label, replication)
-    n = replica_count(ts.columns)
-    return ts, n, np.array([ts[f"replica{i}_calls"].to_numpy() for i in range(n)]) / c.scenario.bin
+    n, tier = replica_count(ts.columns), prefix(ts.columns)
+    rates = np.array([ts[f"{tier}replica{i}_calls"].to_numpy() for i in range(n)])
+    return ts, n, rates / c.scenario.bin
 
 
 def peak(c, arms, replication: int) -> float:
@@ -48,8 +60,9 @@ def draw_strip(ax, c, arm, name: str, replication: int, top: float) -> None:
     ts, n, rates = _rates(c, arm, replication)
     width = c.scenario.bin
     out = np.zeros_like(rates, dtype=bool)
-    if "replica0_healthy" in ts:
-        out = np.array([ts[f"replica{i}_healthy"].to_numpy() for i in range(n)]) < 0.5
+    tier = prefix(ts.columns)
+    if f"{tier}replica0_healthy" in ts:
+        out = np.array([ts[f"{tier}replica{i}_healthy"].to_numpy() for i in range(n)]) < 0.5
     time = ts["time"].to_numpy()
     edges = np.append(time, time[-1] + width) if len(time) else np.array([0.0, width])
     shown = np.ma.masked_where(out, rates)
@@ -59,5 +72,6 @@ def draw_strip(ax, c, arm, name: str, replication: int, top: float) -> None:
     ax.set_yticks(range(0, n, max(1, -(-n // 5))))
     ax.set_ylabel("replica")
     grey = "; grey: out (ejected or failing health checks)" if out.any() else ""
-    ax.set_title(f"{name}: calls per second to each replica (dark 0, bright {top:,.0f}, "
+    whose = f" of {tier[:-1]}" if tier else ""
+    ax.set_title(f"{name}: calls per second to each replica{whose} (dark 0, bright {top:,.0f}, "
                  f"every strip){grey}", fontsize=12, loc="left")

@@ -37,6 +37,7 @@ from herdsim.analysis.statistics import ci95
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.model.cache import COUNTERS as CACHE_COUNTERS
+from herdsim.model.downstream.fleet import COUNTERS as FLEET_COUNTERS
 from herdsim.model.recorder import BY_MECHANISM
 from herdsim.plots import figures
 
@@ -182,7 +183,8 @@ class Comparison:
             frames = [out[name].assign(arm=arm.label, replication=r)
                       for (arm, r), out in zip(keys, outputs, strict=True)]
             frame = pd.concat(frames, ignore_index=True)
-            for counter in (c for c in frame if (c in BY_MECHANISM or c.endswith(CACHE_COUNTERS))
+            for counter in (c for c in frame if (c in BY_MECHANISM or c.endswith(CACHE_COUNTERS)
+                                                      or c.endswith(FLEET_COUNTERS))
                             and frame[c].isna().any()):
                 frame[counter] = frame[counter].fillna(0).astype(np.int64)
             columns = dict.fromkeys(c for f in frames for c in f.columns[:-2])

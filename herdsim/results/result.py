@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import headline, tiers
+from herdsim.analysis import classes, headline, replicas, tiers
 from herdsim.analysis.kpis import BOUNDS_NOTE, on, show, summarize, undefined
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
@@ -61,6 +61,10 @@ class Result:
             ts = tiers.columns(ts, run.tiers, scenario.bin)
             summary["tiers"] = tiers.summarize(run.tiers, summary, ts, scenario)
             summary = headline.apply(summary)
+        if scenario.workload.criticality is not None:  # each criticality class's numbers
+            summary["classes"] = classes.summarize(jobs, scenario.workload.criticality)
+        if run.fleets:  # tiers with replicas: each replica's numbers
+            summary["replicas"] = replicas.summarize(run.fleets)
         return cls(scenario, ts, rec.sleeps(), jobs, summary, attempts, list(rec.crashes),
                    tiers.crashes(run.tiers))
 

@@ -16,10 +16,11 @@ import math
 
 import numpy as np
 import pytest
-from conftest import assert_every_job_ends_in_one_place
+from conftest import assert_every_job_ends_in_one_place, tiny
 from scipy import stats
 
 import herdsim
+from herdsim.config.loading import validate
 from herdsim.errors import ScenarioError
 from herdsim.experiments import metafor
 from herdsim.model.simulation import Simulation
@@ -171,3 +172,17 @@ def test_late_answers_come_from_every_replica(replicas):
     late = res.summary["late_answers"]
     assert 0 < late <= res.summary["jobs_succeeded"]
     assert late <= res.timeseries["timeouts"].sum()
+
+
+def test_a_fleets_replicas_deliver_late_answers():
+    """Late answers from a tier with replicas: each replica's service hears its wasted
+    work (a 100 ms timeout against 50 ms mean service under load), and every job still
+    ends once."""
+    sc = validate(tiny(duration=10, workload={"rate": 300}, workers={"count": 50},
+                       retry={"late_answers": True, "max_retries": 3},
+                       downstream={"timeout": 0.1, "replicas": 3, "concurrency": 5,
+                                   "service": {"distribution": "exponential",
+                                               "mean": 0.05}}))
+    sim = Simulation(sc)
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    assert res.timeseries["late_answers"].sum() > 0

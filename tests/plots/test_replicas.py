@@ -49,3 +49,21 @@ def test_no_strip_without_replicas(make_scenario):
     c = herdsim.compare(herdsim.load_scenario(make_scenario()), ["full_jitter"],
                         processes=1, progress=False)
     assert not strips(timeline(c)) and replicas.strip_arms(c) == []
+
+
+def test_a_services_fleet_gets_the_strip():
+    """No replicas at the top, a service's fleet below: the strip is that service's,
+    a row per replica, its rates its ``<service>_replica{i}_calls`` columns'."""
+    from conftest import graph
+
+    data = graph()
+    data["services"]["db"].update(replicas=3, balancer={"kind": "round_robin"})
+    c = herdsim.compare(herdsim.load_scenario(data), ["full_jitter"], processes=1,
+                        progress=False)
+    (ax,) = strips(timeline(c))
+    assert "of db" in ax.get_title(loc="left")
+    rates = ax.collections[0].get_array()
+    assert rates.shape[0] == 3
+    ts = c.timeseries
+    expected = sum(ts[f"db_replica{i}_calls"].sum() for i in range(3)) / c.scenario.bin
+    assert float(rates.sum()) == pytest.approx(expected)

@@ -30,11 +30,14 @@ from herdsim.policies.balancers.simple import RoundRobin
 FLEET_STREAMS = 2000  # SeedSequence spawn key of the fleets' streams (clear of the graph's)
 REPLICA_PURPOSES = ("service", "outages", "network", "request", "admission")
 BALANCER, PROBES = MAX_REPLICAS, MAX_REPLICAS + 1  # the fleet's own streams, after replicas
+# counters only some fleets have (an arm without them: 0), by their names' ends
+COUNTERS = ("_ejections", "no_healthy_host", "pending_overflow")
 FIVE_XX = frozenset((DOWN, REJECTED, ERROR, TIMEOUT, FAILED))  # what outlier detection counts
 
 
 class FleetHealth:
-    """What the gauges read of a fleet's health: up while any replica is up."""
+    """What the gauges read of a fleet's health: up while any replica is up; and what a
+    cache in front reads: a flush outage (every replica has it: it takes no replica)."""
 
     def __init__(self, replicas: list[Downstream]):
         self._replicas = replicas
@@ -43,6 +46,14 @@ class FleetHealth:
     def up(self) -> bool:
         return any(r.health.up for r in self._replicas)
 
+    @property
+    def flushes(self) -> int:
+        return self._replicas[0].health.flushes
+
+    @property
+    def flushing(self) -> int:
+        return self._replicas[0].health.flushing
+
 
 class Fleet:
     """N replicas behind a balancer, answering the call protocol (see the module
@@ -50,7 +61,8 @@ class Fleet:
     them; a client-scoped balancer keeps one such list per caller."""
 
     def __init__(self, env, cfg, replicas: list[Downstream], recorder,
-                 draw: Callable[[], float], probe_draw: Callable[[], float]):
+                 draw: Callable[[], float], probe_draw: Callable[[], float],
+                 jobs_of: dict | None = None):
         self.env = env
         self.replicas = replicas
         n = self.n = len(replicas)
@@ -64,18 +76,25 @@ class Fleet:
         self._keyed = member.keyed
         self._views: dict[Any, tuple[Any, list[int]]] = {}  # a client-scoped view by caller
         self._callers: dict[Any, int] = {}  # each caller's number: its hash key (keyed)
+        self._jobs_of = jobs_of  # a queue worker's job, by its process (workload.keys)
         self._where: dict[Any, tuple[int, list[int]]] = {}  # a call's replica and view
         self._tried: dict[Any, set[int]] | None = {} if member.previous_hosts else None
         self._threshold = member.panic_threshold
+        self._max_pending = member.max_pending_requests  # Envoy's pending queue (None: none)
+        if self._max_pending is not None:
+            self._overflow = recorder.counter("pending_overflow").append
         self._last = 0
         self.eligible = list(range(n))
         self.ejector = (cfg.outlier_detection.ejector(n)
                         if cfg.outlier_detection is not None else None)
         self.checker = cfg.health_check.checker(n) if cfg.health_check is not None else None
         self._probe_draw = probe_draw
-        self._calls = [recorder.counter(f"replica{i}_calls").append for i in range(n)]
-        self._ejected = ([recorder.counter(f"replica{i}_ejections").append for i in range(n)]
-                         if self.ejector is not None else [])
+        self.calls = [recorder.counter(f"replica{i}_calls") for i in range(n)]
+        self._calls = [times.append for times in self.calls]
+        self.ejections = ([recorder.counter(f"replica{i}_ejections") for i in range(n)]
+                          if self.ejector is not None else [])
+        self._ejected = [times.append for times in self.ejections]
+        self.failures = [0] * n  # calls each replica answered with anything but OK
         if self.ejector is not None or self.checker is not None:  # all may be out
             self._no_host = recorder.counter("no_healthy_host").append
         self._attempts, self._rejected = recorder.attempts.append, recorder.rejected.append
@@ -114,11 +133,7 @@ class Fleet:
 
     def call(self, proc, timeout: float | None) -> Any:
         """Pick a replica for *proc*'s call and hand it over (the core's ``call``)."""
-        key = 0
-        if self._keyed:  # the caller's number, in order of first call: its hash key
-            key = self._callers.get(proc)  # type: ignore[assignment]
-            if key is None:
-                key = self._callers[proc] = len(self._callers)
+        key = self.key_of(proc) if self._keyed else 0
         if self._proxy is not None:
             picker, view = self._proxy, self.active
         else:
@@ -141,9 +156,16 @@ class Fleet:
                 host = picker.again(hosts, view, key)
             seen.add(host)
         now = self.env.now
+        replica = self.replicas[host]
+        if self._max_pending is not None and replica.busy >= replica.concurrency \
+                and self.n_waiting >= self._max_pending:  # no slot, the pending queue full
+            self._overflow(now)
+            self._attempts(now)
+            self._rejected(now)
+            return REJECTED
         self._calls[host](now)
         self._last = host
-        c = self.replicas[host].call(proc, timeout)
+        c = replica.call(proc, timeout)
         if c.__class__ is int:
             self._heard(host, proc, c, now)
             return c
@@ -152,6 +174,19 @@ class Fleet:
         if view is not self.active:
             self.active[host] += 1
         return c
+
+    def key_of(self, proc) -> int:
+        """*proc*'s call's hash key: its request's key (a cache's flight, a job with a
+        key), as ``-1 - key``; else the caller's number, in order of first call."""
+        key = getattr(proc, "key", None)
+        if key is None and self._jobs_of is not None:
+            key = getattr(self._jobs_of.get(proc), "key", None)
+        if key is not None:
+            return -1 - key
+        number = self._callers.get(proc)
+        if number is None:
+            number = self._callers[proc] = len(self._callers)
+        return number
 
     def finish(self, c, value: int) -> int:
         """The outcome of *c* from the replica that served it (the core's ``finish``)."""
@@ -178,7 +213,9 @@ class Fleet:
     # -- health -----------------------------------------------------------------------------
 
     def _heard(self, host: int, proc, outcome: int, now: float) -> None:
-        if outcome == OK and self._tried is not None:
+        if outcome != OK:
+            self.failures[host] += 1
+        elif self._tried is not None:
             self._tried.pop(proc, None)
         ejector = self.ejector
         if ejector is not None and ejector.heard(host, outcome in FIVE_XX, now):
@@ -202,6 +239,15 @@ class Fleet:
                 previous(n)
 
         return failing
+
+    def state(self, host: int) -> str:
+        """Replica *host*'s state now: ``ejected`` (by outlier detection), ``unhealthy``
+        (failing its health checks), ``down`` (an outage or crash has it down) or ``up``."""
+        if self.ejector is not None and self.ejector.ejected[host]:
+            return "ejected"
+        if self.checker is not None and self.checker.failing[host]:
+            return "unhealthy"
+        return "up" if self.replicas[host].health.up else "down"
 
     def _healthy(self, host: int) -> bool:
         return not ((self.ejector is not None and self.ejector.ejected[host])
@@ -235,6 +281,15 @@ class Fleet:
                 self._refresh()
 
 
+def sample(env, fleets: list[Fleet], width: float, n_bins: int):
+    """A process: the gauges of *fleets* (a graph's services) at every bin start."""
+    samplers = [pair for f in fleets for pair in f.gauge_samplers]
+    for k in range(n_bins):
+        yield env.timeout(k * width - env.now)
+        for samples, read in samplers:
+            samples.append(read())
+
+
 def _shared_gauges(replicas: list[Downstream]) -> list:
     """A defended or degrading replica's gauges (its admission limit, its degradation
     factor …) are the run's columns: one sample a bin, the replicas' mean."""
@@ -248,10 +303,12 @@ def _shared_gauges(replicas: list[Downstream]) -> list:
 
 
 def build(env, cfg, recorder, seed: int, tier: int, service_draws,
-          wrap: Callable[[Downstream], Any] | None = None) -> Fleet:
+          wrap: Callable[[Downstream], Any] | None = None,
+          jobs_of: dict | None = None) -> Fleet:
     """The fleet *cfg* (a downstream or service section with ``replicas``) asks for, tier
     number *tier* of the run seeded *seed*; ``service_draws(section, rng)`` makes a
-    service-time section's draws, *wrap* is applied to each replica (a tier's counting)."""
+    service-time section's draws, *wrap* is applied to each replica (a tier's counting);
+    *jobs_of*: the job each queue worker holds (its key: a keyed workload's)."""
     replicas = []
     for i in range(cfg.replicas):
         own = [o for o in cfg.outages if o.replica is None or o.replica == i]
@@ -275,7 +332,8 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
     own_rng = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS,
                                                                               tier, k)))
                for k in (BALANCER, PROBES)]
-    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]))
+    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]),
+                 jobs_of)
 
 
 def _uniform(rng: np.random.Generator) -> Callable[[], float]:

@@ -14,6 +14,7 @@ carries its caller's timeout (the edge's; the workers' own at the top tier).
 from __future__ import annotations
 
 from array import array
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ class TierRecord:
         # a defended tier's own counters and gauges (kept, not written)
         self.optional: dict[str, array] = {}
         self.gauges: dict[str, list[float]] = {}
+        self.fleet: fleet.Fleet | None = None  # its replicas (a section with replicas)
 
     def counter(self, name: str) -> array:
         return self.optional.setdefault(name, array("d"))
@@ -126,6 +128,16 @@ class Tier:
             self.ds.on_deadline(c)
 
 
+def fleets(env, records: dict[str, TierRecord], width: float, n_bins: int) -> dict:
+    """The graph's tiers with replicas, by name; a service's fleet gauges sampled at
+    every bin start into its record (the top tier's are the run's, sampled with them)."""
+    found = {name: r.fleet for name, r in records.items() if r.fleet is not None}
+    below = [f for name, f in found.items() if name != next(iter(records))]
+    if below:
+        env.process(fleet.sample(env, below, width, n_bins))
+    return found
+
+
 def _uniform_deadlines(name: str, every: dict, deadline: str | None) -> bool:
     """Whether every call to tier *name* gets the same timeout (one edge timeout, none
     propagated): its deadlines then fall due in the order they are armed, and the core's
@@ -170,8 +182,9 @@ latency: the run's own), used only when it has a cache."""
             caching = (rngs["cache_keys"], rngs["cache_latency"])
         own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
         if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool
-            tier = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
-                               lambda ds, record=record, own=own: Tier(ds, record, own))
+            tier: Any = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
+                                    partial(Tier, record=record, own_deadlines=own))
+            record.fleet = tier
         else:
             tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
             Tier(tier, record, own_deadlines=own)

@@ -8,6 +8,11 @@ is in panic when its healthy hosts are fewer than ``healthy_panic_threshold`` pe
 its hosts (default 50), and then the balancer picks among all hosts, healthy or not.
 A retry's host is picked again at most once when its predicate (``previous_hosts``)
 rejects it (``host_selection_retry_max_attempts``, default 1); the second pick stands.
+``max_pending_requests`` (``source/common/upstream/resource_manager_impl.h``, the
+HTTP/1 connection pool's ``newStream``): a request with no ready connection waits in the
+cluster's pending queue, or fails at once (``upstream_rq_pending_overflow``) when that
+queue holds the limit; here a replica's slots stand for its connections, so the pending
+calls are those in the replicas' waiting rooms.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal, Protocol
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from herdsim.policies.family import Member
+from herdsim.policies.fields import MAX_WORKERS, FieldError
 
 MAX_REPLICAS = 1000  # replicas of one tier: every one is a pool with its own timers
 
@@ -26,7 +32,8 @@ MAX_REPLICAS = 1000  # replicas of one tier: every one is a pool with its own ti
 class Picker(Protocol):
     """One view of a balancer: ``pick(hosts, active, key)`` returns one of *hosts* (the
     eligible host indices, ascending), knowing *active* (calls in flight per host index,
-    as this view sees them) and *key* (the call's hash key: its caller's number)."""
+    as this view sees them) and *key* (the call's hash key: its request's key, else its
+    caller's number: :meth:`herdsim.model.downstream.fleet.Fleet.key_of`)."""
 
     def pick(self, hosts: Sequence[int], active: Sequence[int], key: int) -> int: ...
 
@@ -48,8 +55,21 @@ class Balancer(Member):
         50.0, ge=0, le=100, description="percent of healthy hosts below which the "
                                         "balancer picks among all hosts (Envoy's "
                                         "healthy_panic_threshold)")
+    max_pending_requests: int | None = Field(
+        None, ge=0, le=MAX_WORKERS,
+        description="Envoy's max_pending_requests circuit breaker: calls waiting for a "
+                    "slot at the replicas (the sum of their waiting rooms) at most; a call "
+                    "whose replica has no free slot beyond it fails at once (503, "
+                    "pending_overflow). null: no limit (Envoy's default is 1024)")
     fluid: ClassVar[str | None] = None
     keyed: ClassVar[bool] = False  # picks by the call's key (a hash balancer)
+
+    @model_validator(mode="after")
+    def _a_proxys_limit(self) -> Balancer:
+        if self.max_pending_requests is not None and self.scope == "client":
+            raise FieldError("max_pending_requests", "max_pending_requests is a proxy's "
+                                                     "circuit breaker: it needs scope: proxy")
+        return self
 
     @abstractmethod
     def picker(self, n: int, draw: Callable[[], float]) -> Picker:

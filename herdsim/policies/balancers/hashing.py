@@ -27,6 +27,7 @@ from herdsim.policies.balancers.base import Balancer
 
 MAX_TABLE = 1_000_003  # ring points or Maglev slots (Envoy allows 8M and 5M): built in Python
 BUILT = 8  # tables kept, one per eligible set seen (the oldest dropped first)
+HASHES_KEPT = 1 << 16  # keys whose hash is kept (more are hashed at each pick: RAM stays flat)
 
 
 def hash64(text: str, salt: bytes = b"") -> int:
@@ -65,7 +66,9 @@ class _Tables:
     def _hashed(self, key: int) -> int:
         hashed = self.keys.get(key)
         if hashed is None:
-            hashed = self.keys[key] = hash64(f"key-{key}")
+            hashed = hash64(f"key-{key}")
+            if len(self.keys) < HASHES_KEPT:
+                self.keys[key] = hashed
         return hashed
 
 
@@ -76,7 +79,8 @@ class RingHash(Balancer):
     minimum_ring_size: int = Field(1024, ge=1, le=MAX_TABLE,
                                    description="ring points at least (Envoy's default 1024)")
     about: ClassVar[str] = "consistent hashing on a ring of minimum_ring_size points " \
-                           "(Envoy RING_HASH); the key: the caller"
+                           "(Envoy RING_HASH); the key: the request's (a job's workload key, a " \
+                           "cache's key), else the caller"
     keyed: ClassVar[bool] = True
 
     def picker(self, n: int, draw: Callable[[], float]) -> _Tables:
@@ -107,8 +111,9 @@ class Maglev(Balancer):
     table_size: int = Field(65537, ge=2, le=MAX_TABLE,
                             description="a prime, larger than 100 × replicas "
                                         "(Envoy's default 65537)")
-    about: ClassVar[str] = "Maglev consistent hashing over a prime table (Envoy MAGLEV); " \
-                           "the key: the caller"
+    about: ClassVar[str] = "Maglev consistent hashing over a prime table (Envoy MAGLEV); the " \
+                           "key: the request's (a job's workload key, a cache's key), else " \
+                           "the caller"
     keyed: ClassVar[bool] = True
 
     @field_validator("table_size")
@@ -144,5 +149,5 @@ class Maglev(Balancer):
                 nexts[i] += 1
                 filled += 1
                 if filled == m:
-                    return lambda hashed, attempt=0: table[
+                    return lambda hashed, attempt=0: table[  # type: ignore[misc]
                         (hash64(f"{hashed}-{attempt}") if attempt else hashed) % m]

@@ -11,8 +11,9 @@ retry (``upstream_rq_retry_overflow``). A retry counts from when it is sent unti
 answer: one waiting in its backoff does not (envoy issue 30205; ``count_backoff: true``
 counts it from the decision). A request beyond ``max_requests`` active (default 1024)
 fails at once (503, ``upstream_rq_pending_overflow``), and is not retried. Envoy's
-``max_pending_requests`` and ``max_connections`` (a connection pool's queue) have no
-counterpart here: herdsim's calls need no connection.
+``max_pending_requests`` is the fleet's (a tier with replicas: ``balancer.
+max_pending_requests``, :mod:`herdsim.policies.balancers.base`), the replicas' slots
+standing for the connections; ``max_connections`` has no counterpart of its own here.
 """
 
 from __future__ import annotations
