@@ -61,7 +61,7 @@ def tries_in_time(scenario: Scenario, unlimited: bool) -> float:
     if unlimited:  # the mean first sleep: the area above its cdf
         gap = float(np.trapezoid(1.0 - shares[0], grid))
     else:  # the least sleep: the last grid point no sleep of any retry reaches
-        below = (shares <= 0.0).all(axis=0)
+        below = np.asarray((shares <= 0.0).all(axis=0))
         gap = float(grid[np.flatnonzero(below)[-1]]) if below[0] else 0.0
     drops = [o.start for o in scenario.downstream.outages if o.refuses or o.needs_timeout]
     seconds = scenario.duration - min(drops, default=0.0)

@@ -106,6 +106,7 @@ TURNED_ON = {
     "workload.keys": 50,
     "hedging": {"delay": "30ms"},
     "retry.late_answers": True,
+    "workload.criticality": {"critical": 1, "sheddable": 1},
 }
 NEEDS = {"retry.late_answers": {"downstream.timeout": "50ms"}}  # what one needs beside it
 
@@ -126,7 +127,8 @@ def _set(spec: dict, path: str, value) -> dict:
 
 # What the open-loop callers need beside each feature, and the features they cannot have.
 FOR_CALLERS = {"breaker": {"breaker.scope": "pool"}}
-QUEUE_ONLY = {"workers.retry_mode", "workers.autoscale", "workload.keys"}
+QUEUE_ONLY = {"workers.retry_mode", "workers.autoscale", "workload.keys",
+              "workload.criticality"}
 GATED = [pytest.param(path, False, id=f"{path}-workers") for path in sorted(TURNED_ON)]
 GATED += [pytest.param(path, True, id=f"{path}-callers") for path in sorted(TURNED_ON)
           if path not in QUEUE_ONLY]

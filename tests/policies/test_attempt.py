@@ -163,7 +163,7 @@ def test_the_testbed_worker_does_not_retry_what_its_client_does_not(retry_on, at
     pool = WorkerPool(sc, 1, 0, redis, "http://unused", Clock(time.monotonic()), Lateness())
     calls = []
 
-    async def answer():
+    async def answer(*_):  # the job, when it was due, whether a retry
         calls.append(1)
         return ERROR, None
 

@@ -184,6 +184,9 @@ def test_every_family_of_the_scenario_has_a_place_the_walk_judges():
 @st.composite
 def with_member(draw, path: str, member: type[Member]) -> Scenario | None:
     doc = with_value(draw, path, draw(for_model(member, path)))
+    if getattr(member, "needs_cache", False):  # a flush: the cache it empties, same tier
+        doc["downstream"].setdefault("cache", {"size": 10, "keys": {
+            "distribution": "uniform", "count": 20}})
     return repaired(doc, draw)
 
 
@@ -244,6 +247,7 @@ def _inner(annotation: Any) -> Any:
 BESIDE = {"key_skew": ("keys", 10), "lifo_threshold": ("discipline", "adaptive_lifo"),
           # a field (its name, or its path) and what it goes with
           "occ": ("model", "occ"), "broker": ("model", "broker"),
+          **dict.fromkeys(["balancer", "outlier_detection", "health_check"], ("replicas", 3)),
           **dict.fromkeys([f"workload.{name}" for name in ("clients", "interval", "offset",
                                                            "restarts")],
                           ("arrivals", "periodic"))}
