@@ -61,6 +61,14 @@ def down_fraction(ts: pd.DataFrame, scenario) -> float:
     return float(1.0 - ts["downstream_up"].to_numpy()[mask].mean()) if mask.any() else 0.0
 
 
+def _can_degrade(scenario) -> bool:
+    """Whether the server has a mechanism that lowers what a busy slot serves (a
+    ``degradation``, or latency growing with load): without one a low ratio is bins the
+    server spent partly down, not a degradation."""
+    ds = scenario.downstream
+    return getattr(ds, "degradation", None) is not None or ds.overload.latency_per_call > 0
+
+
 def sustained_by(ts: pd.DataFrame, scenario) -> str:
     """The sustaining effects measured, joined with `` + ``, or ``none measured``."""
     effects = []
@@ -68,7 +76,7 @@ def sustained_by(ts: pd.DataFrame, scenario) -> str:
     if amplification is not None and amplification > AMPLIFICATION:
         effects.append("workload amplification")
     ratio = capacity_ratio(ts, scenario)
-    if ratio is not None and ratio < DEGRADATION:
+    if ratio is not None and ratio < DEGRADATION and _can_degrade(scenario):
         effects.append("capacity degradation")
     crashed = bool(ts["crashes"].to_numpy()[tail(ts, scenario)].sum())
     if crashed or down_fraction(ts, scenario) >= DOWN:

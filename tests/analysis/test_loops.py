@@ -67,6 +67,8 @@ class Scn:
     duration, bin, last_outage_end = 10.0, 0.1, None
 
     class downstream:  # noqa: N801 (a scenario's section)
+        degradation = "gc"  # a server that can degrade (the rule names it only then)
+
         class service:  # noqa: N801
             mean = 0.1
 
@@ -81,6 +83,15 @@ def test_the_figures_are_their_definitions():
     assert loops.sustained_by(frame(in_flight=10.0, attempts=16), Scn) == \
         "workload amplification"
     assert loops.sustained_by(frame(in_flight=20.0), Scn) == "capacity degradation"
+
+    class Plain(Scn):  # no mechanism lowers what a slot serves: a low ratio is downtime
+        class downstream(Scn.downstream):  # noqa: N801
+            degradation = None
+
+            class overload:  # noqa: N801
+                latency_per_call = 0.0
+
+    assert loops.sustained_by(frame(in_flight=20.0), Plain) == loops.NONE
     down = frame(in_flight=10.0, downstream_up=np.r_[np.ones(95), np.zeros(5)])
     assert loops.down_fraction(down, Scn) == pytest.approx(0.5)
     assert loops.sustained_by(down, Scn) == "crash-restart cycles"
