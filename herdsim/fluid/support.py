@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from herdsim.config.scenario import Scenario
 from herdsim.errors import ScenarioError
@@ -18,6 +17,7 @@ from herdsim.fluid.reads import UNREAD as WORDS
 from herdsim.policies.family import Member
 
 UNREAD = "the fluid model does not read it"
+REQUIRED = object()  # a required field's default: none, so any value it holds is set
 
 
 def check(scenario: Scenario) -> None:
@@ -86,8 +86,8 @@ def set_paths(model: BaseModel, prefix: str = "", against: BaseModel | None = No
     fields against its own defaults; a list of sections, then each item."""
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
-        default = getattr(against, name) if against is not None \
-            else field.get_default(call_default_factory=True)
+        default = getattr(against, name) if against is not None else REQUIRED \
+            if field.is_required() else field.get_default(call_default_factory=True)
         yield from _differ(prefix + name, value, default, model)
 
 
@@ -102,7 +102,7 @@ def _differ(path: str, value: Any, default: Any, owner: BaseModel
         yield path, value, owner
         for i, item in enumerate(value):
             yield from _differ(f"{path}.{i}", item, None, owner)
-    elif default is PydanticUndefined or value != default:
+    elif default is REQUIRED or value != default:
         yield path, value, owner
 
 
