@@ -91,6 +91,7 @@ class Emulator:
         self.active: set[asyncio.Future] = set()  # every call in service or waiting
         self.outages = OutageState()  # what the outages holding do (their members' rule)
         self.crashed = 0  # one while crashed
+        self.failures = 0  # how many times every call in flight failed together
         self.log = {name: array("d") for name in EVENTS}
         self.outcomes = dict.fromkeys(OUTCOME_NAMES.values(), 0)
 
@@ -135,6 +136,7 @@ class Emulator:
 
     def _fail_in_flight(self) -> None:
         """Every call in service or waiting fails now, together (the herd's t0)."""
+        self.failures += 1  # a slot handed to a waiter that has not yet woken is void
         active, self.active = self.active, set()
         for future in active:
             if not future.done():
@@ -181,6 +183,7 @@ class Emulator:
             turn = loop.create_future()
             self.waiting.append(turn)
             self.active.add(turn)
+            failures = self.failures
             left = deadline - now if deadline is not None else None
             try:
                 granted = await asyncio.wait_for(asyncio.shield(turn), left)
@@ -188,10 +191,12 @@ class Emulator:
                 if turn in self.waiting:
                     self.waiting.remove(turn)
                 self.active.discard(turn)
+                if turn.done() and turn.result() == OK and failures == self.failures:
+                    self._free_slot()  # handed a slot as it left: the next one takes it
                 turn.cancel()
                 return TIMEOUT, None
-            if granted == FAILED_TOGETHER:
-                return DOWN, None
+            if granted == FAILED_TOGETHER or failures != self.failures:
+                return DOWN, None  # failed together (maybe after its slot was handed over)
             now = self.clock.now()
         else:
             self.busy += 1

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from herdsim.config.loading import validate
 from herdsim.model import job_streams
+from herdsim.model.calls import DOWN, OK, TIMEOUT
 from herdsim.testbed.emulator import Emulator
 from herdsim.testbed.server import JOB_HEADER, TIMES_HEADER, make_app, start_site
 from herdsim.testbed.timing import Clock, summarize
@@ -224,3 +225,60 @@ def test_the_testbeds_server_serves_each_attempt_for_the_simulations_draw():
         expected = job_streams.service_time(sc.seed, sc.downstream.service, *key)
         assert status == 200
         assert expected <= took + 1e-3 <= expected + LATE, (key, took, expected)
+
+
+def test_a_slot_handed_to_a_waiter_that_has_not_woken_fails_with_the_rest_and_is_not_freed():
+    """One slot, one call in service, one waiting. The service ends (the slot is handed to
+    the waiter) and, before the waiter's coroutine wakes, every call in flight fails
+    together (a down outage or a crash): the waiter answers down and never frees the slot
+    the failure already emptied, so the in-service gauge never goes below zero (a real
+    run once wrote in_flight = -1). A waiter that leaves at its deadline as the slot is
+    handed to it passes the slot on instead of keeping it."""
+    sc = scenario(concurrency=1, timeout="5s",
+                  service={"distribution": "constant", "mean": "1s"})
+
+    async def body():
+        clock = Clock(time.monotonic())
+        emulator = Emulator(sc, clock)
+        served = asyncio.create_task(emulator.call())
+        waiter = asyncio.create_task(emulator.call())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert (emulator.busy, len(emulator.waiting)) == (1, 1)
+        in_service = next(f for f in emulator.active if f not in emulator.waiting)
+        emulator._served(in_service, clock.now())  # the slot goes to the waiter ...
+        emulator._fail_in_flight()  # ... and every call fails before it wakes
+        answers = await asyncio.gather(served, waiter)
+        busy_after = emulator.busy
+        third = await asyncio.wait_for(emulator.call(), 3.0)  # the slot still serves
+        return answers, busy_after, third, emulator.busy
+
+    answers, busy_after, third, busy_end = asyncio.run(body())
+    assert [a[0] for a in answers] == [OK, DOWN]
+    assert busy_after == 0 and busy_end == 0
+    assert third[0] == OK
+
+    # the other race: the client's deadline fires in the same turn of the loop as the slot
+    # is handed to it (a blocked loop makes both due at once)
+    sc = scenario(concurrency=1, timeout="50ms",
+                  service={"distribution": "constant", "mean": "1s"})
+
+    async def deadline():
+        clock = Clock(time.monotonic())
+        emulator = Emulator(sc, clock)
+        loop = asyncio.get_running_loop()
+        served = asyncio.create_task(emulator.call())
+        waiter = asyncio.create_task(emulator.call())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        in_service = next(f for f in emulator.active if f not in emulator.waiting)
+        loop.call_later(0.02, time.sleep, 0.1)  # the loop blocks past the deadline
+        await asyncio.sleep(0.06)  # due with the deadline, after it
+        emulator._served(in_service, clock.now())  # the slot goes to the waiter
+        answers = await asyncio.gather(served, waiter)
+        return answers, emulator.busy, len(emulator.log["wasted"])
+
+    answers, busy_after, wasted = asyncio.run(deadline())
+    # both past their deadline; the first was served (as waste), the waiter left ...
+    assert [a[0] for a in answers] == [TIMEOUT, TIMEOUT] and wasted == 1
+    assert busy_after == 0  # ... and passed the slot on: nothing holds it
