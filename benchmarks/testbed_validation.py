@@ -72,6 +72,9 @@ def main() -> None:
     parser.add_argument("--dilate", type=float, default=1.0)
     parser.add_argument("--duration", help="shorten the scenario (e.g. 12s)")
     parser.add_argument("--set", action="append", default=[], help="field=value, every arm")
+    parser.add_argument("--calibrate", action="store_true", help="simulate each arm with "
+                        "the turnaround its own real runs measured (herdsim testbed "
+                        "--calibrate)")
     parser.add_argument("--processes", type=int, default=2, help="worker processes")
     parser.add_argument("--out", help="keep every run directory here (default: deleted)")
     parser.add_argument("--markdown", help="write the agreement table here")
@@ -90,7 +93,7 @@ def main() -> None:
         for i, (name, changes) in enumerate(chosen):
             sc = load_scenario(args.scenario, {**common, **changes})
             done = testbed(sc, keep / f"arm-{i}", args.processes, runs=args.runs,
-                           dilate=args.dilate)
+                           dilate=args.dilate, calibrate_overhead=args.calibrate)
             row = _row(name, done)
             rows.append(row)
             print(_line(row), flush=True)
@@ -115,7 +118,8 @@ def _row(name: str, done) -> dict:
     valid = done.runs[done.runs["valid"]]
     row = {"arm": name, "runs": len(done.runs), "valid": len(valid),
            "lateness_p99_ms": float(done.runs["lateness_p99_ms"].median()),
-           "turnaround_ms": float(done.turnaround["turnaround"].mean() * 1e3)}
+           "turnaround_ms": float(done.turnaround["turnaround"].mean() * 1e3),
+           "overhead": done.overhead}
     for check in (*CHECKS, "state"):
         if check not in checks.index or f"{check}_real" not in done.runs:
             continue
@@ -175,6 +179,8 @@ def markdown(table: pd.DataFrame, args) -> str:
     lines.append(f"{sum(bool(v) for v in verdicts)} of {len(verdicts)} checks judged agree; "
                  f"{int(table['valid'].sum())} of {int(table['runs'].sum())} real runs valid "
                  f"(--runs {args.runs}, --dilate {args.dilate:g}"
+                 + (", --calibrate: each arm simulated with its own turnaround"
+                    if args.calibrate else "")
                  + (f", duration {args.duration}" if args.duration else "") + ").")
     return "\n".join(lines)
 

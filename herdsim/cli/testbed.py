@@ -90,8 +90,9 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
                 "reported in the scenario's units: less lateness on a loaded machine.")
             ] = 1.0,
             calibrate: Annotated[bool, typer.Option(
-                "--calibrate", help="Print the real per-attempt turnaround measured (every "
-                "run's, also in turnaround.csv) and the workers.attempt_overhead it fits.")
+                "--calibrate", help="Measure the real per-attempt turnaround (every run's, "
+                "also in turnaround.csv), simulate every seed with the "
+                "workers.attempt_overhead it fits, and print both.")
             ] = False,
             json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = "png",
             force: ForceOpt = False) -> None:
@@ -115,7 +116,8 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
         lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     try:
         done = testbed_run.testbed(sc, target, processes, formats, say, prometheus=prometheus,
-                                   source=source, force=force, runs=runs, dilate=dilate)
+                                   source=source, force=force, runs=runs, dilate=dilate,
+                                   calibrate_overhead=calibrate)
     except KeyboardInterrupt:
         err_console.print("interrupted: every testbed process stopped, nothing was written")
         raise typer.Exit(130) from None
@@ -128,7 +130,8 @@ def testbed(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 
         emit_json({**s, "testbed_runs": records(done.runs),
                    "testbed_checks": records(done.table.dropna(subset=["agrees"])),
-                   "testbed_judged": done.judged, "testbed_agrees": done.agrees})
+                   "testbed_judged": done.judged, "testbed_agrees": done.agrees,
+                   "testbed_simulated_overhead": done.overhead})
     elif not quiet:
         _print(done, sc, target)
     if calibrate and not json_:
@@ -186,10 +189,9 @@ def _print_turnaround(done) -> None:
 
     from herdsim.testbed import calibrate
 
-    attempts = done.turnaround[done.turnaround["valid"]]
-    which = "valid runs'"
-    if attempts.empty:
-        attempts, which = done.turnaround, "runs' (none valid: the machine's lateness is in it)"
+    attempts = calibrate.measured(done.turnaround)
+    which = ("valid runs'" if attempts["valid"].any()
+             else "runs' (none valid: the machine's lateness is in it)")
     table = Table(show_header=True, header_style="bold",
                   title=f"real per-attempt turnaround, every {which} attempt (ms)")
     rows = calibrate.summary(attempts)
@@ -199,13 +201,13 @@ def _print_turnaround(done) -> None:
     for row in rows.to_dict("records"):
         table.add_row(*(f"{v:,.3f}" if isinstance(v, float) else f"{v}" for v in row.values()))
     console.print(table)
-    fitted = calibrate.fit(attempts["turnaround"].to_numpy())
+    fitted = done.overhead  # the fit of these attempts, which the simulation was given
     if fitted is not None:
         means = rows.set_index(["attempts", "component"])["mean_ms"]
         mean = {which: ("none" if pd.isna(v := means[(which, "turnaround")]) else
                         f"{v:.2f} ms") for which in ("first tries", "retries")}
-        console.print("the simulation's model of it, one distribution for every attempt "
-                      f"(mean here: first tries {mean['first tries']}, retries "
+        console.print("the simulation above was given its fit, one distribution for every "
+                      f"attempt (mean here: first tries {mean['first tries']}, retries "
                       f"{mean['retries']}):\n"
                       + calibrate.snippet(fitted, len(attempts)), highlight=False,
                       soft_wrap=True, markup=False)

@@ -24,8 +24,13 @@ split.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+
+from herdsim.config.loading import load_scenario
+from herdsim.config.scenario import Scenario
 
 COMPONENTS = ("wake", "out", "back", "turnaround")
 QUANTILES = (0.5, 0.9, 0.99)
@@ -78,6 +83,18 @@ def fit(turnaround: np.ndarray) -> dict | None:
     return {"distribution": "lognormal",
             "mean": f"{np.format_float_positional(ms, trim='-')}ms",
             "sigma": min(MAX_SIGMA, max(MIN_SIGMA, round(sigma, 3)))}
+
+
+def measured(frame: pd.DataFrame) -> pd.DataFrame:
+    """The attempts of the valid runs (column ``valid``), or every run's when none was
+    valid (then the machine's lateness is in them)."""
+    valid = frame[frame["valid"]]
+    return frame if valid.empty else valid
+
+
+def given(scenario: Scenario, fitted: dict) -> Scenario:
+    """*scenario* with *fitted* as its ``workers.attempt_overhead``."""
+    return load_scenario(scenario.to_dict(), {"workers.attempt_overhead": json.dumps(fitted)})
 
 
 def snippet(fitted: dict, attempts: int) -> str:

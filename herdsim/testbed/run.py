@@ -67,6 +67,7 @@ class Testbed:
     runs: pd.DataFrame | None = None  # one row per run (agreement.per_run)
     judged: bool = False  # at least agreement.MIN_VALID (or every run) valid
     turnaround: pd.DataFrame | None = None  # every served attempt (calibrate.attempts)
+    overhead: dict | None = None  # calibrate: the attempt_overhead the simulation was given
 
     @property
     def agrees(self) -> bool:
@@ -79,7 +80,7 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
             formats: Sequence[str] = ("png",), say: Callable[[str], None] = lambda _: None,
             bound: float = timing.BOUND, prometheus: bool = False,
             source: str | None = None, force: bool = False, runs: int = 1,
-            dilate: float = 1.0) -> Testbed:
+            dilate: float = 1.0, calibrate_overhead: bool = False) -> Testbed:
     """Run *scenario* for real *runs* times (seeds ``seed``, ``seed + 1`` …) with its
     workers spread over *processes* worker processes, simulate each seed beside it, write
     the output directory *out* (the first run's, plus every run's row and the checks), and
@@ -90,7 +91,11 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     (:mod:`herdsim.testbed.live`); what it scraped is written to ``prometheus.json``. What
     the testbed does not run is refused first (:mod:`herdsim.testbed.emulates`), naming
     *source* (the scenario's file) or the scenario; its simulation beside it is checked
-    against the budget before anything starts (unless *force*)."""
+    against the budget before anything starts (unless *force*). With
+    *calibrate_overhead*, each seed is simulated after every real run, with
+    ``workers.attempt_overhead`` the lognormal fitted to the turnaround those runs
+    measured (their valid runs', or every run's when none was valid):
+    :func:`herdsim.testbed.calibrate.fit`."""
     check_supported(scenario, source=source)
     estimate.check([scenario], force=force)
     if not 1 <= runs <= MAX_RUNS:
@@ -104,25 +109,33 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
     count = scenario.workers.count
     assert count is not None  # check_supported refused open-loop callers
     processes = min(processes, count)
+    seeds = [scenario if i == 0 else scenario.model_copy(update={"seed": scenario.seed + i})
+             for i in range(runs)]
     reals, sims, scraped, turnarounds = [], [], None, []
-    for i in range(runs):
-        sc = scenario if i == 0 else scenario.model_copy(update={"seed": scenario.seed + i})
+    for i, sc in enumerate(seeds):
         if runs > 1:
             say(f"run {i + 1} of {runs} (seed {sc.seed})")
         real, got, turnaround = _once(sc, processes, say, bound, prometheus and i == 0,
                                       dilate)
         scraped = got if i == 0 else scraped
         turnarounds.append(turnaround.assign(seed=sc.seed, valid=real.summary["testbed_valid"]))
-        say("simulating the same scenario and seed…")
         reals.append(real)
-        with job_streams.active():  # each job's jitter drawn as the real workers draw it
-            sims.append(simulate(sc, force=True))  # checked above
+        if not calibrate_overhead:
+            sims.append(_simulate(sc, say))
+    attempts = pd.concat(turnarounds, ignore_index=True)
+    overhead = None
+    if calibrate_overhead:
+        overhead = calibrate.fit(calibrate.measured(attempts)["turnaround"].to_numpy())
+        if overhead is None:
+            raise TestbedError("--calibrate: the real runs served fewer than two attempts; "
+                               "there is no turnaround to fit")
+        say(f"simulating every seed with the turnaround measured: {overhead}")
+        sims = [_simulate(calibrate.given(sc, overhead), say) for sc in seeds]
     table = agreement.table(sims, reals)
     per_run = agreement.per_run(sims, reals)
     valid = int(per_run["valid"].sum())
     judged = valid >= min(agreement.MIN_VALID, runs)
     real, sim = reals[0], sims[0]
-    attempts = pd.concat(turnarounds, ignore_index=True)
 
     def extra(staging: Path) -> None:
         table.to_csv(staging / "sim_vs_real.csv", index=False)
@@ -136,11 +149,22 @@ def testbed(scenario: Scenario, out: str | Path, processes: int = 2,
                    f"(INVALID: {s['testbed_invalid_reason']})"))
         if dilate != 1:
             note += f", run {dilate:g}× slower (--dilate), shown in the scenario's time"
+        if overhead is not None:
+            note += (f"; simulated with the turnaround measured (lognormal, mean "
+                     f"{overhead['mean']}, sigma {overhead['sigma']:g})")
         sim_vs_real(scenario, sim.timeseries, real.timeseries, note).savefig(
             staging / "sim_vs_real.png")
 
     save_run(real, out, formats, extra)
-    return Testbed(real, sim, table, scraped, per_run, judged, attempts)
+    return Testbed(real, sim, table, scraped, per_run, judged, attempts, overhead)
+
+
+def _simulate(scenario: Scenario, say) -> Result:
+    """The simulation of one real run's scenario and seed, each job's jitter drawn as the
+    real workers draw it."""
+    say(f"simulating seed {scenario.seed}…")
+    with job_streams.active():
+        return simulate(scenario, force=True)  # checked before the real runs
 
 
 def _once(scenario: Scenario, processes: int, say, bound: float, prometheus: bool,

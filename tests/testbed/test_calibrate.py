@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,3 +78,24 @@ def test_the_printed_snippet_pasted_into_a_scenario_validates_as_the_fit(
     assert overhead.mean == pytest.approx(values.mean(), rel=5e-3)
     log_sd = float(np.log(values).std(ddof=1))
     assert overhead.sigma == pytest.approx(max(log_sd, calibrate.MIN_SIGMA), abs=1e-3)
+
+
+def test_measured_is_the_valid_runs_attempts_or_every_runs_when_none_was_valid():
+    frame = pd.DataFrame({"turnaround": [1.0, 2.0, 3.0], "valid": [True, False, True]})
+    assert calibrate.measured(frame)["turnaround"].tolist() == [1.0, 3.0]
+    none = frame.assign(valid=False)
+    assert calibrate.measured(none)["turnaround"].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_given_sets_the_fit_as_the_overhead_and_changes_nothing_else():
+    """The fitted overhead, as the scenario reads it; every other field as it was."""
+    sc = load_scenario(BUNDLED)
+    fitted = calibrate.fit(np.random.default_rng(3).lognormal(np.log(0.002), 0.8, 400))
+    out = calibrate.given(sc, fitted)
+    overhead = out.workers.attempt_overhead
+    assert (overhead.distribution, overhead.sigma) == ("lognormal", fitted["sigma"])
+    assert f"{overhead.mean * 1e3:.3g}ms" == fitted["mean"]
+    a, b = out.to_dict(), sc.to_dict()
+    del a["workers"]["attempt_overhead"]
+    b["workers"].pop("attempt_overhead", None)
+    assert a == b

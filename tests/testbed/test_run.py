@@ -36,7 +36,7 @@ from herdsim.config.loading import load_scenario
 from herdsim.errors import TestbedError
 from herdsim.outputs.compare_dir import load_outputs
 from herdsim.policies.durations import format_duration
-from herdsim.testbed import agreement
+from herdsim.testbed import agreement, calibrate
 from herdsim.testbed import run as testbed_run
 from herdsim.testbed.jobs import DELAYED, MAIN, WireJob, move_due
 from herdsim.testbed.processes import Fleet
@@ -167,11 +167,12 @@ def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_a
     record is in the scenario's (the producer pushed the simulation's own arrivals, so
     the same jobs at the same scenario times; every finish within the scenario's end),
     its breaker trips are logged (the simulation trips it too), and every served attempt
-    has its turnaround, each component >= 0 on the one clock."""
+    has its turnaround, each component >= 0 on the one clock. Calibrated, the simulation
+    beside it was given the fit of that turnaround (and nothing else changed)."""
     sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "testbed.yaml", {
         **SHORT, "breaker.enabled": True, "breaker.scope": "pool",
         "breaker.minimum_calls": 20, "breaker.open_duration": "500ms"})
-    done = testbed_run.testbed(sc, tmp_path / "real", dilate=2)
+    done = testbed_run.testbed(sc, tmp_path / "real", dilate=2, calibrate_overhead=True)
     s, sim = done.real.summary, done.sim.summary
     assert s["testbed_dilation"] == 2
     # its own wall time, as it ran (twice the scenario's, then the processes' exits), and
@@ -190,6 +191,16 @@ def test_a_dilated_real_run_reports_in_the_scenarios_units_with_its_turnaround_a
     assert len(t) >= s["attempts_total"] * 0.5
     assert (t[["wake", "out", "back"]] >= -1e-6).all().all()
     np.testing.assert_allclose(t["turnaround"], t["wake"] + t["out"] + t["back"])
+    fitted = calibrate.fit(calibrate.measured(t)["turnaround"].to_numpy())
+    assert done.overhead == fitted is not None
+    given = done.sim.scenario.workers.attempt_overhead
+    assert given.distribution == "lognormal" and given.sigma == fitted["sigma"]
+    assert f"{given.mean * 1e3:.3g}" == fitted["mean"].removesuffix("ms")
+    plain = done.sim.scenario.to_dict()
+    del plain["workers"]["attempt_overhead"]
+    ours = sc.to_dict()
+    ours["workers"].pop("attempt_overhead", None)
+    assert plain == ours
     assert leftovers() == []
 
 
