@@ -24,6 +24,7 @@ from herdsim.plots.style import (
     Figure,
     arm_styles,
     fitted,
+    outage_key,
     shade_outages,
     text_width,
     wide_size,
@@ -148,7 +149,7 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
             overview, over_edges = busiest_of(shown, edges)
             for target, part, at_edges in ((ax, overview, over_edges),
                                            (zoom, shown[i0:i1], edges[i0:i1 + 1])):
-                shade_outages(target, arm.scenario.outage_windows, shift)
+                shade_outages(target, arm.scenario, shift)
                 coarse.stairs(target, part, at_edges, baseline=0.1, fill=True, color=color,
                               alpha=0.45)
                 coarse.stairs(target, part, at_edges, baseline=None, color=color, lw=1.0)
@@ -182,7 +183,7 @@ def landing(c: Comparison, replication: int = 0) -> Figure:
                 if sc.workers.retry_mode == "requeue" else "")
         legend = ("; dashed: calls the healthy downstream serves in 10 ms"
                   if cap is not None else "")
-        grey = "; grey: outage" if sc.outage_windows else ""
+        grey = outage_key(sc)
         fig.suptitle(describe.heading(
             c, "when the retries land", replication,
             f"Retries landing per 10 ms (log scale; a retry lands when its sleep ends{mode})"

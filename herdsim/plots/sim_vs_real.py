@@ -41,7 +41,7 @@ def sim_vs_real(scenario: Scenario, sim: pd.DataFrame, real: pd.DataFrame,
         ax.set_ylabel("jobs waiting\n(queue + retries)")
         ax.set_xlabel("time (s)")
         for ax in axes:
-            shade_outages(ax, scenario.outage_windows)
+            shade_outages(ax, scenario)
         axes[0].legend(loc="upper right")
         fig.suptitle(f"{scenario.name}: simulated and real ({scenario.retry.strategy}, "
                      f"seed {scenario.seed}, {width * 1e3:g} ms bins)")

@@ -32,6 +32,9 @@ MIN_DELTA_E = 25.0  # CIELAB distance (ΔE*ab) two policies' colours keep apart 
 LINE_STYLES = ("-", "--", ":", "-.")
 CAPACITY_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 OUTAGE_STYLE = {"color": "0.55", "alpha": 0.3, "linewidth": 0}
+# an outage of one replica: the tier serves on, so hatched, not the whole tier's grey
+REPLICA_OUTAGE_STYLE = {"facecolor": "none", "edgecolor": "0.5", "hatch": "//",
+                        "linewidth": 0, "alpha": 0.6}
 WIDE = (16.0, 9.0)  # inches: a 16:9 slide
 STYLE: Any = {  # matplotlib rc settings (its stubs want literal keys)
     "font.size": 14,
@@ -221,7 +224,21 @@ def one(frame: pd.DataFrame, label: str, replication: int = 0) -> pd.DataFrame:
     return frame[(frame["arm"] == label) & (frame["replication"] == replication)]
 
 
-def shade_outages(ax, windows: list[tuple[float, float]], shift: float = 0.0) -> None:
-    """Grey spans over the outages (moved by *shift* seconds)."""
-    for start, end in windows:
-        ax.axvspan(start - shift, end - shift, **OUTAGE_STYLE)
+def shade_outages(ax, scenario, shift: float = 0.0) -> None:
+    """Grey spans over *scenario*'s outages of a whole tier, hatched ones over those of
+    one replica (moved by *shift* seconds)."""
+    for outage in scenario.all_outages:
+        style = OUTAGE_STYLE if outage.replica is None else REPLICA_OUTAGE_STYLE
+        ax.axvspan(outage.start - shift, outage.end - shift, **style)
+
+
+def outage_key(scenario) -> str:
+    """What the shading of :func:`shade_outages` means, for a figure's caption ("" without
+    an outage)."""
+    whole = any(o.replica is None for o in scenario.all_outages)
+    hit = sorted({o.replica for o in scenario.all_outages if o.replica is not None})
+    parts = ["grey: outage"] if whole else []
+    if hit:
+        which = ", ".join(str(r) for r in hit)
+        parts.append(f"hatched: replica{'s' if len(hit) > 1 else ''} {which} out")
+    return "".join(f"; {part}" for part in parts)

@@ -24,6 +24,7 @@ from herdsim.plots.style import (
     fitted,
     legend_columns,
     one,
+    outage_key,
     shade_outages,
     text_width,
     wide_size,
@@ -144,12 +145,12 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         capacity = describe.capacity(base)
         cap_text = ("" if capacity is None else
                     "; dashed: what capacity serves in that window")
-        grey = "; grey: outage" if base.outage_windows else ""
+        grey = outage_key(base)
         shared = ("" if n == 1 else ", on one shared logarithmic scale" if scale[1]
                   else ", on one shared scale")
         explain = f"{'Rows' if n > 1 else 'Top row'}: downstream {what}{shared}{cap_text}{grey}"
         for ax in [*rows, *panels.values()]:
-            shade_outages(ax, base.outage_windows)
+            shade_outages(ax, base)
             ax.tick_params(labelbottom=False)
         _draw_arms(panels, c, styles, names, replication)
         ax = panels["success"]

@@ -8,7 +8,7 @@ import pytest
 from conftest import SCENARIOS
 
 import herdsim
-from herdsim.plots import replicas
+from herdsim.plots import replicas, style
 from herdsim.plots.timeline import timeline
 
 
@@ -67,3 +67,20 @@ def test_a_services_fleet_gets_the_strip():
     ts = c.timeseries
     expected = sum(ts[f"db_replica{i}_calls"].sum() for i in range(3)) / c.scenario.bin
     assert float(rates.sum()) == pytest.approx(expected)
+
+
+def test_an_outage_of_one_replica_is_hatched_not_the_whole_tiers_grey(fleet):
+    """The fleet stays up while replica 3 is out: every panel hatches its window and the
+    caption says which replica; an outage of the whole tier stays grey and is named so."""
+    fig = timeline(fleet)
+    spans = [p for ax in fig.axes for p in ax.patches if p.get_hatch()]
+    assert spans and all(p.get_hatch() == "//" for p in spans)
+    text = " ".join(fig._suptitle.get_text().split())  # as read, line breaks aside
+    assert "hatched: replica 3 out" in text and "grey: outage" not in text
+    whole = herdsim.load_scenario(SCENARIOS / "fleet.yaml", {
+        "duration": "40s", "downstream.outages.0.duration": "20s",
+        "downstream.outages.0.replica": None})
+    assert style.outage_key(whole) == "; grey: outage"
+    both = whole.model_copy(update={"downstream": whole.downstream.model_copy(update={
+        "outages": [*whole.downstream.outages, *fleet.arms[0].scenario.downstream.outages]})})
+    assert style.outage_key(both) == "; grey: outage; hatched: replica 3 out"
