@@ -24,7 +24,7 @@ from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.hand import hand
 from herdsim.model.kernel import Environment, Runner
-from herdsim.model.late import make_late_run_job
+from herdsim.model.late import LateAnswers
 from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
 from herdsim.model.recorder import MERGED, Recorder
 from herdsim.model.scaling import Pool, autoscaler
@@ -158,8 +158,8 @@ class Simulation:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
         self.overhead = overhead_draws(scenario.workers.attempt_overhead, rngs["overhead"])
-        self.run_job = make_late_run_job(self) if scenario.retry.late_answers \
-            else make_run_job(self)
+        self.run_job = make_run_job(self, LateAnswers(self) if scenario.retry.late_answers
+                                    else None)
         if per_job is not None:  # the testbed's comparison: service times per job too
             job_streams.serve_per_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
