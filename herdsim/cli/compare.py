@@ -17,6 +17,7 @@ from herdsim.cli.app import (
     FormatOpt,
     JsonOpt,
     OutOpt,
+    ProcessesOpt,
     PrometheusOpt,
     QuietOpt,
     ScenarioArg,
@@ -61,9 +62,7 @@ def compare(
     ] = 1,
     out: OutOpt = None, fmt: FormatOpt = FORMAT,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html.")] = False,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
-        show_default=False)] = None,
+    processes: ProcessesOpt = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False, explain: ExplainOpt = False,
     timings: TimingsOpt = False,
