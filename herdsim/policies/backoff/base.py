@@ -14,9 +14,11 @@ simulated time is refused (see docs/model.md, "Zero-wait retries"). ``None`` (th
 default) claims nothing; the built-ins never sleep exactly zero (full jitter's U(0, v)
 is zero with probability 0).
 
-Built-ins with a closed form implement ``cdf(x, attempt, prev)`` (the distribution of one
-sleep, vectorised with numpy broadcasting); tests check the draws against it and plots
-overlay it. ``decorrelated_jitter_v2`` has none (its sleep depends on the previous draw).
+Built-ins and library schedules with a closed form implement ``cdf(x, attempt, prev)``
+(the distribution of one sleep, vectorised with numpy broadcasting); tests check the
+draws against it and plots overlay it. ``decorrelated_jitter_v2`` has none (its sleep
+depends on the previous draw), and ``decorrelated_jitter``'s is one given the previous
+sleep only: neither has a distribution per retry alone, so neither has a ``fluid`` form.
 
 Like a family's member (:mod:`herdsim.policies.family`), a strategy declares whether it
 keeps the workers' fast path (``fast_path``: every one does, the sleep is drawn in either
@@ -94,4 +96,47 @@ def _uniform_cdf(x, lo, hi):
     inside = np.clip((x - lo) / width, 0.0, 1.0)
     return np.where(hi > lo, inside, (x >= lo).astype(float))
 
+
+class Ladder:
+    """A schedule's intervals by attempt, ``v_0 = first``, ``v_(a+1) = step(v_a)``, kept as
+    they are first asked for: the same arithmetic for a sleep (:meth:`at`) and for the
+    distribution over many attempts (:meth:`many`). Growth stops where the step settles
+    (``step(v) == v``: the cap), else at the largest attempt asked for."""
+
+    __slots__ = ("values", "step", "settled")
+
+    def __init__(self, first: float, step):
+        self.values, self.step, self.settled = [first], step, False
+
+    def at(self, attempt: int) -> float:
+        """``v_attempt``."""
+        values = self.values
+        while attempt >= len(values) and not self.settled:
+            nxt = self.step(values[-1])
+            if nxt == values[-1]:
+                self.settled = True
+            else:
+                values.append(nxt)
+        return values[min(attempt, len(values) - 1)]
+
+    def many(self, attempt) -> np.ndarray:
+        """``v`` at each of *attempt* (an integer array)."""
+        attempt = np.asarray(attempt, dtype=np.int64)
+        if attempt.size:
+            self.at(int(attempt.max()))
+        return np.asarray(self.values, dtype=float)[np.minimum(attempt, len(self.values) - 1)]
+
+
+def _atoms_at_most(x, count, atom, guess):
+    """P(``atom(K)`` <= *x*) for K uniform on the whole numbers ``0 .. count - 1``:
+    *atom* the sleep K gives, computed as the sampler computes it (monotone in K), and
+    *guess* a whole number within one of the largest K with ``atom(K) <= x``, corrected
+    here so that a sleep's own value counts at its atom."""
+    return np.clip(_whole_at_most(x, atom, guess) + 1, 0, count) / count
+
+
+def _whole_at_most(x, atom, guess):
+    """The largest whole number K with ``atom(K) <= x``, from *guess* within one of it."""
+    k = np.asarray(guess, dtype=float)
+    return k + (atom(k + 1) <= x) - (atom(k) > x)
 
