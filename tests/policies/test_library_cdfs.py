@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from herdsim.policies.backoff import registry
+from herdsim.policies.backoff.base import Ladder
 
 ALPHA = 0.001
 N_DRAWS = 2000
@@ -115,3 +118,29 @@ def test_a_ks_distance_taken_exactly_catches_a_cdf_one_step_off():
     draws = np.array([strategy.sleep(0, 0.025, rng) for _ in range(N_DRAWS)])
     assert ks_pvalue(draws, lambda x: strategy.cdf(x, 1, 0.025)) < ALPHA
     assert ks_pvalue(draws, lambda x: strategy.cdf(x - 0.001, 0, 0.025)) < ALPHA
+
+
+class ShortLadder(Ladder):
+    KEPT = 8  # so that walking past what is kept is exercised
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.floats(1.0, 3.0), cap=st.floats(0.5, 1e4),
+       attempts=st.lists(st.integers(0, 60), min_size=1, max_size=12))
+def test_a_ladder_is_its_recurrence_walked_from_the_start(m, cap, attempts):
+    """Envoy's, cenkalti's and gRPC's intervals come from a Ladder: at any attempt, and
+    past what it keeps, it equals the loop the libraries write (cenkalti's recurrence)."""
+    def step(v):
+        return cap if v >= cap / m else v * m
+
+    def walked(a):
+        v = 0.5
+        for _ in range(a):
+            v = step(v)
+        return v
+
+    for ladder in (Ladder(0.5, step), ShortLadder(0.5, step)):
+        assert [ladder.at(a) for a in attempts] == [walked(a) for a in attempts]
+        many = ladder.many(np.array(attempts)[None, :])
+        assert many.shape == (1, len(attempts))
+        assert many[0].tolist() == [walked(a) for a in attempts]

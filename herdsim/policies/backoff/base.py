@@ -101,30 +101,46 @@ class Ladder:
     """A schedule's intervals by attempt, ``v_0 = first``, ``v_(a+1) = step(v_a)``, kept as
     they are first asked for: the same arithmetic for a sleep (:meth:`at`) and for the
     distribution over many attempts (:meth:`many`). Growth stops where the step settles
-    (``step(v) == v``: the cap), else at the largest attempt asked for."""
+    (``step(v) == v``: the cap); at most ``KEPT`` values are kept, and one further out
+    (a multiplier barely above 1, a huge attempt) is walked to each time, as a loop
+    would, without keeping it."""
 
     __slots__ = ("values", "step", "settled")
+    KEPT = 1 << 16
 
     def __init__(self, first: float, step):
         self.values, self.step, self.settled = [first], step, False
 
     def at(self, attempt: int) -> float:
         """``v_attempt``."""
-        values = self.values
-        while attempt >= len(values) and not self.settled:
-            nxt = self.step(values[-1])
+        values, step = self.values, self.step
+        while attempt >= len(values) and not self.settled and len(values) < self.KEPT:
+            nxt = step(values[-1])
             if nxt == values[-1]:
                 self.settled = True
             else:
                 values.append(nxt)
-        return values[min(attempt, len(values) - 1)]
+        if attempt < len(values) or self.settled:
+            return values[min(attempt, len(values) - 1)]
+        value = values[-1]
+        for _ in range(attempt - len(values) + 1):
+            nxt = step(value)
+            if nxt == value:
+                break
+            value = nxt
+        return value
 
     def many(self, attempt) -> np.ndarray:
         """``v`` at each of *attempt* (an integer array)."""
         attempt = np.asarray(attempt, dtype=np.int64)
-        if attempt.size:
-            self.at(int(attempt.max()))
-        return np.asarray(self.values, dtype=float)[np.minimum(attempt, len(self.values) - 1)]
+        top = int(attempt.max()) if attempt.size else 0
+        self.at(top)
+        if self.settled or top < len(self.values):
+            kept = np.asarray(self.values, dtype=float)
+            return kept[np.minimum(attempt, kept.size - 1)]
+        unique, where = np.unique(attempt, return_inverse=True)
+        return np.array([self.at(int(a)) for a in unique], dtype=float)[where].reshape(
+            attempt.shape)
 
 
 def _atoms_at_most(x, count, atom, guess):
