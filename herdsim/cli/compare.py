@@ -37,7 +37,7 @@ from herdsim.cli.app import (
     parse_vary,
     safe,
 )
-from herdsim.cli.outputs import report_export
+from herdsim.cli.outputs import metrics_beside
 from herdsim.cli.timings import TimingsOpt
 from herdsim.errors import UsageError
 from herdsim.system import heap
@@ -124,12 +124,7 @@ def compare(
                 f"outputs: [bold]{safe(target)}[/] (tables and figures written in "
                 f"{saved:.1f} s)", soft_wrap=True)
     if prometheus:
-        from herdsim.outputs import openmetrics
-
-        with clock.phase("export metrics.om"):
-            exported = openmetrics.export(target)
-        if not (quiet or json_):
-            report_export(exported)
+        metrics_beside(target, say=not (quiet or json_))
     if timings:
         report_timings()
     summaries = {row["arm"]: row for row in comparison.to_json()["arms"]}
