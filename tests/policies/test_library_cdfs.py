@@ -144,3 +144,17 @@ def test_a_ladder_is_its_recurrence_walked_from_the_start(m, cap, attempts):
         many = ladder.many(np.array(attempts)[None, :])
         assert many.shape == (1, len(attempts))
         assert many[0].tolist() == [walked(a) for a in attempts]
+
+
+@pytest.mark.parametrize("name", ["envoy", "cenkalti", "grpc_connect"])
+def test_a_schedule_with_a_ladder_pickles_and_draws_the_same(name):
+    """A strategy crosses process boundaries (pickle) and is copied: its intervals'
+    ladder goes with it, mid-growth, and the copy draws the same sleeps."""
+    import pickle
+
+    strategy = registry.build(name, 0.1, 10.0, {})
+    strategy.sleep(3, 0.1, np.random.default_rng(1))  # the ladder part-grown
+    copy = pickle.loads(pickle.dumps(strategy))
+    first, second = np.random.default_rng(2), np.random.default_rng(2)
+    assert [strategy.sleep(a, 0.1, first) for a in range(40)] == \
+        [copy.sleep(a, 0.1, second) for a in range(40)]

@@ -101,8 +101,10 @@ class Envoy(Strategy):
         super().__init__(base, cap)
         self.base_ms = max(1, round(self.base * 1000))
         self.max_ms = max(self.base_ms, round(self.cap * 1000))
-        limit = self.max_ms // 2
-        self.intervals = Ladder(self.base_ms, lambda i: self.max_ms if i >= limit else i * 2)
+        self.intervals = Ladder(self.base_ms, self._next_interval)
+
+    def _next_interval(self, interval: int) -> int:
+        return self.max_ms if interval >= self.max_ms // 2 else interval * 2
 
     def sleep(self, attempt, prev, rng):
         return int(rng.integers(0, self.intervals.at(attempt))) / 1000.0
@@ -128,8 +130,11 @@ class GrpcConnect(Strategy):
             raise ValueError("multiplier must be >= 1 and jitter in [0, 1)")
         self.multiplier = float(multiplier)
         self.jitter = float(jitter)
-        # grpc-go multiplies while below the cap, then caps
-        self.backoffs = Ladder(self.base, lambda b: b * self.multiplier if b < self.cap else b)
+        self.backoffs = Ladder(self.base, self._next_backoff)
+
+    def _next_backoff(self, backoff: float) -> float:
+        """grpc-go multiplies while below the cap (then caps, in ``sleep``)."""
+        return backoff * self.multiplier if backoff < self.cap else backoff
 
     def sleep(self, attempt, prev, rng):
         if attempt == 0:
@@ -160,8 +165,10 @@ class Cenkalti(Strategy):
             raise ValueError("multiplier must be > 1 and randomization in [0, 1)")
         self.multiplier = float(multiplier)
         self.randomization = float(randomization)
-        self.intervals = Ladder(self.base, lambda i: self.cap if i >= self.cap / self.multiplier
-                                else i * self.multiplier)
+        self.intervals = Ladder(self.base, self._next_interval)
+
+    def _next_interval(self, interval: float) -> float:
+        return self.cap if interval >= self.cap / self.multiplier else interval * self.multiplier
 
     def sleep(self, attempt, prev, rng):
         current = self.intervals.at(attempt)
