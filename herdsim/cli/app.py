@@ -256,6 +256,15 @@ VaryOpt = Annotated[list[str] | None, typer.Option(
     help="Try several values of a field: --vary breaker.enabled=false,true "
                    "(repeatable; arms are every strategy or preset x every combination; "
                    "without --strategies or --presets, the scenario's own strategy alone).")]
+ProcessesOpt = Annotated[int | None, typer.Option(
+    "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
+    show_default=False)]
+SchedulerOpt = Annotated[str | None, typer.Option(
+    "--scheduler", envvar="HERDSIM_SCHEDULER", metavar="ADDRESS",
+    help="Run on Dask: tcp://HOST:8786, or 'local' for a LocalCluster.")]
+LocalProcessesOpt = Annotated[int | None, typer.Option(  # beside --scheduler
+    "--processes", min=1, metavar="N",
+    help="Local processes (default: every core; 1 = serial).", show_default=False)]
 FORMAT = "png"  # the one default of every command that draws figures
 FormatOpt = Annotated[str, typer.Option(
     "--format", metavar="FORMATS", help="Figure formats, comma-separated: png, svg, pdf.")]

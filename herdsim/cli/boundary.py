@@ -10,7 +10,9 @@ import typer
 from herdsim.cli.app import (
     ForceOpt,
     JsonOpt,
+    LocalProcessesOpt,
     ScenarioArg,
+    SchedulerOpt,
     SetOpt,
     app,
     console,
@@ -41,12 +43,7 @@ def boundary_command(
     out: Annotated[Path | None, typer.Option(
         "--out", metavar="DIR", help="Where the safe-operating figure goes (default "
                                      "runs/<name>-boundary).", show_default=False)] = None,
-    scheduler: Annotated[str | None, typer.Option(
-        "--scheduler", envvar="HERDSIM_SCHEDULER", metavar="ADDRESS",
-        help="Run on Dask: tcp://HOST:8786, or 'local' for a LocalCluster.")] = None,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, metavar="N",
-        help="Local processes (default: every core; 1 = serial).", show_default=False)] = None,
+    scheduler: SchedulerOpt = None, processes: LocalProcessesOpt = None,
     sweep_map: Annotated[Path | None, typer.Option(
         "--map", metavar="SWEEP_DIR",
         help="With two --find paths: also draw the curve over this sweep's map (its axes "

@@ -17,6 +17,7 @@ from herdsim.cli.app import (
     FormatOpt,
     JsonOpt,
     OutOpt,
+    ProcessesOpt,
     PrometheusOpt,
     QuietOpt,
     ScenarioArg,
@@ -36,7 +37,7 @@ from herdsim.cli.app import (
     parse_vary,
     safe,
 )
-from herdsim.cli.outputs import report_export
+from herdsim.cli.outputs import metrics_beside
 from herdsim.cli.timings import TimingsOpt
 from herdsim.errors import UsageError
 from herdsim.system import heap
@@ -61,9 +62,7 @@ def compare(
     ] = 1,
     out: OutOpt = None, fmt: FormatOpt = FORMAT,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html.")] = False,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
-        show_default=False)] = None,
+    processes: ProcessesOpt = None,
     prometheus: PrometheusOpt = False, json_: JsonOpt = False, quiet: QuietOpt = False,
     fail_if: FailIfOpt = None, force: ForceOpt = False, explain: ExplainOpt = False,
     timings: TimingsOpt = False,
@@ -125,12 +124,7 @@ def compare(
                 f"outputs: [bold]{safe(target)}[/] (tables and figures written in "
                 f"{saved:.1f} s)", soft_wrap=True)
     if prometheus:
-        from herdsim.outputs import openmetrics
-
-        with clock.phase("export metrics.om"):
-            exported = openmetrics.export(target)
-        if not (quiet or json_):
-            report_export(exported)
+        metrics_beside(target, say=not (quiet or json_))
     if timings:
         report_timings()
     summaries = {row["arm"]: row for row in comparison.to_json()["arms"]}

@@ -127,6 +127,18 @@ def report_export(exported: openmetrics.Export) -> None:
                   f"&to={exported.end * 1000:.0f}", highlight=False, soft_wrap=True)
 
 
+def metrics_beside(target: Path, say: bool) -> None:
+    """``--prometheus`` of run and compare: *target*'s metrics.om written (a phase of
+    ``--timings``), and what was written said when *say*."""
+    from herdsim.outputs import openmetrics
+    from herdsim.system import timings as clock
+
+    with clock.phase("export metrics.om"):
+        exported = openmetrics.export(target)
+    if say:
+        report_export(exported)
+
+
 @export_app.command("prometheus")
 def export_prometheus(
     directory: RunDirArg, out: Annotated[Path | None, typer.Option(

@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 
 from herdsim.cli import complete
-from herdsim.cli.app import OutOpt, SetOpt, app, console, output_dir, parse_sets, safe
+from herdsim.cli.app import OutOpt, ProcessesOpt, SetOpt, app, console, output_dir, parse_sets, safe
 from herdsim.errors import UsageError
 
 
@@ -24,9 +24,7 @@ def reproduce_command(
         show_default=False)
     ] = None,
     out: OutOpt = None,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, metavar="N", help="Parallel processes (default: all cores).",
-        show_default=False)] = None,
+    processes: ProcessesOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Rerun a published experiment: print its table, write CSV and figure to --out.

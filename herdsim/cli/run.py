@@ -33,7 +33,7 @@ from herdsim.cli.app import (
     safe,
 )
 from herdsim.cli.class_table import class_table
-from herdsim.cli.outputs import report_export
+from herdsim.cli.outputs import metrics_beside
 from herdsim.cli.progress import SimProgress
 from herdsim.cli.replica_table import replica_tables
 from herdsim.cli.timings import TimingsOpt
@@ -89,12 +89,7 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             (err_console if json_ else console).print(f"outputs: [bold]{safe(target)}[/]",
                                                       soft_wrap=True)
     if prometheus:
-        from herdsim.outputs import openmetrics
-
-        with clock.phase("export metrics.om"):
-            exported = openmetrics.export(target)
-        if not (quiet or json_):
-            report_export(exported)
+        metrics_beside(target, say=not (quiet or json_))
     if timings:
         report()
     gate(gate_rules.failing(conditions, {sc.name: result.summary}))

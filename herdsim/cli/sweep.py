@@ -13,8 +13,10 @@ from herdsim.cli.app import (
     FailIfOpt,
     ForceOpt,
     JsonOpt,
+    LocalProcessesOpt,
     QuietOpt,
     ScenarioArg,
+    SchedulerOpt,
     SetOpt,
     app,
     console,
@@ -57,12 +59,7 @@ def sweep_command(
         "--out", metavar="DIR", help="Output directory; the same command resumes it "
                                      "(default runs/<name>-sweep-<digest>).",
         show_default=False)] = None,
-    scheduler: Annotated[str | None, typer.Option(
-        "--scheduler", envvar="HERDSIM_SCHEDULER", metavar="ADDRESS",
-        help="Run on Dask: tcp://HOST:8786, or 'local' for a LocalCluster.")] = None,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", min=1, metavar="N",
-        help="Local processes (default: every core; 1 = serial).", show_default=False)] = None,
+    scheduler: SchedulerOpt = None, processes: LocalProcessesOpt = None,
     draw_map: Annotated[bool, typer.Option(
         "--map", help="Draw the metastability map to DIR/map.png.")] = False,
     json_: JsonOpt = False, quiet: QuietOpt = False, fail_if: FailIfOpt = None,

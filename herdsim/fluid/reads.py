@@ -54,8 +54,10 @@ READS: dict[str, tuple[Rule, str]] = {
     "downstream.model": (lambda v, sc: v == "queue", "the {} downstream model"),
     "downstream.retry_after": (lambda v, sc: isinstance(v, (int, float)),
                                "the rate limiter's own Retry-After ({})"),
-    "retry.strategy": (_strategy, "the {} strategy (no fluid form, or no cdf of its sleeps "
-                                  "for the model to read)"),
+    "retry.strategy": (_strategy, "the {} backoff strategy: it has no distribution of one "
+                                  "sleep per retry (a fluid form and its cdf) for the model "
+                                  "to read; a decorrelated jitter's sleep depends on the "
+                                  "previous one"),
     "retry.params": (_strategy, "params {} of a strategy the model cannot read"),
 }
 

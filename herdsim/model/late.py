@@ -11,25 +11,25 @@ to the server (the caller stays with it until it ends, then stops, without retry
 job that already ended (succeeded, gave up) ignores the answer. Each job completed so
 is counted in the ``late_answers`` series.
 
-This is its own loop, :func:`make_late_run_job` (``run_job`` with these steps), chosen
-when the run is built: the plain loops and ``run_job`` gain nothing. A call is sent on
-behalf of an :class:`Attempt` (the job and its process), so the end of wasted work finds
-its job; the at-start service's end-of-waste callback is wrapped once, at build time.
+The general loop (:func:`herdsim.model.worker.make_run_job`) is built with a
+:class:`LateAnswers` hook when the scenario asks for them: the plain loops never hear of
+them. A call is sent on behalf of an :class:`Attempt` (the job and its process), so the
+end of wasted work finds its job; the at-start service's end-of-waste callback is wrapped
+once, at build time.
 The guards (breaker, budget, client limiter) do not hear a late answer, and an error
 outage draws no 500 for one: the answer is a success (a poison job's is not).
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from simpy import Interrupt
 
-from herdsim.model.calls import OK
 from herdsim.model.downstream.service import AtStart
 from herdsim.model.recorder import SUCCEEDED
-from herdsim.model.worker import Stall, acquiring, make_guards
-from herdsim.policies.attempt import RetryHooks, heard_step, retry_step
+from herdsim.model.worker import make_retry
 
 if TYPE_CHECKING:
     from herdsim.model.worker import Loops
@@ -51,114 +51,59 @@ class Attempt:
         self.proc.interrupt(cause)
 
 
-def make_late_run_job(sim: Loops):
-    """``run_job(job, gate)`` that hears late answers (see the module docstring), and the
-    hook that delivers them, wired into the downstream's service."""
-    env, timeout = sim.env, sim.env.timeout
-    downstream = sim.downstream
-    call, settle = downstream.call, downstream.finish
-    client_timeout = sim.scenario.downstream.timeout
-    in_hand, finish, give_up = sim.in_hand, sim.finish, sim.give_up
-    rec, guards = sim.recorder, make_guards(sim)
-    short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
-    late_count = rec.counter("late_answers").append
-    record_sleep = rec.record_sleep
-    breaker_cfg = sim.scenario.breaker
-    retries_only, open_loop = breaker_cfg.retries_only, sim.scenario.workers.count is None
-    overhead = sim.overhead  # what an attempt costs the client: a draw (None: nothing)
-    heard = heard_step(breaker_cfg.slow_call_threshold, sim.retry_rules.throttling)
-    held: dict[int, tuple[float, int, int, float]] = {}  # job id -> its retry's sleep row
-    answered: set[Any] = set()  # jobs held whose late answer came
-    sleeping: dict[Any, Any] = {}  # job -> the process sleeping before its retry
+class LateAnswers:
+    """The hook :func:`herdsim.model.worker.make_run_job` is built with to hear late
+    answers, wired into the downstream's
+    service: the jobs answered, who a call is for, the retry step that holds a sleep's
+    row until the retry leaves, and the sleep a late answer cuts short."""
 
-    def hold(now: float, job_id: int, n: int, pause: float) -> None:
-        held[job_id] = (now, job_id, n, pause)
+    def __init__(self, sim: Loops):
+        rec = sim.recorder
+        self.in_hand, self.finish = sim.in_hand, sim.finish
+        self.count = rec.counter("late_answers").append
+        self.record_sleep = rec.record_sleep
+        self.timeout = sim.env.timeout
+        self.held: dict[int, tuple[float, int, int, float]] = {}  # job id -> its sleep row
+        self.answered: set[Any] = set()  # jobs held whose late answer came
+        self.sleeping: dict[Any, Any] = {}  # job -> the process sleeping before its retry
+        self.retry = make_retry(sim, sim.give_up, self.hold)
+        downstream = sim.downstream
+        for pool in getattr(downstream, "replicas", [downstream]):  # a fleet: each replica's
+            wrap_wasted(pool.service, pool, self.late)
 
-    retry = retry_step(sim.retry_rules, RetryHooks(give_up, hold, budget_refused, downstream))
+    def hold(self, now: float, job_id: int, n: int, pause: float) -> None:
+        """Keep a retry's sleep row until the retry leaves."""
+        self.held[job_id] = (now, job_id, n, pause)
 
-    def late(c, now: float) -> None:
+    def caller(self, job: Any, proc: Any) -> Attempt:
+        """Who *job*'s calls are made for."""
+        return Attempt(job, proc)
+
+    def late(self, c: Any, now: float) -> None:
         """The server finished *c*, a call its client had given up on."""
         job = c.proc.job
-        if job.poison or job not in in_hand or job in answered:
+        if job.poison or job not in self.in_hand or job in self.answered:
             return
-        answered.add(job)
-        late_count(now)
-        held.pop(job.id, None)
-        finish(job, now, SUCCEEDED)
-        in_hand.discard(job)  # ended (its process may wait on its last call a while)
-        proc = sleeping.pop(job, None)
+        self.answered.add(job)
+        self.count(now)
+        self.held.pop(job.id, None)
+        self.finish(job, now, SUCCEEDED)
+        self.in_hand.discard(job)  # ended (its process may wait on its last call a while)
+        proc = self.sleeping.pop(job, None)
         if proc is not None:
             proc.interrupt(LATE)
 
-    for pool in getattr(downstream, "replicas", [downstream]):  # a fleet: each replica's
-        wrap_wasted(pool.service, pool, late)
-
-    def run_job(job, gate):
-        proc, budget, gate, limiter = guards(gate)
-        gates_calls = budget is not None and budget.gates_calls
-        breaker = gate.breaker if gate is not None else None
-        attempt = Attempt(job, proc)
-        in_hand.add(job)
-        stall = Stall()
-        while True:
-            if job in answered:  # its answer came while the breaker held it
-                break
-            now = env.now
-            if gates_calls and not budget.allow_call(now, not job.retries):
-                budget_refused(now)
-                give_up(job, now)
-                break
-            if breaker is not None and (not retries_only or job.attempts) \
-                    and not breaker.permit(now):
-                short_circuited(now)
-                if retries_only:
-                    give_up(job, now)
-                    break
-                if not open_loop:  # a queue worker holding a job waits (sleep mode)
-                    yield from gate.wait_jittered()  # type: ignore[union-attr]
-                    continue
-                outcome = None  # an open-loop caller sees a failed call
-            else:
-                if limiter is not None and limiter.enabled:
-                    yield from acquiring(limiter, env, timeout)
-                if overhead is not None:
-                    yield timeout(overhead())
-                    now = env.now
-                if job in answered:  # its answer came while the client waited to send
-                    break
-                job.attempts += 1
-                outcome = call(attempt, client_timeout)
-                if outcome.__class__ is not int:
-                    try:
-                        outcome = settle(outcome, (yield outcome.event))
-                    except Interrupt as failure:
-                        outcome = failure.cause
-                if job in answered:  # an earlier attempt's answer completed it meanwhile
-                    break
-                failed = outcome != OK or job.poison
-                started, now = now, env.now
-                heard(job, started, now, outcome, failed, breaker, limiter, budget)
-                if not failed:
-                    finish(job, now, SUCCEEDED)
-                    break
-            pause = retry(job, now, outcome, budget)
-            if pause is None:
-                break
-            stall.check(job, now)
-            sim.sleeping += 1
-            sleeping[job] = proc
-            try:
-                yield timeout(pause)
-            except Interrupt:  # its late answer came: the retry is not sent
-                sim.sleeping -= 1
-                break
-            del sleeping[job]
-            sim.sleeping -= 1
-            record_sleep(*held.pop(job.id))
-        in_hand.discard(job)
-        answered.discard(job)
-
-    return run_job
+    def sleep(self, job: Any, proc: Any, pause: float) -> Generator[Any, Any, bool]:
+        """Sleep *pause* before *job*'s retry; True when its late answer came meanwhile
+        (the retry is not sent and its sleep row never written)."""
+        self.sleeping[job] = proc
+        try:
+            yield self.timeout(pause)
+        except Interrupt:
+            return True
+        del self.sleeping[job]
+        self.record_sleep(*self.held.pop(job.id))
+        return False
 
 
 def wrap_wasted(service: Any, downstream: Any, late) -> None:

@@ -24,11 +24,11 @@ from herdsim.model.finished import Finished
 from herdsim.model.gates import BreakerGate, BreakerStats
 from herdsim.model.hand import hand
 from herdsim.model.kernel import Environment, Runner
-from herdsim.model.late import make_late_run_job
+from herdsim.model.late import LateAnswers
 from herdsim.model.queues import DelayedQueue, JobQueue, KeyedDelayedQueue, KeyedQueue
 from herdsim.model.recorder import MERGED, Recorder
 from herdsim.model.scaling import Pool, autoscaler
-from herdsim.model.streams import Draws, draws, generators
+from herdsim.model.streams import Draws, draws, generators, server_draws, uniform
 from herdsim.model.worker import (
     Frozen,
     make_finish,
@@ -93,7 +93,7 @@ class Simulation:
         self.progress = progress
         self.env = env = Environment()
         rngs = generators(scenario.seed)
-        self._poison_draw = draws(lambda n: rngs["poison"].random(n))
+        self._poison_draw = uniform(rngs["poison"])
         per_job = job_streams.streams_for(scenario.seed)  # the testbed's comparison only
         self.retry_rules = RetryRules.of(
             scenario.retry, per_job.generator() if per_job else rngs["strategy"])
@@ -136,8 +136,8 @@ class Simulation:
         self._base = scenario.retry.base
         self._job_class = Job  # an open-loop plain caller's job is its own caller
         self.n_bins = max(1, math.ceil(scenario.duration / scenario.bin - 1e-9))
-        self._budget_draw = draws(lambda n: rngs["budget"].random(n))
-        self._breaker_draw = draws(lambda n: rngs["breaker"].random(n))
+        self._budget_draw = uniform(rngs["budget"])
+        self._breaker_draw = uniform(rngs["breaker"])
         self._budgets: dict = {}
         self._limiters: dict = {}
         self.breaker_stats = BreakerStats()
@@ -158,8 +158,8 @@ class Simulation:
             self.finish, self.give_up, self.retry = make_keyed(self)
         self.hedged = hedging.for_workers(self) if scenario.hedging is not None else None
         self.overhead = overhead_draws(scenario.workers.attempt_overhead, rngs["overhead"])
-        self.run_job = make_late_run_job(self) if scenario.retry.late_answers \
-            else make_run_job(self)
+        self.run_job = make_run_job(self, LateAnswers(self) if scenario.retry.late_answers
+                                    else None)
         if per_job is not None:  # the testbed's comparison: service times per job too
             job_streams.serve_per_job(self)
         self.pool: Pool | None = None  # the workers under an autoscaler
@@ -171,17 +171,7 @@ class Simulation:
         own."""
         scenario = self.scenario
         cfg = scenario.downstream
-        defended = cfg.defends()
-        args: dict[str, Any] = {
-            "service": _service_draws(cfg.service, rngs["service"]),
-            "outage_draw": draws(lambda n: rngs["outages"].random(n)),
-            "network": _service_draws(cfg.network_delay, rngs["network"])
-            if cfg.network_delay else None,
-            "request": _service_draws(cfg.request_delay, rngs["request"])
-            if cfg.request_delay else None,
-        }
-        if defended:
-            args["draw"] = draws(lambda n: rngs["admission"].random(n))
+        args = server_draws(cfg, rngs, _service_draws)
         caching = (rngs["cache_keys"], rngs["cache_latency"])  # (drawn only with a cache)
         if has_graph(cfg, scenario.services, scenario.hedging):
             downstream, self.tiers, self.edges = tiers.build(self.env, scenario, self.recorder,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, repeat
+from typing import Any
 
 import numpy as np
 
@@ -41,3 +42,26 @@ def draws(sample: Sample) -> Draws:
     """
     blocks = map(lambda _: sample(BLOCK).tolist(), repeat(None))
     return chain.from_iterable(blocks).__next__
+
+
+def uniform(rng: np.random.Generator) -> Draws:
+    """Scalar uniform [0, 1) draws of *rng*."""
+    return draws(lambda n: rng.random(n))
+
+
+def server_draws(cfg: Any, rngs: dict[str, np.random.Generator],
+                 service_draws: Callable[[Any, np.random.Generator], Draws]) -> dict[str, Any]:
+    """The draws a downstream section *cfg*'s server is built with (its keyword
+    arguments), each from its own stream of *rngs* (``service``, ``outages``, ``network``,
+    ``request``, and ``admission`` when it defends itself); ``service_draws(section,
+    rng)`` makes a service-time section's draws."""
+    args: dict[str, Any] = {
+        "service": service_draws(cfg.service, rngs["service"]),
+        "outage_draw": uniform(rngs["outages"]),
+        "network": (service_draws(cfg.network_delay, rngs["network"])
+                    if cfg.network_delay else None),
+        "request": (service_draws(cfg.request_delay, rngs["request"])
+                    if cfg.request_delay else None)}
+    if cfg.defends():
+        args["draw"] = uniform(rngs["admission"])
+    return args

@@ -35,6 +35,7 @@ from herdsim.policies.fields import RESOLUTION
 if TYPE_CHECKING:
     from herdsim.model.downstream.core import Downstream
     from herdsim.model.kernel import Environment
+    from herdsim.model.late import LateAnswers
     from herdsim.model.queues import DelayedQueue, JobQueue
     from herdsim.model.recorder import Recorder
     from herdsim.model.streams import Draws
@@ -149,13 +150,13 @@ def make_give_up(sim: Ends, finish):
     return give_up
 
 
-def make_retry(sim: Ends, give_up) -> RetryStep:
+def make_retry(sim: Ends, give_up, record_sleep=None) -> RetryStep:
     """``retry(job, now, outcome, budget)``: the workers' retry step
     (:func:`herdsim.policies.attempt.retry_step`) with the scenario's retry rules, giving
-    up through *give_up*, recording into the run's recorder, reading the downstream's
-    Retry-After."""
+    up through *give_up*, recording into the run's recorder (a sleep's row through
+    *record_sleep* when given), reading the downstream's Retry-After."""
     rec = sim.recorder
-    return retry_step(sim.retry_rules, RetryHooks(give_up, rec.record_sleep,
+    return retry_step(sim.retry_rules, RetryHooks(give_up, record_sleep or rec.record_sleep,
                                                   rec.budget_refused.append, sim.downstream))
 
 
@@ -219,13 +220,19 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
-def make_run_job(sim: Loops):
+def make_run_job(sim: Loops, late: LateAnswers | None = None):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
-    success, dead letter, recycling (DLQ off), or parking in the delayed queue."""
+    success, dead letter, recycling (DLQ off), or parking in the delayed queue. Built
+    with *late* (:mod:`herdsim.model.late`; no requeue, hedging or keys with it) it hears
+    late answers: an answered job ends at the next point its process reaches (a wait
+    for the breaker, its call about to leave, a call, a sleep: that retry is not sent),
+    and an attempt counts as its call leaves, after its overhead (else as it starts)."""
     env, timeout = sim.env, sim.env.timeout
     call, settle = sim.downstream.call, sim.downstream.finish
     client_timeout = sim.scenario.downstream.timeout  # the workers' own, sent with each call
-    in_hand, finish, give_up, retry = sim.in_hand, sim.finish, sim.give_up, sim.retry
+    in_hand, finish, give_up = sim.in_hand, sim.finish, sim.give_up
+    retry = sim.retry if late is None else late.retry
+    answered = None if late is None else late.answered
     rec, delay, guards = sim.recorder, sim.delayed.add, make_guards(sim)
     short_circuited, budget_refused = rec.short_circuited.append, rec.budget_refused.append
     workers, breaker_cfg = sim.scenario.workers, sim.scenario.breaker
@@ -239,6 +246,7 @@ def make_run_job(sim: Loops):
         proc, budget, gate, limiter = guards(gate)
         gates_calls = budget is not None and budget.gates_calls
         breaker = gate.breaker if gate is not None else None
+        caller = proc if late is None else late.caller(job, proc)
         in_hand.add(job)
         stall = Stall()
         while True:
@@ -256,6 +264,8 @@ def make_run_job(sim: Loops):
                 if not open_loop:  # a queue worker holding a job: wait, or park it
                     if sleep_mode:
                         yield from gate.wait_jittered()  # type: ignore[union-attr]
+                        if answered is not None and job in answered:  # came meanwhile
+                            break
                         continue
                     delay(max(breaker.open_until, now), job)
                     break
@@ -263,19 +273,26 @@ def make_run_job(sim: Loops):
             else:
                 if limiter is not None and limiter.enabled:
                     yield from acquiring(limiter, env, timeout)
-                job.attempts += 1
+                if answered is None:
+                    job.attempts += 1
                 if overhead is not None:  # what the attempt costs before the call leaves
                     yield timeout(overhead())
                     now = env.now
+                if answered is not None:
+                    if job in answered:  # its answer came while the client waited to send
+                        break
+                    job.attempts += 1
                 if hedged is not None:
                     outcome = yield hedged(job)
                 else:
-                    outcome = call(proc, client_timeout)
+                    outcome = call(caller, client_timeout)
                     if outcome.__class__ is not int:
                         try:
                             outcome = settle(outcome, (yield outcome.event))
                         except Interrupt as failure:
                             outcome = failure.cause
+                if answered is not None and job in answered:  # an earlier attempt's answer
+                    break  # completed it meanwhile
                 failed = outcome != OK or job.poison
                 started, now = now, env.now
                 heard(job, started, now, outcome, failed, breaker, limiter, budget)
@@ -293,9 +310,15 @@ def make_run_job(sim: Loops):
                 break
             stall.check(job, now)
             sim.sleeping += 1
-            yield timeout(pause)
+            if late is None:
+                yield timeout(pause)
+            elif (yield from late.sleep(job, proc, pause)):  # its answer came: no retry
+                sim.sleeping -= 1
+                break
             sim.sleeping -= 1
         in_hand.discard(job)
+        if answered is not None:
+            answered.discard(job)
 
     return run_job
 

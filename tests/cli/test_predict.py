@@ -38,6 +38,20 @@ def test_a_mechanism_without_a_fluid_form_is_refused_naming_it(tmp_path, changes
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("strategy", ["decorrelated_jitter", "decorrelated_jitter_v2"])
+def test_a_strategy_without_a_sleep_distribution_is_refused_naming_it_and_its_field(
+        tmp_path, scenarios_dir, strategy):
+    """Decorrelated jitter's sleep depends on the previous one: no cdf per retry, so the
+    fluid model has nothing to read; the one line names the member and the field."""
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "metastable.yaml"),
+                                    "--set", f"retry.strategy={strategy}", "--out", str(out)])
+    assert said.exit_code == 2
+    assert len(said.output.strip().splitlines()) == 1
+    assert f"retry.strategy: herdsim predict cannot represent the '{strategy}'" in said.output
+    assert not out.exists()
+
+
 def test_the_cli_refuses_in_one_line_with_exit_2_and_leaves_nothing(tmp_path,
                                                                      scenarios_dir):
     out = tmp_path / "p"

@@ -35,3 +35,24 @@ def test_the_fluid_model_agrees_with_the_simulation(scenarios_dir, name, strateg
         assert fluid_not == pytest.approx(sim_not, rel=0.25)
     assert fluid["collapses"] == round(mean["collapses"])
     assert fluid["peak_calls"] == pytest.approx(mean["peak_calls"], rel=0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "strategy"), [
+    ("admission", "immediate"), ("admission", "sidekiq"), ("admission", "celery"),
+    ("admission", "envoy"), ("outage", "grpc_connect"), ("admission", "cenkalti"),
+    ("admission", "kafka"),
+])
+def test_a_library_schedule_is_predicted_as_it_runs(scenarios_dir, name, strategy):
+    """Each library schedule given a sleep distribution (``cdf``), on one scenario (the
+    issue's bars: the same state, the succeeded share within 0.05 of the mean of 3
+    replications). gRPC's is held on outage.yaml: on admission.yaml its un-jittered first
+    retry makes a herd whose bunching crosses the crash rule the mean flow stays under
+    (docs/validation.md §7, a miss)."""
+    sc = load_scenario(scenarios_dir / f"{name}.yaml", {"retry.strategy": strategy})
+    fluid = predict(sc).summary
+    sims = [run(sc.model_copy(update={"seed": sc.seed + r})).summary for r in range(3)]
+    if fluid["state"] != "near threshold":
+        assert fluid["state"] == Counter(s["state"] for s in sims).most_common(1)[0][0]
+    mean = sum(s["succeeded_fraction"] for s in sims) / len(sims)
+    assert abs(fluid["succeeded_fraction"] - mean) <= 0.05

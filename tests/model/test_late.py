@@ -186,3 +186,21 @@ def test_a_fleets_replicas_deliver_late_answers():
     sim = Simulation(sc)
     res = assert_every_job_ends_in_one_place(sim, sim.run())
     assert res.timeseries["late_answers"].sum() > 0
+
+
+@pytest.mark.parametrize("count", [40, None])
+def test_an_attempt_counts_as_its_call_leaves_with_late_answers(count):
+    """With late answers an attempt is counted on its job when its call leaves, after the
+    attempt's overhead: an answer that ends the job during that overhead sends no call and
+    counts none. So every job's attempts add up to the calls the downstream received
+    (the general loop counts an attempt as its overhead starts; a job answered meanwhile
+    would count one call more than was sent)."""
+    data = metafor.scenario(3, 300.0, True).model_dump(mode="json", exclude_unset=True)
+    data["retry"] = {**data["retry"], "strategy": "exponential", "base": "200ms",
+                     "cap": "2s"}
+    data["workers"] = {**data.get("workers", {}), "count": count, "attempt_overhead": {
+        "distribution": "exponential", "mean": "200ms"}}
+    sim = Simulation(herdsim.load_scenario(data))
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    assert res.summary["late_answers"] > 0
+    assert int(res.jobs["attempts"].sum()) == int(res.summary["attempts_total"])

@@ -614,8 +614,8 @@ def test_cenkalti_max_retries_is_where_15_minutes_run_out():
     """exponential.go:83,171-180: NextBackOff stops once elapsed + next > 15 min. With the
     nominal (un-jittered) intervals and no call time that is after the 24th retry."""
     strategy, total, count = strategy_of("cenkalti"), 0.0, 0
-    while total + strategy.interval(count) <= 15 * 60:
-        total += strategy.interval(count)
+    while total + strategy.intervals.at(count) <= 15 * 60:
+        total += strategy.intervals.at(count)
         count += 1
     assert presets.get("cenkalti").fields["retry.max_retries"] == count
 

@@ -14,13 +14,13 @@ restarted process starts with an empty heap and no lock queue).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TypeVar, cast
 
 from herdsim.model.downstream.service import AtStart
 from herdsim.policies.degradation import Degradation
 
 T = TypeVar("T")
-_MADE: dict[type, type] = {}  # base -> the class made from it
 
 
 class DegradedAtStart(AtStart):
@@ -58,6 +58,7 @@ class DegradedAtStart(AtStart):
         self._lag.reset(now, self._member.driver(0, 0))
 
 
+@cache  # one class per base, made once
 def _made(base: type) -> type:
     """The class of a downstream whose driver is settled after every change, with *base* its one
     base (made by a function, so that no downstream class has two)."""
@@ -92,13 +93,10 @@ def _made(base: type) -> type:
             super()._fail_in_flight()  # type: ignore[misc]
             self.degradation.restart(self.env.now)
 
+    DegradingServer.__name__ = DegradingServer.__qualname__ = f"Degrading{base.__name__}"
     return DegradingServer
 
 
 def degrading(base: type[T]) -> type[T]:
     """*base* (a downstream class) whose service slows with its state."""
-    made = _MADE.get(base)
-    if made is None:  # one class per base, made once
-        made = _MADE[base] = _made(base)
-        made.__name__ = made.__qualname__ = f"Degrading{base.__name__}"
-    return cast("type[T]", made)
+    return cast("type[T]", _made(cast("type", base)))

@@ -23,7 +23,7 @@ from herdsim.config import graph
 from herdsim.model import hedging
 from herdsim.model.calls import OK
 from herdsim.model.kernel import call_later, urgent
-from herdsim.model.streams import draws
+from herdsim.model.streams import uniform
 from herdsim.policies.attempt import RetryHooks, RetryRules, call_timeout, heard_step, retry_step
 
 EDGE_PURPOSES = ("strategy", "budget")
@@ -58,7 +58,7 @@ class Edge:
         self.count = cfg.count
         rngs = {name: np.random.default_rng(s)
                 for name, s in zip(EDGE_PURPOSES, seed.spawn(len(EDGE_PURPOSES)), strict=True)}
-        self.budget = (cfg.budget.build(draws(lambda n: rngs["budget"].random(n)))
+        self.budget = (cfg.budget.build(uniform(rngs["budget"]))
                        if cfg.budget is not None else None)
         self.breaker = cfg.breaker.build() if cfg.breaker.enabled else None
         # what the workers' retry step records, kept per edge: when each retry was

@@ -22,7 +22,7 @@ import numpy as np
 from herdsim.model.calls import DOWN, ERROR, FAILED, OK, REJECTED, TIMEOUT
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
-from herdsim.model.streams import draws
+from herdsim.model.streams import server_draws, uniform
 from herdsim.policies.balancers import MAX_REPLICAS, in_panic
 from herdsim.policies.balancers.outlier import probe_passes
 from herdsim.policies.balancers.simple import RoundRobin
@@ -316,15 +316,7 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
         root = np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS, tier, i))
         rngs = {p: np.random.default_rng(s) for p, s in
                 zip(REPLICA_PURPOSES, root.spawn(len(REPLICA_PURPOSES)), strict=True)}
-        args: dict[str, Any] = {
-            "service": service_draws(cfg.service, rngs["service"]),
-            "outage_draw": _uniform(rngs["outages"]),
-            "network": (service_draws(cfg.network_delay, rngs["network"])
-                        if cfg.network_delay else None),
-            "request": (service_draws(cfg.request_delay, rngs["request"])
-                        if cfg.request_delay else None)}
-        if cfg.defends():
-            args["draw"] = _uniform(rngs["admission"])
+        args = server_draws(cfg, rngs, service_draws)
         replica = downstream_type(rcfg)(env, rcfg, recorder=recorder, **args)
         if wrap is not None:
             wrap(replica)
@@ -332,9 +324,5 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
     own_rng = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FLEET_STREAMS,
                                                                               tier, k)))
                for k in (BALANCER, PROBES)]
-    return Fleet(env, cfg, replicas, recorder, _uniform(own_rng[0]), _uniform(own_rng[1]),
+    return Fleet(env, cfg, replicas, recorder, uniform(own_rng[0]), uniform(own_rng[1]),
                  jobs_of)
-
-
-def _uniform(rng: np.random.Generator) -> Callable[[], float]:
-    return draws(lambda n: rng.random(n))

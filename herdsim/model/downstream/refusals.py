@@ -15,6 +15,7 @@ its client gives up.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TypeVar, cast
 
 from herdsim.model.calls import REJECTED, THROTTLED, WAITING, Call
@@ -24,9 +25,9 @@ BY_OUTCOME = {REJECTED: "rejected", THROTTLED: "rate_limited"}
 MARKED = {"_shed_admission": "admission", "_shed_shedding": "shed"}  # counter -> cost
 
 T = TypeVar("T")
-_MADE: dict[type, type] = {}  # base -> the class made from it
 
 
+@cache  # one class per base, made once
 def _made(base: type) -> type:
     """The class of a downstream whose refusals take a slot's time, with *base* its one
     base (made by a function, so that no downstream class has two)."""
@@ -120,13 +121,10 @@ def _made(base: type) -> type:
             super()._fail_in_flight()  # type: ignore[misc]
             self._owed = 0.0
 
+    CostlyRefusals.__name__ = CostlyRefusals.__qualname__ = f"Costly{base.__name__}"
     return CostlyRefusals
 
 
 def costly(base: type[T]) -> type[T]:
     """*base* (a downstream class) whose refusals cost server time."""
-    made = _MADE.get(base)
-    if made is None:  # one class per base, made once
-        made = _MADE[base] = _made(base)
-        made.__name__ = made.__qualname__ = f"Costly{base.__name__}"
-    return cast("type[T]", made)
+    return cast("type[T]", _made(cast("type", base)))

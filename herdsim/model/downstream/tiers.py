@@ -29,7 +29,7 @@ from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.defences import downstream_type
 from herdsim.model.downstream.edges import Edge
 from herdsim.model.kernel import at
-from herdsim.model.streams import draws
+from herdsim.model.streams import server_draws
 
 GRAPH_STREAMS = 1000  # SeedSequence spawn key of the graph's streams (clear of PURPOSES)
 TIER_PURPOSES = ("service", "outages", "network", "request", "admission", "cache_keys",
@@ -147,10 +147,6 @@ def _uniform_deadlines(name: str, every: dict, deadline: str | None) -> bool:
             and not any((e.deadline or deadline) == "propagate" for e in incoming))
 
 
-def _uniform(rng: np.random.Generator):
-    return draws(lambda n: rng.random(n))
-
-
 def build(env, scenario: Scenario, recorder, top_args: dict, service_draws,
           top_cache: tuple[np.random.Generator, ...] = ()):
     """Every tier of *scenario*'s graph: ``(the workers' downstream, records by name,
@@ -171,14 +167,7 @@ latency: the run's own), used only when it has a cache."""
         else:
             rngs = {p: np.random.default_rng(s) for p, s in
                     zip(TIER_PURPOSES, seeds[2 * i].spawn(len(TIER_PURPOSES)), strict=True)}
-            args = {"service": service_draws(cfg.service, rngs["service"]),
-                    "outage_draw": _uniform(rngs["outages"]),
-                    "network": (service_draws(cfg.network_delay, rngs["network"])
-                                if cfg.network_delay else None),
-                    "request": (service_draws(cfg.request_delay, rngs["request"])
-                                if cfg.request_delay else None)}
-            if cfg.defends():
-                args["draw"] = _uniform(rngs["admission"])
+            args = server_draws(cfg, rngs, service_draws)
             caching = (rngs["cache_keys"], rngs["cache_latency"])
         own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
         if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool

@@ -14,9 +14,11 @@ simulated time is refused (see docs/model.md, "Zero-wait retries"). ``None`` (th
 default) claims nothing; the built-ins never sleep exactly zero (full jitter's U(0, v)
 is zero with probability 0).
 
-Built-ins with a closed form implement ``cdf(x, attempt, prev)`` (the distribution of one
-sleep, vectorised with numpy broadcasting); tests check the draws against it and plots
-overlay it. ``decorrelated_jitter_v2`` has none (its sleep depends on the previous draw).
+Built-ins and library schedules with a closed form implement ``cdf(x, attempt, prev)``
+(the distribution of one sleep, vectorised with numpy broadcasting); tests check the
+draws against it and plots overlay it. ``decorrelated_jitter_v2`` has none (its sleep
+depends on the previous draw), and ``decorrelated_jitter``'s is one given the previous
+sleep only: neither has a distribution per retry alone, so neither has a ``fluid`` form.
 
 Like a family's member (:mod:`herdsim.policies.family`), a strategy declares whether it
 keeps the workers' fast path (``fast_path``: every one does, the sleep is drawn in either
@@ -94,4 +96,63 @@ def _uniform_cdf(x, lo, hi):
     inside = np.clip((x - lo) / width, 0.0, 1.0)
     return np.where(hi > lo, inside, (x >= lo).astype(float))
 
+
+class Ladder:
+    """A schedule's intervals by attempt, ``v_0 = first``, ``v_(a+1) = step(v_a)``, kept as
+    they are first asked for: the same arithmetic for a sleep (:meth:`at`) and for the
+    distribution over many attempts (:meth:`many`). Growth stops where the step settles
+    (``step(v) == v``: the cap); at most ``KEPT`` values are kept, and one further out
+    (a multiplier barely above 1, a huge attempt) is walked to each time, as a loop
+    would, without keeping it."""
+
+    __slots__ = ("values", "step", "settled")
+    KEPT = 1 << 16
+
+    def __init__(self, first: float, step):
+        self.values, self.step, self.settled = [first], step, False
+
+    def at(self, attempt: int) -> float:
+        """``v_attempt``."""
+        values, step = self.values, self.step
+        while attempt >= len(values) and not self.settled and len(values) < self.KEPT:
+            nxt = step(values[-1])
+            if nxt == values[-1]:
+                self.settled = True
+            else:
+                values.append(nxt)
+        if attempt < len(values) or self.settled:
+            return values[min(attempt, len(values) - 1)]
+        value = values[-1]
+        for _ in range(attempt - len(values) + 1):
+            nxt = step(value)
+            if nxt == value:
+                break
+            value = nxt
+        return value
+
+    def many(self, attempt) -> np.ndarray:
+        """``v`` at each of *attempt* (an integer array)."""
+        attempt = np.asarray(attempt, dtype=np.int64)
+        top = int(attempt.max()) if attempt.size else 0
+        self.at(top)
+        if self.settled or top < len(self.values):
+            kept = np.asarray(self.values, dtype=float)
+            return kept[np.minimum(attempt, kept.size - 1)]
+        unique, where = np.unique(attempt, return_inverse=True)
+        return np.array([self.at(int(a)) for a in unique], dtype=float)[where].reshape(
+            attempt.shape)
+
+
+def _atoms_at_most(x, count, atom, guess):
+    """P(``atom(K)`` <= *x*) for K uniform on the whole numbers ``0 .. count - 1``:
+    *atom* the sleep K gives, computed as the sampler computes it (monotone in K), and
+    *guess* a whole number within one of the largest K with ``atom(K) <= x``, corrected
+    here so that a sleep's own value counts at its atom."""
+    return np.clip(_whole_at_most(x, atom, guess) + 1, 0, count) / count
+
+
+def _whole_at_most(x, atom, guess):
+    """The largest whole number K with ``atom(K) <= x``, from *guess* within one of it."""
+    k = np.asarray(guess, dtype=float)
+    return k + (atom(k + 1) <= x) - (atom(k) > x)
 

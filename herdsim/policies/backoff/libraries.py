@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import math
 
-from herdsim.policies.backoff.base import Strategy, jitter_fraction
+import numpy as np
+
+from herdsim.policies.backoff.base import (
+    Ladder,
+    Strategy,
+    _atoms_at_most,
+    _uniform_cdf,
+    _whole_at_most,
+    jitter_fraction,
+)
 
 
 class Immediate(Strategy):
@@ -21,6 +30,9 @@ class Immediate(Strategy):
     def sleep(self, attempt, prev, rng):
         return 0.0
 
+    def cdf(self, x, attempt, prev):
+        return (np.asarray(x) >= 0.0) * np.ones_like(np.asarray(attempt, dtype=float))
+
 
 class Sidekiq(Strategy):
     """Sidekiq's default delay (``lib/sidekiq/job_retry.rb``): ``count**4 + 15`` seconds
@@ -35,6 +47,12 @@ class Sidekiq(Strategy):
     def sleep(self, attempt, prev, rng):
         jitter = int(rng.integers(0, 10 * (attempt + 1)))
         return min(self.cap, float(attempt**4) + self.base + jitter)
+
+    def cdf(self, x, attempt, prev):
+        x, a = np.asarray(x, dtype=float), np.asarray(attempt, dtype=float)
+        low = a**4 + self.base
+        below = _atoms_at_most(x, 10.0 * (a + 1), lambda k: low + k, np.floor(x - low))
+        return np.where(x >= self.cap, 1.0, below)
 
 
 class Celery(Strategy):
@@ -60,6 +78,14 @@ class Celery(Strategy):
             countdown = int(rng.integers(0, countdown + 1))
         return float(max(0, countdown))
 
+    def cdf(self, x, attempt, prev):
+        x = np.asarray(x, dtype=float)
+        exponent = np.minimum(np.asarray(attempt, dtype=float), 64.0)  # 2^64 s: past any cap
+        countdown = np.maximum(np.minimum(self.maximum, self.factor * np.exp2(exponent)), 0)
+        if not self.jitter:
+            return (x >= countdown).astype(float)
+        return _atoms_at_most(x, countdown + 1, lambda k: k, np.floor(x))
+
 
 class Envoy(Strategy):
     """Envoy's ``JitteredExponentialBackOffStrategy::nextBackOffMs``: ``random() %
@@ -75,17 +101,18 @@ class Envoy(Strategy):
         super().__init__(base, cap)
         self.base_ms = max(1, round(self.base * 1000))
         self.max_ms = max(self.base_ms, round(self.cap * 1000))
+        self.intervals = Ladder(self.base_ms, self._next_interval)
 
-    def interval_ms(self, attempt: int) -> int:
-        interval, limit = self.base_ms, self.max_ms // 2
-        for _ in range(attempt):
-            if interval >= limit:
-                return self.max_ms
-            interval *= 2
-        return interval
+    def _next_interval(self, interval: int) -> int:
+        return self.max_ms if interval >= self.max_ms // 2 else interval * 2
 
     def sleep(self, attempt, prev, rng):
-        return int(rng.integers(0, self.interval_ms(attempt))) / 1000.0
+        return int(rng.integers(0, self.intervals.at(attempt))) / 1000.0
+
+    def cdf(self, x, attempt, prev):
+        x = np.asarray(x, dtype=float)
+        return _atoms_at_most(x, self.intervals.many(attempt), lambda k: k / 1000.0,
+                              np.floor(x * 1000.0))
 
 
 class GrpcConnect(Strategy):
@@ -103,16 +130,23 @@ class GrpcConnect(Strategy):
             raise ValueError("multiplier must be >= 1 and jitter in [0, 1)")
         self.multiplier = float(multiplier)
         self.jitter = float(jitter)
+        self.backoffs = Ladder(self.base, self._next_backoff)
+
+    def _next_backoff(self, backoff: float) -> float:
+        """grpc-go multiplies while below the cap (then caps, in ``sleep``)."""
+        return backoff * self.multiplier if backoff < self.cap else backoff
 
     def sleep(self, attempt, prev, rng):
         if attempt == 0:
             return self.base
-        backoff, retries = self.base, attempt
-        while backoff < self.cap and retries > 0:
-            backoff *= self.multiplier
-            retries -= 1
-        backoff = min(backoff, self.cap)
+        backoff = min(self.backoffs.at(attempt), self.cap)
         return max(0.0, backoff * (1.0 + self.jitter * (rng.random() * 2.0 - 1.0)))
+
+    def cdf(self, x, attempt, prev):
+        x, a = np.asarray(x, dtype=float), np.asarray(attempt)
+        backoff = np.minimum(self.backoffs.many(a), self.cap)
+        spread = _uniform_cdf(x, backoff * (1.0 - self.jitter), backoff * (1.0 + self.jitter))
+        return np.where(a == 0, (x >= self.base).astype(float), spread)
 
 
 class Cenkalti(Strategy):
@@ -131,19 +165,21 @@ class Cenkalti(Strategy):
             raise ValueError("multiplier must be > 1 and randomization in [0, 1)")
         self.multiplier = float(multiplier)
         self.randomization = float(randomization)
+        self.intervals = Ladder(self.base, self._next_interval)
 
-    def interval(self, attempt: int) -> float:
-        current = self.base
-        for _ in range(attempt):
-            if current >= self.cap / self.multiplier:
-                return self.cap
-            current *= self.multiplier
-        return current
+    def _next_interval(self, interval: float) -> float:
+        return self.cap if interval >= self.cap / self.multiplier else interval * self.multiplier
 
     def sleep(self, attempt, prev, rng):
-        current = self.interval(attempt)
+        current = self.intervals.at(attempt)
         delta = self.randomization * current
         return current - delta + rng.random() * (2.0 * delta + 1e-9)
+
+    def cdf(self, x, attempt, prev):
+        current = self.intervals.many(attempt)
+        low = current - self.randomization * current
+        return _uniform_cdf(np.asarray(x, dtype=float), low,
+                            low + (2.0 * self.randomization * current + 1e-9))
 
 
 class Kafka(Strategy):
@@ -152,7 +188,7 @@ class Kafka(Strategy):
     log2(cap / base)``; the sleep is ``min(cap, floor(term * U(1 - j, 1 + j)))`` ms."""
 
     name = "kafka"
-    fluid = "whole ms uniform on min(cap, base·2^n)·[1 - j, 1 + j]"
+    fluid = "whole ms of base·2^min(n, log2(cap/base))·U(1 - j, 1 + j), at most cap"
     formula = "min(cap, base * 2^min(a, log2(cap/base)) * U(0.8, 1.2)), whole ms"
 
     def __init__(self, base: float, cap: float, jitter: float = 0.2):
@@ -169,3 +205,15 @@ class Kafka(Strategy):
         term = self.base_ms * 2.0 ** min(attempt, self.exp_max)
         factor = 1.0 - self.jitter + 2.0 * self.jitter * rng.random()
         return min(math.floor(factor * term), self.max_ms) / 1000.0
+
+    def cdf(self, x, attempt, prev):
+        x, a = np.asarray(x, dtype=float), np.asarray(attempt, dtype=float)
+        if self.exp_max == 0.0:
+            return (x >= self.base) * np.ones_like(a)
+        term = self.base_ms * np.power(2.0, np.minimum(a, self.exp_max))
+        if self.jitter == 0.0:  # whole ms of term itself
+            return (x >= np.minimum(np.floor(term), self.max_ms) / 1000.0).astype(float)
+        # floor(Y) <= k exactly when Y < k + 1, Y uniform on term * [1 - j, 1 + j)
+        k = _whole_at_most(x, lambda k: k / 1000.0, np.floor(x * 1000.0))
+        below = _uniform_cdf(k + 1.0, term * (1.0 - self.jitter), term * (1.0 + self.jitter))
+        return np.where(x >= self.max_ms / 1000.0, 1.0, below)
