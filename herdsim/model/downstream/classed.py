@@ -12,8 +12,10 @@ arriving call's class is read from the job its caller holds; then
   lets a partition within its share past the global limit in the same way);
 * **shedding** uses its member raised by the same factor (``above`` × factor);
 * **CoDel**, when it would reject the call a freed slot picks (the oldest of the highest
-  class waiting), rejects the oldest waiting call of the lowest class below it instead and
-  serves the picked one; with no lower class waiting, the picked call, as without classes.
+  class waiting), rejects the newest waiting call of the lowest class below it instead
+  (the one a full room pushes out: with the workers' one timeout, calls expire oldest
+  first, so the newest is live and found at once) and serves the picked one; with no
+  lower class waiting, the picked call, as without classes.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def _made(base: type) -> type:
             """CoDel's verdict on *c* falls on the lowest class waiting below it first."""
             if not self.codel.drops(now - c.admitted, now - self._standing_since):
                 return False
-            found = _oldest_below(self._waiting, self._class_of(c.proc))
+            found = _newest_below(self._waiting, self._class_of(c.proc))
             if found is None:
                 return super()._codel_drops(c, now, live)
             victim, k = found
@@ -101,10 +103,10 @@ def _made(base: type) -> type:
     return ClassedDefences
 
 
-def _oldest_below(room, mine: int) -> tuple[Call, int] | None:
-    """The oldest live waiting call of the lowest class below *mine*, with its class."""
+def _newest_below(room, mine: int) -> tuple[Call, int] | None:
+    """The newest live waiting call of the lowest class below *mine*, with its class."""
     for k in range(len(CLASSES) - 1, mine, -1):
-        for c in room.rooms[k]:
+        for c in reversed(room.rooms[k]):
             if c.state == WAITING:
                 return c, k
     return None

@@ -93,13 +93,15 @@ def test_the_admission_limit_refuses_the_lowest_class_at_the_limit_and_a_higher_
 
 
 def test_codel_rejects_the_lowest_class_waiting_and_serves_the_picked_call():
-    """One slot of 1 s busy, a SHEDDABLE then a CRITICAL_PLUS call waiting: at 1 s (≫
+    """One slot of 1 s busy, two SHEDDABLE then a CRITICAL_PLUS call waiting: at 1 s (≫
     target 5 ms, the room standing ≫ 100 ms) the freed slot picks CRITICAL_PLUS (the
-    highest class) and CoDel's drop falls on SHEDDABLE, which hears 503; CRITICAL_PLUS is
-    served (at 2 s). Without classes both would be dropped (each picked after 1 s)."""
+    highest class) and CoDel's drop falls on the newest SHEDDABLE, which hears 503;
+    CRITICAL_PLUS is served (to 2 s). Then the older SHEDDABLE is picked, with no class
+    below it: dropped itself, as without classes. (Without classes all three waiting
+    calls are dropped, each picked after 1 s.)"""
     env, ds, factors = downstream(codel={})
-    got = calls(env, ds, factors, [TOP, LOW, TOP], until=5)
-    assert got == [(1.0, OK), (1.0, REJECTED), (2.0, OK)]
+    got = calls(env, ds, factors, [TOP, LOW, LOW, TOP], until=5)
+    assert got == [(1.0, OK), (2.0, REJECTED), (1.0, REJECTED), (2.0, OK)]
 
 
 def run(mix, limit=None, **down):
