@@ -137,3 +137,23 @@ def test_one_class_runs_exactly_as_no_classes(mechanism):
     pd.testing.assert_frame_equal(plain.timeseries,
                                   one.timeseries.drop(columns=["shed_priority"]))
     pd.testing.assert_frame_equal(plain.jobs, one.jobs.drop(columns=["criticality"]))
+
+
+@pytest.mark.parametrize("where", ["fleet", "graph"])
+def test_a_fleets_replicas_and_a_graphs_top_tier_defend_by_class(where):
+    """Shedding by class on each replica of a fleet, and on the workers' tier of a call
+    graph: built by class, the lowest class succeeds least, every job in one place."""
+    down = {"concurrency": 10, "timeout": 1.0, "shedding": {"above": 5, "probability": 0},
+            "service": {"distribution": "exponential", "mean": 0.05}}
+    extra = ({"downstream": {**down, "concurrency": 5, "replicas": 2}} if where == "fleet"
+             else {"downstream": {**down, "calls": [{"service": "db"}]},
+                   "services": {"db": {"concurrency": 50, "service": {
+                       "distribution": "exponential", "mean": 0.01}}}})
+    sim = Simulation(validate(tiny(duration=20, seed=5, workers={"count": 100},
+                                   workload={"rate": 300, "criticality": EVEN},
+                                   retry={"max_retries": 2}, **extra)))
+    res = assert_every_job_ends_in_one_place(sim, sim.run())
+    pools = getattr(sim.downstream, "replicas", [sim.downstream])
+    assert all(hasattr(pool, "by_class") for pool in pools)
+    got = [res.summary["classes"][name]["succeeded_fraction"] for name in CLASSES]
+    assert got[-1] < got[0]
