@@ -16,7 +16,7 @@ import herdsim
 from herdsim.config.loading import validate
 from herdsim.config.sections import Downstream as DownstreamConfig
 from herdsim.model.calls import OK, REJECTED, THROTTLED
-from herdsim.model.downstream.defences import downstream_type
+from herdsim.model.downstream.defences import DefendedDownstream, downstream_type
 from herdsim.model.recorder import Recorder
 from herdsim.model.simulation import Simulation
 from herdsim.model.streams import draws
@@ -157,3 +157,11 @@ def test_a_fleets_replicas_and_a_graphs_top_tier_defend_by_class(where):
     assert all(hasattr(pool, "by_class") for pool in pools)
     got = [res.summary["classes"][name]["succeeded_fraction"] for name in CLASSES]
     assert got[-1] < got[0]
+
+
+def test_without_classes_the_defences_are_the_plain_class():
+    """A run without classes builds the defended downstream as it was (nothing by class
+    is even there to call)."""
+    sim = Simulation(run(None, **MECHANISMS["shedding"]))
+    assert type(sim.downstream) is DefendedDownstream
+    assert not hasattr(sim.downstream, "by_class")
