@@ -46,6 +46,7 @@ from herdsim.policies.family import Family
 from herdsim.policies.presets import PRESETS
 
 SERVICE_NAMES = ("api", "db", "search")  # ("cache" is a tier's field)
+CLASSED_DEFENCES = ("shedding", "admission", "codel")  # what criticality classes order
 
 
 def _trace_file() -> str:
@@ -301,6 +302,8 @@ def scenarios(draw) -> dict:
         workload["rate"] = workload["profile"][0]["rate"]  # the profile's first step
     if doc.get("retry", {}).get("late_answers") and draw(st.booleans()):
         _late_answers_apply(doc)  # half the time: what they need, so they run
+    if workload.get("criticality") is not None and draw(st.booleans()):
+        _classes_apply(draw, doc)  # half the time: with a defence they order, so they run
     _only_chosen(workload, arrivals.FAMILY)
     for tier in tiers:
         _only_chosen(tier, downstreams.FAMILY)
@@ -320,6 +323,22 @@ def _late_answers_apply(doc: dict) -> None:
     doc.get("workers", {}).pop("retry_mode", None)
     doc["workload"].pop("keys", None)
     doc["workload"].pop("key_skew", None)
+
+
+def _classes_apply(draw, doc: dict) -> None:
+    """``workload.criticality`` needs queue workers and the queue model; what it orders
+    besides the room is a defence (shedding, an admission limit, CoDel): one is drawn for
+    the workers' downstream when it has none."""
+    ds = doc["downstream"]
+    for name in ("model", "occ", "broker"):
+        ds.pop(name, None)
+    workers = doc.setdefault("workers", {})
+    workers["count"] = workers.get("count") or draw(st.integers(1, 40))
+    if not any(ds.get(name) for name in CLASSED_DEFENCES):
+        name = draw(st.sampled_from(CLASSED_DEFENCES))
+        field = Scenario.model_fields["downstream"].annotation.model_fields[name]
+        section = typing.get_args(field.annotation)[0]  # (not its None)
+        ds[name] = draw(for_annotation(section, [], f"downstream.{name}"))
 
 
 def _only_chosen(section: dict, family: Family) -> None:

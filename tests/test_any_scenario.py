@@ -152,6 +152,9 @@ def features(scenario) -> set[str]:
     found.update(f"discipline={t.discipline}" for t in tiers)
     found.update(f"degradation={t.degradation.kind}" for t in tiers if t.degradation)
     found.update("refusal cost" for t in tiers if t.refusal_cost and t.refusal_cost.costs())
+    if scenario.workload.criticality is not None:  # the defences it orders by class
+        found.update(f"classes+{name}" for name in ("shedding", "admission", "codel")
+                     if getattr(scenario.downstream, name) is not None)
     found.update(name for t in tiers for e in t.calls for name, on in (
         ("hedged edge", e.hedging), ("fan-out", e.count > 1), ("cancel", e.cancel)) if on)
     found.update(name for name, on in (
@@ -172,7 +175,8 @@ CORNERS = ["tiers=1", "tiers=4", "hedged edge", "fan-out", "cancel", "open loop"
            *(f"metric={m}" for m in autoscale.FAMILY.names()),
            *(f"admission={k}" for k in ("fixed", "aimd", "vegas", "gradient2", "envoy")),
            *(f"discipline={d}" for d in ("fifo", "lifo", "adaptive_lifo")),
-           *(f"degradation={m}" for m in degradation.FAMILY.names()), "refusal cost"]
+           *(f"degradation={m}" for m in degradation.FAMILY.names()), "refusal cost",
+           "classes+shedding", "classes+admission", "classes+codel"]
 
 
 @pytest.mark.slow

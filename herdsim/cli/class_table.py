@@ -1,11 +1,12 @@
-"""The run table's criticality classes (summary.json's ``classes``): a row per class,
-highest first."""
+"""The criticality classes (summary.json's ``classes``) in the terminal: the run table's
+row per class, and the comparison's row per arm and class; highest class first."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
 from herdsim.analysis.kpis import number_text
+from herdsim.outputs.report.classes import rows
 
 
 def class_table(summary: dict) -> Table | None:
@@ -25,6 +26,28 @@ def class_table(summary: dict) -> Table | None:
                       number_text(row["dead_lettered"]),
                       "n/a" if share is None else f"{100 * share:.1f}",
                       "n/a" if p99 is None else number_text(p99))
-    table.caption = ("highest class first; a full waiting room pushes out the lowest "
-                     "class first (shed_priority)")
+    table.caption = CAPTION
     return table
+
+
+def compare_class_table(comparison) -> Table | None:
+    """Per arm, each class's jobs, successes' share, dead letters and success p99 (the
+    mean over replications); None when no arm has classes."""
+    found = rows(comparison)
+    if not found:
+        return None
+    table = Table(title="per arm and criticality class (runs.csv's classes.*, the mean "
+                        "over replications)", show_header=True, header_style="bold")
+    for name in found[0]:
+        table.add_column(name, justify="left" if name in ("arm", "class") else "right")
+    previous = None
+    for row in found:  # the arm named on its first row
+        shown = {**row, "arm": "" if row["arm"] == previous else row["arm"]}
+        table.add_row(*(str(v) for v in shown.values()), end_section=False)
+        previous = row["arm"]
+    table.caption = CAPTION
+    return table
+
+
+CAPTION = ("highest class first; under overload the waiting room (shed_priority), shedding, "
+           "the admission limit and CoDel drop the lowest class first")

@@ -75,6 +75,7 @@ def compare(
     stops every arm; the arms finished before are saved."""
     with heap.importing():
         from herdsim.cli import gate as gate_rules
+        from herdsim.cli.class_table import compare_class_table
         from herdsim.cli.tables import compare_keys, definitions, ranked_table
         from herdsim.cli.timings import report as report_timings
         from herdsim.experiments.compare import Failed, Interrupted
@@ -116,6 +117,9 @@ def compare(
             emit_json(comparison.to_json())
         elif not quiet:
             console.print(ranked_table(comparison, console.width))
+            by_class = compare_class_table(comparison)
+            if by_class is not None:  # a run with criticality classes
+                console.print(by_class)
             if explain:
                 console.print(definitions(compare_keys(comparison),
                                           {"peak_window": sc.peak_window}))

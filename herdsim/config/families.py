@@ -14,6 +14,7 @@ from herdsim.policies import (
     budgets,
     cache,
     codel,
+    criticality,
     degradation,
     disciplines,
     distributions,
@@ -29,6 +30,7 @@ from herdsim.policies.family import Family
 
 FAMILIES: tuple[Family | Registry, ...] = (  # Registry: the backoff strategies
     arrivals.FAMILY,
+    criticality.FAMILY,
     downstreams.FAMILY,
     outages.FAMILY,
     rate_limit.FAMILY,

@@ -29,7 +29,7 @@ from herdsim.policies.backoff import ParamsError, Strategy, registry
 from herdsim.policies.balancers import outlier
 from herdsim.policies.cache import Cache
 from herdsim.policies.codel import Codel
-from herdsim.policies.criticality import Mix
+from herdsim.policies.criticality import Criticality
 from herdsim.policies.degradation import Degradations
 from herdsim.policies.distributions import Distribution as Service
 from herdsim.policies.distributions import Exponential
@@ -118,9 +118,10 @@ class Workload(Section):
                                 "collapses into it (client-go's workqueue)")
     key_skew: float = Field(0.0, ge=0, le=10, description="0: keys drawn uniformly; s > 0: "
                                                           "key i with weight (i + 1)^-s")
-    criticality: Annotated[Mix | None, GatesCalls()] = Field(
+    criticality: Annotated[Criticality | None, GatesCalls()] = Field(
         None, description="each job's class (Google SRE's criticality), drawn with these "
-                          "shares; a full waiting room drops the lowest class first")
+                          "shares; the waiting room, shedding, admission limits and CoDel "
+                          "drop the lowest class first")
 
     @model_validator(mode="before")
     @classmethod

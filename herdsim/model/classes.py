@@ -16,9 +16,7 @@ from typing import Any
 from herdsim.model.calls import ABANDONED, REJECTED, WAITING
 from herdsim.model.kernel import trigger_later
 from herdsim.model.streams import draws
-from herdsim.policies.criticality import CLASSES, ClassedRoom
-
-DEFAULT = CLASSES.index("critical")  # a call with no job behind it (Google's default)
+from herdsim.policies.criticality import CLASSES, DEFAULT, ClassedRoom
 
 
 def classed_new_job(sim, rng, base: Callable) -> Callable:
@@ -39,7 +37,8 @@ def classed_new_job(sim, rng, base: Callable) -> Callable:
 
 def file_by_class(sim) -> None:
     """Give the workers' downstream (or each of its replicas) a waiting room by class,
-    and with a bounded room the push-out of a lower class."""
+    with a bounded room the push-out of a lower class, and its defences (built by class:
+    :mod:`~herdsim.model.downstream.classed`) each caller's class and the factors."""
     jobs: dict = sim.in_hand.jobs
 
     def klass(proc: Any) -> int:
@@ -48,8 +47,12 @@ def file_by_class(sim) -> None:
 
     shed = sim.recorder.counter("shed_priority").append
     ds = sim.downstream
+    factors = sim.scenario.workload.criticality.factors()
     for pool in getattr(ds, "replicas", (ds,)):
         pool._waiting = ClassedRoom(lambda c: klass(c.proc))
+        by_class = getattr(pool, "by_class", None)  # its defences (downstream/classed.py)
+        if by_class is not None:
+            by_class(klass, factors)
         if pool.queue_limit is not None:
             _evicting(pool, klass, shed)
 

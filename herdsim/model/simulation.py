@@ -171,6 +171,7 @@ class Simulation:
         own."""
         scenario = self.scenario
         cfg = scenario.downstream
+        classed = scenario.workload.criticality is not None  # defences by class
         args = server_draws(cfg, rngs, _service_draws)
         caching = (rngs["cache_keys"], rngs["cache_latency"])  # (drawn only with a cache)
         if has_graph(cfg, scenario.services, scenario.hedging):
@@ -181,12 +182,12 @@ class Simulation:
             return downstream
         if cfg.replicas is not None:  # replicas behind a balancer: each its own streams
             built: Any = fleet.build(self.env, cfg, self.recorder, scenario.seed, 0, _service_draws,
-                                jobs_of=getattr(self.in_hand, "jobs", None))
+                                jobs_of=getattr(self.in_hand, "jobs", None), classed=classed)
             self.fleets = {top_name(cfg): built}
             if cfg.cache is not None:  # one cache in front of them all
                 cache.front(built, cfg.cache, *caching, self.recorder)
             return built
-        downstream = downstream_type(cfg)(self.env, cfg, recorder=self.recorder, **args)
+        downstream = downstream_type(cfg, classed)(self.env, cfg, recorder=self.recorder, **args)
         if cfg.cache is not None:
             cache.front(downstream, cfg.cache, *caching, self.recorder)
         return downstream

@@ -67,6 +67,9 @@ BYTES_PER_WORKER = 1_000  # one SimPy process
 CPU_BUDGET = 3600.0  # CPU seconds all the runs of one command may take unless forced
 MEMORY_SHARE = 0.75  # of this machine's memory the runs at once may take unless forced
 RECOVERY = 2.0  # disturbed seconds beyond an outage: the calls in flight, the backlog
+CLASSED_WORK = 1.9  # a job's and its calls' CPU with criticality classes (the general
+# loop, a class read per call): classes.yaml with and without them, best of 3, 1.8-1.9x
+BYTES_PER_CLASSED_JOB = 2  # its class: a byte in the recorder, a code in the jobs frame
 
 
 ADVICE = {  # "jobs": how the scenario's members make fewer (:func:`fewer_jobs`)
@@ -167,7 +170,9 @@ def estimate(scenario: Scenario) -> Estimate:
         workers = max(workers, scenario.workers.autoscale.max)
     caches = [t.cache for t in (scenario.downstream, *scenario.services.values())
               if t.cache is not None]
-    parts = (("jobs", jobs * (BYTES_PER_JOB + BYTES_PER_CALL)),
+    classed = scenario.workload.criticality is not None
+    parts = (("jobs", jobs * (BYTES_PER_JOB + BYTES_PER_CALL
+                              + (BYTES_PER_CLASSED_JOB if classed else 0))),
              ("calls", (likely - jobs) * BYTES_PER_CALL),
              ("bins", rows * BYTES_PER_BIN), ("workers", workers * BYTES_PER_WORKER),
              ("replicas", fleet_bytes(scenario, workers or jobs, rows)),
@@ -180,12 +185,14 @@ def estimate(scenario: Scenario) -> Estimate:
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
-    fixed = jobs * per_job + (ticks + rows) * WORK_PER_TICK + workers * WORK_PER_WORKER \
-        + sum(cache.priming(c) for c in caches)
-    work = (fixed + max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
-            + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
-            + (calls - endless) * WORK_PER_BOUND_CALL + endless * WORK_PER_ENDLESS_CALL)
-    most_work = fixed + max(calls - jobs, 0.0) * WORK_PER_ENDLESS_CALL  # every call made
+    per_call = CLASSED_WORK if classed else 1.0  # what a job and each call cost
+    fixed = jobs * per_job * per_call + (ticks + rows) * WORK_PER_TICK \
+        + workers * WORK_PER_WORKER + sum(cache.priming(c) for c in caches)
+    work = (fixed + per_call * (max(sure - jobs, 0.0) * WORK_PER_SURE_CALL
+                                + jobs * _requeued_retries(scenario) * WORK_PER_REQUEUED_RETRY
+                                + (calls - endless) * WORK_PER_BOUND_CALL
+                                + endless * WORK_PER_ENDLESS_CALL))
+    most_work = fixed + max(calls - jobs, 0.0) * WORK_PER_ENDLESS_CALL * per_call  # all made
     return Estimate(jobs, calls, rows, BASE_BYTES + sum(b for _, b in parts), events, parts,
                     any(t.unlimited for t in tiers), likely, work, most_work, most_bytes,
                     tuple(tiers), fewer)

@@ -1,33 +1,46 @@
 """Request criticality (Google SRE, "Handling Overload"): each job is CRITICAL_PLUS,
-CRITICAL, SHEDDABLE_PLUS or SHEDDABLE, drawn from the workload's mix; under overload the
-waiting room drops the lowest class first. Pure Python and numpy, no SimPy."""
+CRITICAL, SHEDDABLE_PLUS or SHEDDABLE, assigned by a member of the ``criticality`` family
+(``kind: mix``, the default: drawn per job from the workload's shares); under overload the
+waiting room, shedding, the admission limiters and CoDel drop the lowest class first
+(docs/policies.md, Priority classes). Pure Python and numpy, no SimPy."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from herdsim.policies.family import Family, Member
 from herdsim.policies.fields import FieldError
 
 CLASSES = ("critical_plus", "critical", "sheddable_plus", "sheddable")  # highest first
+DEFAULT = CLASSES.index("critical")  # a call with no job behind it (Google's default)
 MAX_SHARE = 1e6  # a class's weight (their sum stays finite)
+MAX_STEP = 100.0  # a class's raise of a defence's threshold, per class below it
 
 
-class Mix(BaseModel):
-    """``workload.criticality``: each class's share of the jobs (weights, normalised)."""
+class Mix(Member):
+    """``kind: mix`` (the default): each job's class drawn from these shares (weights,
+    normalised)."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    kind: Literal["mix"] = "mix"
     critical_plus: float = Field(0.0, ge=0, le=MAX_SHARE,
                                  description="share of CRITICAL_PLUS jobs")
     critical: float = Field(0.0, ge=0, le=MAX_SHARE, description="share of CRITICAL jobs")
     sheddable_plus: float = Field(0.0, ge=0, le=MAX_SHARE,
                                   description="share of SHEDDABLE_PLUS jobs")
     sheddable: float = Field(0.0, ge=0, le=MAX_SHARE, description="share of SHEDDABLE jobs")
+    step: float = Field(0.5, ge=0, le=MAX_STEP,
+                        description="shedding and the admission limit refuse the lowest "
+                                    "class present at their threshold, and each class above "
+                                    "it from (1 + step × its rank) times it")
+    about: ClassVar[str] = "each job's class drawn from the shares (Google SRE's " \
+                           "criticality); the lowest class is dropped first"
+    fast_path: ClassVar[bool] = False  # the workers note the job each one holds
+    fluid: ClassVar[str | None] = None  # the mean-field model has one class of call
 
     @model_validator(mode="after")
     def _some(self) -> Mix:
@@ -43,6 +56,18 @@ class Mix(BaseModel):
         """``sample(n)``: *n* class numbers (0: critical_plus … 3: sheddable)."""
         p = np.asarray(self.shares()) / sum(self.shares())
         return lambda n: rng.choice(len(CLASSES), n, p=p)
+
+    def factors(self) -> tuple[float, ...]:
+        """Each class's raise of a defence's threshold (shedding's ``above``, the
+        admission limit), highest class first: 1 + ``step`` × the number of classes
+        present (share above 0) below it; the lowest class present gets 1, so one class
+        alone is no change."""
+        present = [share > 0 for share in self.shares()]
+        return tuple(1.0 + self.step * sum(present[k + 1:]) for k in range(len(CLASSES)))
+
+
+FAMILY = Family("criticality", "criticality", "kind", (Mix,), default="mix")
+Criticality = FAMILY.union()
 
 
 class ClassedRoom:

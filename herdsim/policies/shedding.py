@@ -4,6 +4,7 @@ family (``kind: probabilistic``, the default)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
@@ -28,6 +29,11 @@ class Probabilistic(Member):
         """Whether an arriving call is shed, *depth* calls waiting (*draw*: a uniform
         number, drawn only beyond the depth)."""
         return depth >= self.above and draw() >= self.probability
+
+    def raised(self, factor: float) -> Probabilistic:
+        """The rule for a higher criticality class: shed only from ``above`` × *factor*
+        waiting calls (rounded up; the same rule at factor 1)."""
+        return self.model_copy(update={"above": math.ceil(self.above * factor)})
 
 
 FAMILY = Family("shedding", "shedding", "kind", (Probabilistic,), default="probabilistic")

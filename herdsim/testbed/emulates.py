@@ -56,7 +56,6 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys([f"downstream.{name}" for name in ("replicas", "balancer",
                                                        "outlier_detection", "health_check")],
                     "replicas behind a balancer (downstream.replicas)"),
-    "workload.criticality": "priority classes (workload.criticality)",
     "downstream.discipline": "a LIFO waiting room (discipline: {value})",
     "downstream.lifo_threshold": "a LIFO waiting room (lifo_threshold)",
     "retry.bucket": "a retry bucket",

@@ -39,7 +39,8 @@ SLACK = 3.0
 @pytest.mark.parametrize("name, overrides", [
     ("outage", {"retry.strategy": "full_jitter", "duration": "30s"}),  # ~1 call per job
     ("metastable", {}),  # 60 s of a storm that never ends: 3 calls per job, 3,000 workers
-], ids=["outage-full_jitter", "metastable"])
+    ("classes", {}),  # criticality classes: the general loop, a class read per call
+], ids=["outage-full_jitter", "metastable", "classes"])
 @pytest.mark.slow
 def test_measured_cpu_time_lies_in_the_estimated_range(name, overrides):
     """The speed is measured right before the run (not the process's cached figure), so
@@ -473,3 +474,15 @@ def test_a_brokers_jobs_are_its_clients_drops():
     (workers.count), never of a lower workload.rate (unused by the model)."""
     guess = estimate.estimate(herdsim.load_scenario(bundled.path("reconnect")))
     assert "workers.count" in guess.fewer_jobs and "workload.rate" not in guess.fewer_jobs
+
+
+def test_criticality_classes_add_their_cost_to_the_estimate():
+    """Classes change no count of calls but cost CPU per job and call (the general loop)
+    and a byte or two per job: the same scenario estimates more work and memory with
+    them, and the same calls (the measured check above holds the figure to the run)."""
+    with_classes = herdsim.load_scenario(bundled.path("classes"))
+    without = herdsim.load_scenario(bundled.path("classes"),
+                                    {"workload.criticality": None})
+    a, b = estimate.estimate(with_classes), estimate.estimate(without)
+    assert a.calls == b.calls and a.likely == b.likely
+    assert a.work > b.work and a.most_work > b.most_work and a.bytes > b.bytes

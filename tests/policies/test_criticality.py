@@ -1,13 +1,16 @@
 """The classed waiting room (``policies/criticality.py``): by property, ``popleft``
 serves calls in the order of a stable sort by class (oldest first within one), ``pop``
-the newest of the highest class, and ``lowest`` the newest of the lowest class below."""
+the newest of the highest class, and ``lowest`` the newest of the lowest class below;
+the factors that raise a defence's threshold by class never favour a lower class."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from herdsim.policies.criticality import CLASSES, ClassedRoom
+from herdsim.policies.criticality import CLASSES, ClassedRoom, Mix
+from herdsim.policies.shedding import Probabilistic
 
 calls = st.lists(st.integers(0, len(CLASSES) - 1), max_size=40)
 
@@ -45,3 +48,27 @@ def test_lowest_below_a_class(classes, above):
         worst = max(item[1] for item in below)
         expected = [item for item in below if item[1] == worst][-1]
     assert room.lowest(above) == expected
+
+
+shares = st.lists(st.sampled_from([0.0, 0.5, 1.0, 7.0]), min_size=4, max_size=4).filter(any)
+
+
+@given(shares, st.floats(0, 100))
+def test_the_factors_never_favour_a_lower_class(weights, step):
+    """Highest class first, the factors never rise; the lowest class present has 1, each
+    class present above it exactly 1 + step × the classes present below it."""
+    mix = Mix(**dict(zip(CLASSES, weights, strict=True)), step=step)
+    factors = mix.factors()
+    assert all(a >= b for a, b in zip(factors, factors[1:], strict=False))
+    present = [k for k, w in enumerate(weights) if w > 0]
+    assert factors[present[-1]] == 1.0
+    for rank, k in enumerate(reversed(present)):
+        assert factors[k] == pytest.approx(1 + step * rank)
+
+
+@given(st.integers(0, 10_000), st.floats(1, 101))
+def test_shedding_raised_for_a_higher_class_sheds_no_sooner(above, factor):
+    """A raised rule's depth is never below the rule's, and at factor 1 it is the rule."""
+    rule = Probabilistic(above=above, probability=0.0)
+    assert rule.raised(factor).above >= above
+    assert rule.raised(1.0) == rule

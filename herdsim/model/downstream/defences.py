@@ -39,6 +39,7 @@ from herdsim.model.calls import (
     WAITING,
     Call,
 )
+from herdsim.model.downstream.classed import classed as by_class
 from herdsim.model.downstream.core import Downstream
 from herdsim.model.downstream.degraded import degrading
 from herdsim.model.downstream.refusals import costly
@@ -48,14 +49,17 @@ GAUGES = ("admission_limit", "lifo")  # the gauges, by mechanism (undefined with
 NANOSECOND = 1e-9  # System.nanoTime's resolution, the limiters' clock
 
 
-def downstream_type(cfg) -> type[Downstream]:
+def downstream_type(cfg, classed: bool = False) -> type[Downstream]:
     """The downstream a ``downstream`` (or service) section *cfg* asks for: with its
-    defences when it has any, else the lean core."""
+    defences when it has any (by criticality class when *classed*: the workers'
+    downstream of a run with classes), else the lean core."""
     base: type[Downstream] = DefendedDownstream if cfg.defends() else Downstream
     if cfg.degradation is not None:  # each part only when asked: else the class as it was
         base = degrading(base)
     if cfg.refusal_cost is not None and cfg.refusal_cost.costs():
         base = costly(base)
+    if classed and cfg.defends():
+        base = by_class(base)
     return base
 
 

@@ -304,11 +304,12 @@ def _shared_gauges(replicas: list[Downstream]) -> list:
 
 def build(env, cfg, recorder, seed: int, tier: int, service_draws,
           wrap: Callable[[Downstream], Any] | None = None,
-          jobs_of: dict | None = None) -> Fleet:
+          jobs_of: dict | None = None, classed: bool = False) -> Fleet:
     """The fleet *cfg* (a downstream or service section with ``replicas``) asks for, tier
     number *tier* of the run seeded *seed*; ``service_draws(section, rng)`` makes a
     service-time section's draws, *wrap* is applied to each replica (a tier's counting);
-    *jobs_of*: the job each queue worker holds (its key: a keyed workload's)."""
+    *jobs_of*: the job each queue worker holds (its key: a keyed workload's); *classed*:
+    the replicas defend by criticality class."""
     replicas = []
     for i in range(cfg.replicas):
         own = [o for o in cfg.outages if o.replica is None or o.replica == i]
@@ -317,7 +318,7 @@ def build(env, cfg, recorder, seed: int, tier: int, service_draws,
         rngs = {p: np.random.default_rng(s) for p, s in
                 zip(REPLICA_PURPOSES, root.spawn(len(REPLICA_PURPOSES)), strict=True)}
         args = server_draws(cfg, rngs, service_draws)
-        replica = downstream_type(rcfg)(env, rcfg, recorder=recorder, **args)
+        replica = downstream_type(rcfg, classed)(env, rcfg, recorder=recorder, **args)
         if wrap is not None:
             wrap(replica)
         replicas.append(replica)

@@ -170,12 +170,14 @@ latency: the run's own), used only when it has a cache."""
             args = server_draws(cfg, rngs, service_draws)
             caching = (rngs["cache_keys"], rngs["cache_latency"])
         own = i > 0 and not _uniform_deadlines(name, every, scenario.deadline)
+        classed = i == 0 and scenario.workload.criticality is not None  # the workers' tier
         if cfg.replicas is not None:  # replicas behind a balancer, each a counted pool
             tier: Any = fleet.build(env, cfg, record, scenario.seed, i, service_draws,
-                                    partial(Tier, record=record, own_deadlines=own))
+                                    partial(Tier, record=record, own_deadlines=own),
+                                    classed=classed)
             record.fleet = tier
         else:
-            tier = downstream_type(cfg)(env, cfg, recorder=record, **args)
+            tier = downstream_type(cfg, classed)(env, cfg, recorder=record, **args)
             Tier(tier, record, own_deadlines=own)
         if cfg.cache is not None:  # in front of the Tier part: a hit never reaches the tier
             keys_rng, latency_rng = caching

@@ -31,7 +31,7 @@ from herdsim.analysis.metastability import NOT_RECOVERED, RANK_RULE, state_text
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
 from herdsim.outputs.atomic import sealed
-from herdsim.outputs.report import interactive, replicas
+from herdsim.outputs.report import classes, interactive, replicas
 from herdsim.outputs.report.verdict import arm_stats, assumptions, states, ties, verdict
 from herdsim.plots import describe
 from herdsim.plots.figures import FIGURES
@@ -274,6 +274,7 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         "<h2>Key numbers</h2>", f"<p class='note'>{how}</p>", table,
         tier_section(c),
         replicas.section(c),
+        classes.section(c),
         interactive.section(c),
         *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds
           if applies(kind, sc)),
