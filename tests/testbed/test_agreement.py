@@ -127,3 +127,24 @@ def test_the_command_exits_1_with_too_few_valid_runs_or_a_disagreement(
     said = json.loads(result.output)
     assert said["testbed_judged"] == done.judged and said["testbed_agrees"] == (code == 0)
     assert said["testbed_runs"][0]["recovery_time_real"] is None
+
+
+@pytest.mark.parametrize(("sim", "real", "agrees"), [
+    (["recovered"] * 3, ["degraded"] * 3, False),  # never the other side's state
+    (["metastable"] * 3 + ["degraded"] * 2, ["degraded"] * 3 + ["metastable"] * 2, True),
+    (["recovered"] * 5, ["degraded"] * 4 + ["recovered"], False),  # real's mode unseen
+    (["degraded"] * 5, ["degraded"] * 4 + ["recovered"], True),
+    (["recovered"] * 4 + ["degraded"], ["degraded"] * 3, False),  # sim's mode unseen
+])
+def test_the_state_agrees_when_each_sides_most_common_state_is_one_the_other_reaches(
+        sim, real, agrees):
+    """The breadth table's breaker arm split 3 to 2 between metastable and degraded on
+    both sides, in opposite majorities: the same spread, not a disagreement. A state one
+    side never ends in, being the other's most common, is one."""
+    row = agreement.state_check(sim, real)
+    sim_modes = {s for s in sim if sim.count(s) == max(map(sim.count, sim))}
+    real_modes = {s for s in real if real.count(s) == max(map(real.count, real))}
+    assert agrees == (bool(sim_modes & set(real)) and bool(real_modes & set(sim)))
+    assert row["agrees"] is agrees
+    assert row["simulated"] in sim_modes and row["real"] in real_modes
+    assert agreement.state_check(sim, real[:2])["agrees"] is None  # too few real runs
