@@ -138,7 +138,7 @@ def test_the_coverage_walk_sees_a_services_field_and_a_flat_member():
         "name": "walk", "duration": "2s", "workers": {"count": 4},
         "workload": {"arrivals": "periodic", "clients": 2, "interval": "0.5s"},
         "downstream": {"discipline": "lifo", "calls": [{"service": "db"}]},
-        "services": {"db": {"cache": {"size": 5}}}})
+        "services": {"db": {"cache": {"size": 5, "keys": {"count": 20}}}}})
     paths: set[str] = set()
     members: set[tuple[str, str]] = set()
     reached(scenario, paths, members)
