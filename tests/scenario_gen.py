@@ -344,9 +344,9 @@ def _fleet(draw, tier: dict) -> None:
 
 def _late_answers_apply(doc: dict) -> None:
     """``retry.late_answers`` needs a timeout, the queue model at its at-start service, no
-    network delays, graph or hedging, sleeps and no keys (each refused else)."""
+    network delays, graph, hedging or cache, sleeps and no keys (each refused else)."""
     ds = doc["downstream"]
-    for name in ("network_delay", "request_delay", "calls", "model", "occ"):
+    for name in ("network_delay", "request_delay", "calls", "model", "occ", "cache"):
         ds.pop(name, None)
     ds.setdefault("overload", {})["latency_model"] = "at_start"
     ds["timeout"] = ds.get("timeout") or 0.5

@@ -242,3 +242,17 @@ def test_clients_of_their_own_refuse_a_shaped_workload(bundled, model, field, va
 
     with pytest.raises(herdsim.ScenarioError, match=f"{field}: the {model} model"):
         herdsim.load_scenario(scenarios.path(bundled), {field: value})
+
+
+def test_late_answers_behind_a_cache_are_refused_naming_the_field(make_scenario):
+    """A cache's miss is a flight, the cache's own call, not a job's: a late answer to it
+    crashed the run (``'Flight' object has no attribute 'job'``, the census's late answers
+    + cache). Until modelled, the pair is refused in one line naming the field."""
+    data = make_scenario(retry={"late_answers": True}, downstream={
+        "timeout": "100ms", "cache": {"size": 5, "keys": {"count": 20}}})
+    with pytest.raises(herdsim.ScenarioError) as refused:
+        herdsim.load_scenario(data)
+    assert refused.value.problems[0][0] == "retry.late_answers"
+    assert "cache" in refused.value.problems[0][1]
+    del data["downstream"]["cache"]
+    assert herdsim.load_scenario(data).retry.late_answers  # the cache alone was refused
