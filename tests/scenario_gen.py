@@ -23,6 +23,7 @@ scenario that comes out of :func:`scenarios` is one that ``herdsim validate`` ac
 from __future__ import annotations
 
 import functools
+import operator
 import tempfile
 import types
 import typing
@@ -39,8 +40,8 @@ from herdsim.config.loading import validate
 from herdsim.config.scenario import Scenario
 from herdsim.config.schema import field_at
 from herdsim.errors import ScenarioError
-from herdsim.policies import arrivals, downstreams
-from herdsim.policies.backoff import BUILT_IN
+from herdsim.policies import arrivals, backoff, disciplines, downstreams
+from herdsim.policies.cache import Cache
 from herdsim.policies.durations import parse_duration
 from herdsim.policies.family import Family
 from herdsim.policies.presets import PRESETS
@@ -124,7 +125,7 @@ NAMES: dict[str, st.SearchStrategy] = {
     "description": st.just(""),
     "queue": st.none(),
     "sha256": st.none(),
-    "strategy": st.sampled_from(sorted(BUILT_IN)),
+    "strategy": st.sampled_from(backoff.FAMILY.names()),  # the libraries' too
     "preset": st.none() | st.sampled_from(sorted(PRESETS)),
     "params": st.just({}),
     "downstream.name": st.none() | st.just("frontend"),
@@ -132,6 +133,7 @@ NAMES: dict[str, st.SearchStrategy] = {
     "workload.trace.file": st.builds(_trace_file),
     "downstream.calls.*.service": st.just(SERVICE_NAMES[0]),  # an edge's callee: _wire
     "services.*.calls.*.service": st.just(SERVICE_NAMES[0]),
+    "services.calls.*.service": st.just(SERVICE_NAMES[0]),  # a blamed ``services.calls``
 }
 
 # Optional in the type, written always: a source of arrivals is needed, the callers'
@@ -277,7 +279,9 @@ def _profile(draw) -> list[dict]:
 def scenarios(draw) -> dict:
     """A scenario dict across the whole schema: 1-4 tiers, sections of every kind."""
     doc = draw(for_model(Scenario))
-    names = draw(st.lists(st.sampled_from(SERVICE_NAMES), unique=True, max_size=3))
+    # as many graphs as single tiers (a list strategy drew an empty one ~49 times in 50)
+    count = draw(st.integers(0, 3))
+    names = list(draw(st.permutations(SERVICE_NAMES)))[:count]
     tiers = [doc.setdefault("downstream", {})]
     doc["services"] = {}
     for name in names:
@@ -305,16 +309,47 @@ def scenarios(draw) -> dict:
     if workload.get("criticality") is not None and draw(st.booleans()):
         _classes_apply(draw, doc)  # half the time: with a defence they order, so they run
     _only_chosen(workload, arrivals.FAMILY)
-    for tier in tiers:
+    for i, tier in enumerate(tiers):
         _only_chosen(tier, downstreams.FAMILY)
+        _only_chosen(tier, disciplines.FAMILY)
+        if tier.get("discipline") == "adaptive_lifo":
+            tier.setdefault("lifo_threshold", draw(st.integers(1, 20)))
+        if i:  # a service has no model of its own (the workers' downstream picks it)
+            for name in downstreams.FAMILY.fields.model_fields:
+                tier.pop(name, None)
+        _fleet(draw, tier)
+    autoscale = doc.get("workers", {}).get("autoscale")
+    if autoscale and doc["workers"].get("count") is not None:  # the fleet starts in range
+        doc["workers"]["count"] = min(max(doc["workers"]["count"], autoscale.get("min", 1)),
+                                      autoscale.get("max", autoscale.get("min", 1)))
     return doc
+
+
+FLEET_PARTS = ("balancer", "outlier_detection", "health_check")
+
+
+def _fleet(draw, tier: dict) -> None:
+    """A tier with a fleet's part (a balancer, outlier detection, health checks, an outage
+    of one replica) is given the replicas it needs half the time (else the part goes:
+    repaired), so fleets meet every other mechanism."""
+    wants = any(name in tier for name in FLEET_PARTS) or any(
+        o.get("replica") is not None for o in tier.get("outages", []))
+    if wants and not tier.get("replicas") and draw(st.booleans()):
+        tier["replicas"] = draw(st.integers(2, 5))
+    balancer = tier.get("balancer") or {}
+    if balancer.get("kind") == "weighted" and tier.get("replicas"):  # one weight each
+        balancer["weights"] = draw(st.lists(st.floats(0.1, 5.0), min_size=tier["replicas"],
+                                            max_size=tier["replicas"]))
+    if any(o.get("mode") == "flush" for o in tier.get("outages", [])) and \
+            not tier.get("cache") and draw(st.booleans()):  # a flush empties a cache
+        tier["cache"] = draw(for_model(Cache, "downstream.cache"))
 
 
 def _late_answers_apply(doc: dict) -> None:
     """``retry.late_answers`` needs a timeout, the queue model at its at-start service, no
-    network delays, graph or hedging, sleeps and no keys (each refused else)."""
+    network delays, graph, hedging or cache, sleeps and no keys (each refused else)."""
     ds = doc["downstream"]
-    for name in ("network_delay", "request_delay", "calls", "model", "occ"):
+    for name in ("network_delay", "request_delay", "calls", "model", "occ", "cache"):
         ds.pop(name, None)
     ds.setdefault("overload", {})["latency_model"] = "at_start"
     ds["timeout"] = ds.get("timeout") or 0.5
@@ -368,7 +403,7 @@ def _wire(draw, tiers: list[dict], names: list[str]) -> None:
         tier["calls"] = calls
 
 
-def repaired(doc: dict, draw, tries: int = 30) -> Scenario | None:
+def repaired(doc: dict, draw, tries: int = 80) -> Scenario | None:
     """*doc* made valid by the schema's own checks, which say what goes with what
     (``key_skew`` needs ``keys``, a kind's fields apply to that kind): each field a check
     blames is drawn again once (or drawn, when it is missing: ``lifo_threshold`` for an
@@ -409,9 +444,26 @@ def _fill(doc: dict, parts: list[str], draw) -> bool:
                      .replace("services", "downstream", 1))
     if field is None:
         return False
-    section[name] = draw(for_annotation(field.annotation, list(field.metadata),
-                                        ".".join(parts)).filter(lambda v: v is not None))
+    # no filter: a filtered draw that fails rejects the whole example, and it did for
+    # nearly every scenario with a graph (the census ran single tiers only)
+    value = draw(for_annotation(_without_none(field.annotation), list(field.metadata),
+                                ".".join(parts)))
+    if value is None:  # a size or a name that may be null: removed instead
+        return False
+    section[name] = value
     return True
+
+
+def _without_none(annotation: Any) -> Any:
+    """*annotation* without its ``None`` (an optional section drawn present)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        inner, *marks = typing.get_args(annotation)
+        return typing.Annotated[(_without_none(inner), *marks)]  # type: ignore[misc]
+    if origin is Union or origin is types.UnionType:
+        kept = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return functools.reduce(operator.or_, kept) if kept else annotation
+    return annotation
 
 
 def _remove(doc: Any, path: list[str], top: bool = True) -> bool:

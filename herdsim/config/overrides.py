@@ -36,8 +36,10 @@ def fill_preset(data: dict, source: str | None = None) -> None:
             if not isinstance(child, dict):
                 child = node[part] = {}
             node = child
-        if leaf not in node:
-            node[leaf] = value.copy() if isinstance(value, dict) else value
+        if leaf not in node and not (path == "retry.params" and node.get("strategy")
+                                     not in (None, preset.fields["retry.strategy"])):
+            node[leaf] = value.copy() if isinstance(value, dict) else value  # (the
+            # params are its strategy's: not another's the user chose)
 
 
 def _strip_preset_fields(data: dict, names: list[Any]) -> None:
@@ -82,8 +84,24 @@ def apply_overrides(data: dict, overrides: dict[str, Any] | None) -> dict:
         value = parsed(path, raw)
         if isinstance(value, str) and value == "":
             value = raw
+        if path == "retry.strategy" and "retry.params" not in overrides:
+            _drop_preset_params(data, value)
         _set_path(data, path, value)
     return data
+
+
+def _drop_preset_params(data: dict, strategy: Any) -> None:
+    """A strategy set over a preset's (``--set retry.strategy=...``, a compare arm) does
+    without the preset's params: they are its strategy's (grpc-retry's ``jitter``), and
+    another strategy refused them though the user never wrote them."""
+    retry = data.get("retry")
+    name = retry.get("preset") if isinstance(retry, dict) else None
+    if name not in presets.PRESETS:
+        return
+    fields = presets.get(name).fields
+    if "retry.params" in fields and strategy != fields["retry.strategy"] and \
+            retry.get("params", fields["retry.params"]) == fields["retry.params"]:  # type: ignore[union-attr]
+        retry["params"] = {}  # type: ignore[index]
 
 
 _FREE_FORM = object()  # marks a dict field (e.g. retry.params) whose keys are the user's

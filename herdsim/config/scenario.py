@@ -185,7 +185,9 @@ class Scenario(Section):
              "are not modelled in a call graph or with hedging (downstream.calls, services, "
              "hedging)"),
             (self.workers.retry_mode != "sleep", "need workers.retry_mode: sleep"),
-            (self.workload.keys is not None, "are not modelled with workload.keys"))
+            (self.workload.keys is not None, "are not modelled with workload.keys"),
+            (ds.cache is not None, "are not modelled behind a cache (downstream.cache: a "
+                                   "miss's call is the cache's, not a job's)"))
         for wrong, problem in refused:
             if wrong:
                 raise FieldError("retry.late_answers", f"late answers {problem}")

@@ -62,7 +62,7 @@ def _preset_arms(scenario: Scenario, names: Sequence[str],
             try:
                 scenario_of_arm = arm_scenario(scenario, strategy, settings)
             except ScenarioError as exc:
-                source = "presets" if exc.problems[0][0].startswith("retry") else "vary"
+                source = "vary" if _varied_here(scenario, strategy, settings) else "presets"
                 raise ScenarioError(exc.problems, source) from None
             varied = {k: v for k, v in settings.items() if k != "retry.preset"}
             arms.append(Arm(_label(name, varied), strategy, settings, scenario_of_arm))
@@ -114,11 +114,25 @@ def build_arms(scenario: Scenario, strategies: Sequence[str] | None = None,
             try:
                 scenario_of_arm = arm_scenario(scenario, name, settings)
             except ScenarioError as exc:
-                source = "strategies" if exc.problems[0][0].startswith("retry") else "vary"
+                source = "vary" if _varied_here(scenario, name, settings) else "strategies"
                 raise ScenarioError(exc.problems, source) from None
             arms.append(Arm(_label(name, settings), name, settings, scenario_of_arm))
     _distinct(arms)
     return arms
+
+
+def _varied_here(scenario: Scenario, strategy: str, settings: dict[str, Any]) -> bool:
+    """Whether an arm's refusal is its varied settings' doing: the arm without them is
+    accepted (else its strategy or preset is refused alone: a hedged scenario refuses
+    any, and the refusal names --strategies, not a --vary that was never given)."""
+    own = {k: v for k, v in settings.items() if k == "retry.preset"}
+    if own == settings:
+        return False
+    try:
+        arm_scenario(scenario, strategy, own)
+    except ScenarioError:
+        return False
+    return True
 
 
 def _distinct(arms: list[Arm]) -> None:

@@ -54,7 +54,12 @@ class Flight:
         self.front.heard(self, event.value)
 
     def interrupt(self, cause) -> None:
-        """The tier failed its calls together (t0): so do the waiters."""
+        """The tier failed its calls together (t0): so do the waiters. The call's event
+        may still fire later (its deadline): the flight no longer hears it (the tier, or
+        a fleet that already let the call go, would settle it a second time)."""
+        c, self.call = self.call, None
+        if c is not None and c.event is not None and c.event.callbacks:
+            c.event.callbacks.remove(self.heard)
         self.front.landed(self)
         for waiter in self.waiters:
             waiter.proc.interrupt(cause)

@@ -112,7 +112,13 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
             where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"
             if d.cache is not None:  # the offered jobs, not what passes its cache
                 where += f" before a {d.cache.size:,}-entry cache"
-        parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
+        rates = sc.workload.profile_rates()
+        if max(rates) != sc.workload.rate:  # a profile: its first step, and how high it goes
+            where = f"at first, {where}"
+            parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals}, up to "
+                         f"{max(rates):,.4g} in its profile ({where})")
+        else:
+            parts.append(f"{sc.workload.rate:,.4g} jobs/s {sc.workload.arrivals} ({where})")
         if sc.workload.backlog:
             parts.append(f"{sc.workload.backlog:,} jobs queued at t=0")
         if sc.workload.poison_fraction:

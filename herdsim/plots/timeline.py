@@ -11,6 +11,7 @@ from herdsim.analysis.kpis import BY_KEY, number_text, percent
 from herdsim.config import graph
 from herdsim.plots import cache as cache_panels
 from herdsim.plots import describe, replicas
+from herdsim.plots import offered as offered_load
 from herdsim.plots.style import (
     CAPACITY_STYLE,
     SLIDE_ARMS,
@@ -156,8 +157,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
         ax = panels["success"]
         offered = ""
         if downstreams.named(base.downstream.model).queueing:
-            ax.axhline(base.workload.rate, color="0.3", linestyle=":", lw=1.6)
-            offered = f"; dotted: offered {base.workload.rate:,.4g} jobs/s"
+            offered = offered_load.draw(ax, c, base, replication)
         model = downstreams.named(base.downstream.model)
         ax.set_title(f"{model.successes} per second (per {format_duration(base.bin)} bin)"
                      f"{offered}", fontsize=13)

@@ -213,3 +213,21 @@ def test_cli_compare_bad_input_exits_2_and_writes_nothing(tmp_path, make_scenari
     assert message in result.output
     assert "Traceback" not in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+@pytest.mark.parametrize("arms", [{"strategies": ["exponential", "full_jitter"]},
+                                  {"presets": ["celery", "sidekiq"]}])
+def test_a_hedged_scenario_refuses_the_strategies_not_a_vary_it_was_not_given(arms):
+    """The workers hedge (``hedging:``), so an arm's strategy has nothing to choose: the
+    refusal names --strategies (or --presets), not --vary, which was never given (the
+    census's scenario: 'vary: hedging: ...' with no --vary)."""
+    sc = herdsim.load_scenario({"name": "h", "duration": "1s", "workload": {"rate": 5},
+                                "workers": {"count": 2}, "hedging": {"delay": "10ms"},
+                                "downstream": {"timeout": "100ms"}})
+    with pytest.raises(herdsim.ScenarioError) as refused:
+        build_arms(sc, **arms)
+    assert refused.value.source == next(iter(arms))
+    assert refused.value.problems[0][0] == "hedging"
+    with pytest.raises(herdsim.ScenarioError) as refused:
+        build_arms(sc, **arms, vary={"workers.count": [1, 2]})
+    assert refused.value.source == next(iter(arms))  # the strategy's doing, still

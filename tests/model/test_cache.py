@@ -244,3 +244,25 @@ def test_a_service_behind_its_cache_is_healthy_when_its_requests_are_served():
     assert ts["db_cache_hits"].sum() > 0.3 * ts["db_succeeded"].sum()
     assert res.summary["state"] == "recovered"
     assert res.summary["tiers"]["db"]["state"] == "recovered"
+
+
+@pytest.mark.parametrize("replicas", [None, 3])
+def test_a_flight_failed_together_is_not_settled_again_at_its_deadline(replicas):
+    """A down outage fails a cached tier's calls together; each flight's call keeps its
+    deadline, which fired later into the flight: behind a fleet the call was already let
+    go (a KeyError in ``Fleet.finish``, the census's cache + replicas + outage), on one
+    pool the tier counted the call's end twice (failed, then timed out)."""
+    db = {"concurrency": 2, "service": {"mean": "50ms"}, "cache": cached(size=5),
+          "outages": [{"mode": "down", "start": "1s", "duration": "500ms",
+                       **({"replica": 1} if replicas else {})}]}
+    if replicas:
+        db["replicas"] = replicas
+    data = graph(**{"services.db": db, "services.api.calls": [
+        {"service": "db", "count": 3, "timeout": "400ms"}]})
+    scenario = load_scenario(data)
+    sim = Simulation(scenario)
+    assert_every_job_ends_in_one_place(sim, sim.run())
+    record = sim.tiers["db"]
+    flights = len(record.optional["cache_misses"]) - len(record.optional.get("cache_coalesced", ()))
+    ended = len(record.succeeded) + len(record.failed)
+    assert ended <= flights, f"{ended} ends of {flights} flights"

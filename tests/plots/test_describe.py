@@ -19,3 +19,14 @@ def test_the_retry_limit_reads_as_words(limit, shown, hidden):
     line = facts(load_scenario(tiny(retry={"max_retries": limit})))
     assert shown in line
     assert hidden not in line
+
+
+def test_a_rising_profile_reads_as_its_first_rate_and_its_peak():
+    """A profile from 100 to 250 jobs/s read '100 jobs/s poisson (10% of capacity)', as if
+    the load held (the census's combined scenario); the peak is named, and the load share
+    says it is the first step's. A steady rate reads as before."""
+    rising = facts(load_scenario(tiny(workload={"rate": 100, "profile": [
+        {"at": 0, "rate": 100}, {"at": "1s", "rate": 250}]})))
+    assert "100 jobs/s poisson, up to 250 in its profile (at first, " in rising
+    steady = facts(load_scenario(tiny(workload={"rate": 100})))
+    assert "100 jobs/s poisson (" in steady and "profile" not in steady
