@@ -135,7 +135,9 @@ REGISTRY: tuple[KPI, ...] = (
     KPI("jobs_refused", "refused (queue full)", kind="count", better="lower", optional=True,
         meaning="arrivals refused by a full main queue", compute=_counter("refused")),
     KPI("attempts_total", "downstream calls", kind="count",
-        meaning="calls made to the downstream, first tries and retries",
+        meaning="calls that reached the downstream, first tries and retries (with a "
+                "request_delay, a call its client gave up on before it arrived is a client "
+                "timeout, not a call here; a replica's calls count those sent to it)",
         compute=lambda run: int(len(run.attempt_times)), panels={"run": Panel(9)}),
     KPI("retries_total", "retries", kind="count", meaning="retry sleeps drawn",
         compute=_counter("retry")),
