@@ -46,6 +46,11 @@ from herdsim.policies.family import Family
 from herdsim.policies.presets import PRESETS
 
 SERVICE_NAMES = ("api", "db", "search")  # ("cache" is a tier's field)
+# The round trip through YAML (what a user would write) by libyaml when it is there: the
+# same documents as the pure-Python safe loader and dumper, several times faster; it was
+# most of the cost of drawing a scenario.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _trace_file() -> str:
@@ -358,7 +363,7 @@ def repaired(doc: dict, draw, tries: int = 30) -> Scenario | None:
     drawn_again: set[str] = set()  # each blamed field is drawn again once, then removed
     for _ in range(tries):
         try:
-            return validate(yaml.safe_load(yaml.safe_dump(doc)))
+            return validate(yaml.load(yaml.dump(doc, Dumper=_DUMPER), Loader=_LOADER))
         except ScenarioError as exc:
             where = exc.problems[0][0]
         parts = where.split(".") if where else []
@@ -369,6 +374,12 @@ def repaired(doc: dict, draw, tries: int = 30) -> Scenario | None:
         if not _remove(doc, parts):
             return None
     return None
+
+
+# Draws of a blamed field before it is removed instead: its strategy is most often
+# ``X | None``, where a ``.filter(not None)`` gave up the whole example (Hypothesis retries
+# a filter three times) in most of the examples drawn, each a whole scenario drawn in vain.
+FILL_TRIES = 8
 
 
 def _fill(doc: dict, parts: list[str], draw) -> bool:
@@ -390,9 +401,13 @@ def _fill(doc: dict, parts: list[str], draw) -> bool:
                      .replace("services", "downstream", 1))
     if field is None:
         return False
-    section[name] = draw(for_annotation(field.annotation, list(field.metadata),
-                                        ".".join(parts)).filter(lambda v: v is not None))
-    return True
+    values = for_annotation(field.annotation, list(field.metadata), ".".join(parts))
+    for _ in range(FILL_TRIES):  # a value, not None: a filter gave the example up instead
+        value = draw(values)
+        if value is not None:
+            section[name] = value
+            return True
+    return False  # only None comes: the field is removed instead
 
 
 def _remove(doc: Any, path: list[str], top: bool = True) -> bool:
