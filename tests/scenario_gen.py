@@ -396,9 +396,10 @@ def _fill(doc: dict, parts: list[str], draw) -> bool:
             return False
     if not isinstance(section, dict):
         return False
-    field = field_at(Scenario, ".".join(p for p in parts if not p.isdigit()
-                                        and p not in SERVICE_NAMES)
-                     .replace("services", "downstream", 1))
+    key = ".".join(p for p in parts if not p.isdigit() and p not in SERVICE_NAMES)
+    if key.startswith("services."):  # a service's field is a tier's; "services" is the map
+        key = key.replace("services", "downstream", 1)
+    field = field_at(Scenario, key)
     if field is None:
         return False
     values = for_annotation(field.annotation, list(field.metadata), ".".join(parts))
