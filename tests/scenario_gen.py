@@ -48,6 +48,11 @@ from herdsim.policies.presets import PRESETS
 
 SERVICE_NAMES = ("api", "db", "search")  # ("cache" is a tier's field)
 CLASSED_DEFENCES = ("shedding", "admission", "codel")  # what criticality classes order
+# The round trip through YAML (what a user would write) by libyaml when it is there: the
+# same documents as the pure-Python safe loader and dumper, several times faster; it was
+# most of the cost of drawing a scenario.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _trace_file() -> str:
@@ -412,7 +417,7 @@ def repaired(doc: dict, draw, tries: int = 80) -> Scenario | None:
     drawn_again: set[str] = set()  # each blamed field is drawn again once, then removed
     for _ in range(tries):
         try:
-            return validate(yaml.safe_load(yaml.safe_dump(doc)))
+            return validate(yaml.load(yaml.dump(doc, Dumper=_DUMPER), Loader=_LOADER))
         except ScenarioError as exc:
             where = exc.problems[0][0]
         parts = where.split(".") if where else []
@@ -439,9 +444,10 @@ def _fill(doc: dict, parts: list[str], draw) -> bool:
             return False
     if not isinstance(section, dict):
         return False
-    field = field_at(Scenario, ".".join(p for p in parts if not p.isdigit()
-                                        and p not in SERVICE_NAMES)
-                     .replace("services", "downstream", 1))
+    key = ".".join(p for p in parts if not p.isdigit() and p not in SERVICE_NAMES)
+    if key.startswith("services."):  # a service's field is a tier's; "services" is the map
+        key = key.replace("services", "downstream", 1)
+    field = field_at(Scenario, key)
     if field is None:
         return False
     # no filter: a filtered draw that fails rejects the whole example, and it did for

@@ -201,6 +201,7 @@ def test_the_bound_of_calls_holds_on_any_small_graph(data):
     multiplier left out fails it: checked by leaving out the deliveries or the hedged
     copies; the fan-out's, by the test below)."""
     doc = data.draw(scenarios(), label="scenario")
+    assume(doc["downstream"].get("model", "queue") == "queue")  # before the repair's cost
     if data.draw(st.booleans(), label="every call fails"):
         always_fails(doc, redelivered=data.draw(st.booleans(), label="no DLQ"))
     scenario = repaired(doc, data.draw)

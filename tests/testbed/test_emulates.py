@@ -11,6 +11,7 @@ added to the allow-list on purpose.
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import sys
 import time
@@ -161,11 +162,12 @@ def test_the_bundled_scenarios_the_testbed_ran_before_it_still_runs():
 
 # -- members: their own declaration decides ------------------------------------------------
 
-def places() -> list[tuple[str, Family]]:
+@functools.cache  # a walk of the whole schema, asked once per path at collection
+def places() -> tuple[tuple[str, Family], ...]:
     """Where each family sits in the schema (``downstream.admission``, …)."""
-    return [(path, family) for path, field in fields(Scenario)
-            for family in {*nested(field.annotation), *field.metadata}
-            if isinstance(family, Family)]
+    return tuple((path, family) for path, field in fields(Scenario)
+                 for family in {*nested(field.annotation), *field.metadata}
+                 if isinstance(family, Family))
 
 
 FLAT = {arrivals.FAMILY, downstreams.FAMILY, disciplines.FAMILY, backoff.FAMILY}  # a tag field
