@@ -145,7 +145,8 @@ NAMES: dict[str, st.SearchStrategy] = {
 # count (or null: open loop) decides what else applies, and a client timeout is what lets
 # most mechanisms (blackholes, deadlines, hedges) apply.
 ALWAYS = frozenset({"workload.rate", "workers.count", "downstream.timeout",
-                    "downstream.calls.*.timeout", "services.*.calls.*.timeout"})
+                    "downstream.calls.*.timeout", "services.*.calls.*.timeout",
+                    "retry.strategy"})  # one of ~25 names: drawn every time, each is seen
 
 PRESENT = 4  # an optional field is written one time in PRESENT (else its default holds)
 
@@ -319,6 +320,13 @@ def scenarios(draw) -> dict:
         _only_chosen(tier, disciplines.FAMILY)
         if tier.get("discipline") == "adaptive_lifo":
             tier.setdefault("lifo_threshold", draw(st.integers(1, 20)))
+        model = tier.get("model")  # a model's own section (occ, broker): half the time
+        own = downstreams.FAMILY.fields.model_fields.get(model or "")
+        if not i and own is not None and tier.get(model) is None and draw(st.booleans()):
+            section = _without_none(own.annotation)  # every field: each is rare as it is
+            tier[model] = {name: draw(for_annotation(
+                f.annotation, list(f.metadata), f"downstream.{model}.{name}"))
+                for name, f in section.model_fields.items()}
         if i:  # a service has no model of its own (the workers' downstream picks it)
             for name in downstreams.FAMILY.fields.model_fields:
                 tier.pop(name, None)

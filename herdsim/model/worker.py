@@ -34,8 +34,8 @@ from herdsim.policies.fields import RESOLUTION
 
 if TYPE_CHECKING:
     from herdsim.model.downstream.core import Downstream
+    from herdsim.model.hooks import LateHook
     from herdsim.model.kernel import Environment
-    from herdsim.model.late import LateAnswers
     from herdsim.model.queues import DelayedQueue, JobQueue
     from herdsim.model.recorder import Recorder
     from herdsim.model.streams import Draws
@@ -220,7 +220,7 @@ def acquiring(limiter, env, timeout):
         wait = limiter.before_send(env.now)
 
 
-def make_run_job(sim: Loops, late: LateAnswers | None = None):
+def make_run_job(sim: Loops, late: LateHook | None = None):
     """A generator function ``run_job(job, gate)`` that takes one job to its end:
     success, dead letter, recycling (DLQ off), or parking in the delayed queue. Built
     with *late* (:mod:`herdsim.model.late`; no requeue, hedging or keys with it) it hears

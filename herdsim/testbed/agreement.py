@@ -112,8 +112,8 @@ def state_check(sim: Sequence[str], real: Sequence[str]) -> dict:
     judged = len(real) >= MIN_VALID and bool(sim)
     agrees = (any(m in counts_real for m in modes(counts_sim))
               and any(m in counts_sim for m in modes(counts_real)))
-    return {"check": "state", "simulated": (modes(counts_sim) or [None])[0],
-            "real": (modes(counts_real) or [None])[0], "real_sd": None, "tolerance": None,
+    return {"check": "state", "simulated": next(iter(modes(counts_sim)), None),
+            "real": next(iter(modes(counts_real)), None), "real_sd": None, "tolerance": None,
             "runs": len(real), "unit": "",
             "rule": "the state most runs end in is one the other side ends in (simulated: "
                     f"{shown(counts_sim) or 'none'}; real: {shown(counts_real) or 'none'})",
