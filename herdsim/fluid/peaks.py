@@ -138,6 +138,7 @@ def near_threshold(flows, scenario: Scenario, dt: float) -> str | None:
                             collapse.window, NEAR)[0])
     if reach < collapse.threshold or load.max() > collapse.threshold:
         return None
-    return (f"the busiest {collapse.window * 1000:g} ms after the last crash holds "
+    after = " after the last crash" if crashes.size else ""
+    return (f"the busiest {collapse.window * 1000:g} ms{after} holds "
             f"{load.max():,.0f} calls (fluid mean); random bunching exceeds {reach:,.0f} "
             f"with a {NEAR:.0%} chance, at or over the threshold {collapse.threshold:,}")
