@@ -156,7 +156,7 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
                              ts, scenario)
     near = peaks.near_threshold(flows, scenario, grid.dt)
     s["near_threshold"] = near
-    if near is not None:
+    if near is not None and s["state"] != "metastable":  # a crash more can't lift it
         s["state"] = "near threshold"
     s.update(succeeded_fraction=succeeded / jobs if jobs else None,
              jobs_submitted=jobs, jobs_succeeded=succeeded, jobs_dead_lettered=dead,

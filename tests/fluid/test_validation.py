@@ -48,7 +48,7 @@ def test_a_library_schedule_is_predicted_as_it_runs(scenarios_dir, name, strateg
     issue's bars: the same state, the succeeded share within 0.05 of the mean of 3
     replications). gRPC's is held on outage.yaml: on admission.yaml its un-jittered first
     retry makes a herd whose bunching crosses the crash rule the mean flow stays under
-    (docs/validation.md §7, a miss)."""
+    (docs/validation.md §7: the model says near threshold; its succeeded share misses)."""
     sc = load_scenario(scenarios_dir / f"{name}.yaml", {"retry.strategy": strategy})
     fluid = predict(sc).summary
     sims = [run(sc.model_copy(update={"seed": sc.seed + r})).summary for r in range(3)]
