@@ -88,6 +88,18 @@ def tiny(**changes) -> dict:
     return _merge(copy.deepcopy(TINY), changes)
 
 
+def overloaded(mix: dict | None = None, limit: int | None = None, **down) -> dict:
+    """300 jobs/s with two retries against 10 slots of 50 ms (200/s): overloaded all run
+    long (20 s), with the criticality *mix* (none: no classes) and a waiting room of
+    *limit*; *down*: more of the downstream's fields."""
+    workload = {"rate": 300, **({"criticality": mix} if mix else {})}
+    return tiny(duration=20, seed=5, workload=workload, workers={"count": 100},
+                retry={"max_retries": 2},
+                downstream={"concurrency": 10, "queue_limit": limit, "timeout": 1.0,
+                            "service": {"distribution": "exponential", "mean": 0.05},
+                            **down})
+
+
 def play_calls(env, downstream, starts: dict[str, float], until: float,
                timeout: float | None) -> dict:
     """One caller process per name makes one call to *downstream* at its time (as a worker

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_every_job_ends_in_one_place, tiny
+from conftest import assert_every_job_ends_in_one_place, overloaded, tiny
 
 import herdsim
 from herdsim.config.loading import validate
@@ -20,13 +20,8 @@ EVEN = {"critical_plus": 1, "critical": 1, "sheddable_plus": 1, "sheddable": 1}
 
 
 def scenario(mix=None, limit=20, **down):
-    """300 jobs/s against 10 slots of 50 ms (200/s): overload all run long."""
-    workload = {"rate": 300, **({"criticality": mix} if mix else {})}
-    return validate(tiny(duration=20, seed=5, workload=workload, workers={"count": 100},
-                         retry={"max_retries": 2},
-                         downstream={"concurrency": 10, "queue_limit": limit, "timeout": 1.0,
-                                     "service": {"distribution": "exponential",
-                                                 "mean": 0.05}, **down}))
+    """The overloaded run (conftest.overloaded) with *mix* and a room of *limit*."""
+    return validate(overloaded(mix, limit, **down))
 
 
 def shares(res):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import simpy
-from conftest import assert_every_job_ends_in_one_place, tiny
+from conftest import assert_every_job_ends_in_one_place, overloaded, tiny
 
 import herdsim
 from herdsim.config.loading import validate
@@ -105,13 +105,8 @@ def test_codel_rejects_the_lowest_class_waiting_and_serves_the_picked_call():
 
 
 def run(mix, limit=None, **down):
-    """300 jobs/s with two retries against 10 slots of 50 ms (200/s): overload all run."""
-    workload = {"rate": 300, **({"criticality": mix} if mix else {})}
-    return validate(tiny(duration=20, seed=5, workload=workload, workers={"count": 100},
-                         retry={"max_retries": 2},
-                         downstream={"concurrency": 10, "queue_limit": limit, "timeout": 1.0,
-                                     "service": {"distribution": "exponential",
-                                                 "mean": 0.05}, **down}))
+    """The overloaded run (conftest.overloaded) with *mix* and a room of *limit*."""
+    return validate(overloaded(mix, limit, **down))
 
 
 @pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
