@@ -74,9 +74,11 @@ class Strategy:
         if self.fluid is None or cdf is None or steps < 1:
             return None
         edges = (np.arange(steps + 1) - 0.5) * step
-        mass = np.diff(np.asarray(cdf(edges, attempt, self.base), dtype=float))
+        # (differences of a cdf in floating point: never below 0, nor the fold of the rest)
+        mass = np.maximum(np.diff(np.asarray(cdf(edges, attempt, self.base), dtype=float)),
+                          0.0)
         mass[0] += float(cdf(np.asarray(edges[0]), attempt, self.base))
-        mass[-1] += 1.0 - float(mass.sum())
+        mass[-1] = max(0.0, mass[-1] + 1.0 - float(mass.sum()))
         return mass
 
     def __repr__(self) -> str:
