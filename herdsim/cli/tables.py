@@ -67,8 +67,10 @@ def tier_table(summary: dict) -> Table | None:
         return None
     table = Table(title="per tier (summary.json's tiers)", show_header=True,
                   header_style="bold")
-    table.add_column("tier")
-    kpis = on("run", TIER_REGISTRY)
+    table.add_column("tier", no_wrap=True)  # "downstream *" on one line
+    # a column no tier has (a cache's, where no tier has a cache) would only read n/a
+    kpis = [kpi for kpi in on("run", TIER_REGISTRY) if any(kpi.key in row for row in
+                                                            tiers.values())]
     for kpi in kpis:
         short = kpi.unit if len(kpi.unit) <= 2 else ""  # ×, s: a long unit is the caption's
         table.add_column(f"{kpi.label} {short}".strip(),
