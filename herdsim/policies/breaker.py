@@ -14,14 +14,16 @@ default, so a scenario leaves it out): its config, and ``build`` for the breaker
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from herdsim.policies.breaker_fluid import BreakerGate
 from herdsim.policies.family import Family, Member
 from herdsim.policies.fields import MAX_WORKERS, NonNegativeDuration, Period, PositiveDuration
 from herdsim.policies.windows import CountWindow, TimeWindow
+
+if TYPE_CHECKING:  # the fluid gates import numba: only predict builds one
+    from herdsim.policies.breaker_fluid import BreakerGate
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
@@ -147,6 +149,8 @@ class Resilience4j(Member):
         if not self.enabled or self.window_calls is not None or self.retries_only \
                 or self.slow_call_threshold is not None or self.scope == "client":
             return None
+        from herdsim.policies.breaker_fluid import BreakerGate  # (numba: predict only)
+
         return BreakerGate(self, dt, workers)
 
     def build(self, listener: Callable[[CircuitBreaker, float], None] | None = None

@@ -4,14 +4,16 @@ tries + ``min_per_second`` × window."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
 from herdsim.policies.budgets.base import Budget
-from herdsim.policies.budgets.fluid import RatioGate, window_steps
 from herdsim.policies.fields import Period
 from herdsim.policies.windows import TimeWindow
+
+if TYPE_CHECKING:  # the fluid gates import numba: only predict builds one
+    from herdsim.policies.budgets.fluid import RatioGate
 
 
 class RatioBudget:
@@ -55,6 +57,8 @@ class Ratio(Budget):
         """Its retry-rate limit on a fluid, for a pool-wide budget."""
         if self.scope != "pool":
             return None
+        from herdsim.policies.budgets.fluid import RatioGate, window_steps  # (numba: predict)
+
         return RatioGate(window_steps(self.window, dt), self.ratio,
                          self.min_per_second * self.window)
 

@@ -16,13 +16,15 @@ takes 1: ``retry_cost`` 1, ``floor`` 0, ``strict``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from herdsim.policies.budgets.base import Budget
-from herdsim.policies.budgets.fluid import BucketGate
 from herdsim.policies.fields import FieldError
+
+if TYPE_CHECKING:  # the fluid gates import numba: only predict builds one
+    from herdsim.policies.budgets.fluid import BucketGate
 
 # aws: botocore 1.44.8 retries/standard.py RetryQuotaChecker (14 a retry, 5 after a throttling
 # error, no timeout cost); aws-1.43: botocore 1.43.x, whose default path cost 5 (10 after a
@@ -131,6 +133,8 @@ class TokenBucket(Budget):
         """Its bucket on a fluid's amounts, for a pool-wide budget."""
         if self.scope != "pool":
             return None
+        from herdsim.policies.budgets.fluid import BucketGate  # (numba: predict only)
+
         return BucketGate(**self._params(), credit_on_first_try=self.credit_on == "first_try")
 
     def _params(self) -> dict[str, Any]:
