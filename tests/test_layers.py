@@ -42,3 +42,18 @@ def test_no_module_is_part_of_an_import_cycle():
         if module not in state:
             visit(module, [module])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_only_the_fluid_model_imports_numba():
+    """numba costs ~0.4 s to import: a run of scenarios with a budget and a breaker (whose
+    members also have compiled fluid rules) must not pay it; predict does."""
+    probe = ("import sys, herdsim\n"
+             "from herdsim.config.loading import load_scenario\n"
+             f"for name in ('budget', 'breaker'):\n"
+             f"    herdsim.run(load_scenario('{ROOT}/scenarios/' + name + '.yaml'))\n"
+             "print('numba' in sys.modules)\n"
+             f"herdsim.predict(load_scenario('{ROOT}/scenarios/budget.yaml'))\n"
+             "print('numba' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    assert done.stdout.split() == ["False", "True"]
