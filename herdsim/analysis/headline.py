@@ -12,6 +12,7 @@ whose top tier is the worst keeps its summary as it was.
 from __future__ import annotations
 
 from herdsim.analysis.kpis import BY_KEY, REGISTRY
+from herdsim.analysis.loops import KEYS as LOOPS
 from herdsim.analysis.metastability import CLASSES
 
 HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline)  # the tier's keys
@@ -45,4 +46,17 @@ def apply(summary: dict) -> dict:
     if name != next(iter(tiers)):  # the top tier's numbers are the run's already
         out.update({key: tiers[name][key] for key in HEADLINE})
         out["peak_attempt_rate"] = tiers[name]["peak_calls"] / summary["peak_window"]
+        out = _loops(out, tiers[name])
+    return out
+
+
+def _loops(summary: dict, tier: dict) -> dict:
+    """*summary* with the loops of its headline tier *tier* (what held that tier down,
+    :mod:`herdsim.analysis.loops`) in place of the top tier's, after ``recovery_time``."""
+    rest = {key: value for key, value in summary.items() if key not in LOOPS}
+    out = {}
+    for key, value in rest.items():
+        out[key] = value
+        if key == "recovery_time":
+            out.update({k: tier[k] for k in LOOPS if k in tier})
     return out
