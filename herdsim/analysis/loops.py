@@ -143,8 +143,10 @@ def hit_rate_before(ts: pd.DataFrame, scenario, tier=None) -> float | None:
     """The cache's hit rate over the bins ending by the first trigger: its healthy value
     (None: no cache, a cold start, no trigger, or no request before it)."""
     cfg = getattr(tier or scenario.downstream, "cache", None)
+    if not cache.has_cache(ts) or cfg is None or not cfg.warm:
+        return None
     first = trigger(scenario)
-    if not cache.has_cache(ts) or cfg is None or not cfg.warm or first is None:
+    if first is None:
         return None
     before = ts["time"].to_numpy() + scenario.bin <= first + 1e-9
     hits = _sum(ts, cache.HIT, before)

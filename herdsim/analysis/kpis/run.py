@@ -307,7 +307,7 @@ REGISTRY: tuple[KPI, ...] = (
                 "degraded or metastable run)",
         compute=lambda run: loops.down_fraction(run.ts, run.scenario), present=_held_down,
         panels={"run": Panel(30.8)}),
-    KPI("tail_hit_rate", "cache hit rate (held-down tail)", kind="fraction", optional=True,
+    KPI("tail_hit_rate", "cache hit rate (tail after the outage)", kind="fraction", optional=True,
         meaning="a degraded or metastable run with a cache: hits over requests over the "
                 "classifier's tail (the last 10%, after the last outage)",
         missing="no request in the tail",
