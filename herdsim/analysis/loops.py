@@ -20,7 +20,9 @@ al., HotOS'21; Huang et al., OSDI'22), and crashes as their own:
   - a **cold cache**: a cache whose hit rate over the tail is below ``DEGRADATION`` of
     its hit rate before the first trigger (an outage, a flush, a spike), so the misses
     it lets through are more than the tier was sized for. A cache that starts cold
-    (``warm: false``) or a trigger with no bin before it has no reference: not measured;
+    (``warm: false``) has no window before its trigger: its reference is the hit rate a
+    warm LRU of its size settles at under independent requests (Che's approximation,
+    :mod:`herdsim.policies.cache.warm`; not measured for a TTL or unbounded Zipf keys);
 * **crash-restart cycles**: a crash in the tail, or the server down for at least
   ``DOWN`` (5%) of it after the last outage.
 
@@ -38,6 +40,7 @@ import pandas as pd
 from herdsim.analysis import cache
 from herdsim.analysis.metastability import TAIL_FRACTION
 from herdsim.policies import downstreams
+from herdsim.policies.cache import warm
 
 AMPLIFICATION = 1.5  # calls per offered (or open) job above which retries sustain the load
 DEGRADATION = 0.8  # served per busy slot-second (or hit rate) over its healthy value, below ...
@@ -101,12 +104,12 @@ def served(ts: pd.DataFrame, mask: np.ndarray) -> float:
 
 def capacity_ratio(ts: pd.DataFrame, scenario) -> float | None:
     """Calls served per busy slot-second while up in the tail, over 1 / service mean.
-    None without a busy-slot gauge, or when a slot was busy at fewer than half of the
-    tail's bin starts while up: the gauge's samples then say little of the busy time
-    (breaker.yaml: one busy sample in 11 read 36×), and a server idle that often has
+    None without a busy-slot gauge or a service rate, or when a slot was busy at fewer
+    than half of the tail's bin starts while up: the gauge's samples then say little of
+    the busy time (breaker.yaml: one busy sample in 11 read 36×), and a server that idle has
     capacity to spare, so it is not what holds the run down."""
-    if "in_flight" not in ts:
-        return None
+    if "in_flight" not in ts or not downstreams.named(scenario.downstream.model).queueing:
+        return None  # a service tier's frame; a model with no service rate (occ, broker)
     mask = tail(ts, scenario) & (ts["downstream_up"].to_numpy() > 0)
     gauge = ts["in_flight"].to_numpy()[mask]
     if not mask.any() or (gauge > 0).sum() < mask.sum() / 2:
@@ -140,11 +143,15 @@ def tail_hit_rate(ts: pd.DataFrame, scenario) -> float | None:
 
 
 def hit_rate_before(ts: pd.DataFrame, scenario, tier=None) -> float | None:
-    """The cache's hit rate over the bins ending by the first trigger: its healthy value
-    (None: no cache, a cold start, no trigger, or no request before it)."""
+    """The cache's healthy hit rate: over the bins ending by the first trigger; for a
+    cache that starts cold (it has no such window) the warm LRU's under independent
+    requests, by Che's approximation (:mod:`herdsim.policies.cache.warm`). None: no
+    cache, no trigger or no request before it, or a cold start Che does not cover."""
     cfg = getattr(tier or scenario.downstream, "cache", None)
-    if not cache.has_cache(ts) or cfg is None or not cfg.warm:
+    if not cache.has_cache(ts) or cfg is None:
         return None
+    if not cfg.warm:
+        return warm.lru_hit_rate(cfg)
     first = trigger(scenario)
     if first is None:
         return None

@@ -315,10 +315,11 @@ REGISTRY: tuple[KPI, ...] = (
         present=_held_down_by("cache"), panels={"run": Panel(30.9)}),
     KPI("hit_rate_before", "cache hit rate before the trigger", kind="fraction",
         optional=True,
-        meaning="a degraded or metastable run with a cache: hits over requests over the "
-                "bins ending by the first trigger (outage, flush or spike), the cache's "
-                "healthy value", missing="not measured: a cold start, or nothing before "
-                                     "the trigger",
+        meaning="a degraded or metastable run with a cache: its healthy hit rate, hits "
+                "over requests over the bins ending by the first trigger (outage, flush or "
+                "spike); a cold start's: a warm LRU's under independent requests (Che's "
+                "approximation)", missing="not measured: nothing before the trigger, or a "
+                                          "cold start Che's approximation does not cover",
         compute=lambda run: loops.hit_rate_before(run.ts, run.scenario),
         present=_held_down_by("cache"), panels={"run": Panel(30.95)}),
     KPI("degradation_peak", "degradation factor peak", "×", better="lower", optional=True,
