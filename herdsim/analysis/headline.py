@@ -16,6 +16,7 @@ from herdsim.analysis.loops import KEYS as LOOPS
 from herdsim.analysis.metastability import CLASSES
 
 HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline)  # the tier's keys
+ORDER = {kpi.key: i for i, kpi in enumerate(REGISTRY)}  # summary.json's order
 
 
 def worst(tiers: dict[str, dict]) -> str:
@@ -52,11 +53,16 @@ def apply(summary: dict) -> dict:
 
 def _loops(summary: dict, tier: dict) -> dict:
     """*summary* with the loops of its headline tier *tier* (what held that tier down,
-    :mod:`herdsim.analysis.loops`) in place of the top tier's, after ``recovery_time``."""
+    :mod:`herdsim.analysis.loops`) in place of the top tier's, where the registry puts
+    them (before the first key the registry lists after them)."""
     rest = {key: value for key, value in summary.items() if key not in LOOPS}
-    out = {}
+    mine = {key: tier[key] for key in LOOPS if key in tier}
+    place = ORDER[LOOPS[0]]
+    out: dict = {}
     for key, value in rest.items():
+        if mine and ORDER.get(key, -1) > place:
+            out.update(mine)
+            mine = {}
         out[key] = value
-        if key == "recovery_time":
-            out.update({k: tier[k] for k in LOOPS if k in tier})
+    out.update(mine)
     return out

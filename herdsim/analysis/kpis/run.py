@@ -292,7 +292,7 @@ REGISTRY: tuple[KPI, ...] = (
                 "disconnected in the tail, 1 when each reconnects at its first connect",
         missing="no job open in the tail",
         compute=lambda run: loops.calls_per_open_job(run.ts, run.scenario),
-        present=_held_down_by("clients"), panels={"run": Panel(30.6)}),
+        present=_held_down_by("clients"), panels={"run": Panel(30.65)}),
     KPI("tail_capacity_ratio", "served per busy slot-second / healthy (tail)", "×",
         optional=True,
         meaning="calls served at the tier (with a cache: its hits and coalesced waiters "
