@@ -15,7 +15,8 @@ from herdsim.analysis.kpis import BY_KEY, REGISTRY
 from herdsim.analysis.loops import KEYS as LOOPS
 from herdsim.analysis.metastability import CLASSES
 
-HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline)  # the tier's keys
+HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline
+                 and kpi.key not in LOOPS)  # the tier's keys (its loops: only if held down)
 ORDER = {kpi.key: i for i, kpi in enumerate(REGISTRY)}  # summary.json's order
 
 

@@ -267,7 +267,8 @@ REGISTRY: tuple[KPI, ...] = (
         panels={"run": Panel(30), "compare": Panel(5, "recovery s"), "rank": Panel(2),
                 "report": Panel(3, group=OUTCOME),
                 "figure": Panel(4, "Recovery time", "s after the outage ends")}),
-    KPI("sustained_by", "held down by", kind="text", optional=True, across="mode",
+    KPI("sustained_by", "held down by", kind="text", optional=True, headline=True,
+        across="mode",
         meaning="for a degraded or metastable run, the loops measured over its tail "
                 "(docs/mitigations.md, 'Which loop holds it down'): workload amplification "
                 f"(calls per job, or per open job, above {loops.AMPLIFICATION:g}), "
@@ -279,6 +280,7 @@ REGISTRY: tuple[KPI, ...] = (
         compute=lambda run: loops.sustained_by(run.ts, run.scenario), present=_held_down,
         panels={"run": Panel(30.5), "report": Panel(3.5, group=OUTCOME)}),  # after recovery
     KPI("tail_calls_per_job", "calls per job (tail)", "calls/job", optional=True,
+        headline=True,
         meaning="attempts over jobs arrived, over the run's tail (a degraded or "
                 "metastable queue run; a call graph's headline tier: its calls over the "
                 "calls the jobs arrived need of it)", missing="no job arrived in the tail",
@@ -303,18 +305,20 @@ REGISTRY: tuple[KPI, ...] = (
         compute=lambda run: loops.capacity_ratio(run.ts, run.scenario),
         present=_held_down_by("queue"), panels={"run": Panel(30.7)}),
     KPI("tail_down_fraction", "down (tail)", kind="fraction", optional=True,
+        headline=True,
         meaning="share of the run's tail the server was down, after the last outage (a "
                 "degraded or metastable run)",
         compute=lambda run: loops.down_fraction(run.ts, run.scenario), present=_held_down,
         panels={"run": Panel(30.8)}),
-    KPI("tail_hit_rate", "cache hit rate (tail after the outage)", kind="fraction", optional=True,
+    KPI("tail_hit_rate", "cache hit rate (tail after the outage)", kind="fraction",
+        optional=True, headline=True,
         meaning="a degraded or metastable run with a cache: hits over requests over the "
                 "classifier's tail (the last 10%, after the last outage)",
         missing="no request in the tail",
         compute=lambda run: loops.tail_hit_rate(run.ts, run.scenario),
         present=_held_down_by("cache"), panels={"run": Panel(30.9)}),
     KPI("hit_rate_before", "cache hit rate before the trigger", kind="fraction",
-        optional=True,
+        optional=True, headline=True,
         meaning="a degraded or metastable run with a cache: its healthy hit rate, hits "
                 "over requests over the bins ending by the first trigger (outage, flush or "
                 "spike); a cold start's: a warm LRU's under independent requests (Che's "
