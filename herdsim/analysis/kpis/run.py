@@ -275,7 +275,7 @@ REGISTRY: tuple[KPI, ...] = (
                 "capacity degradation (calls served per busy slot-second below "
                 f"{loops.DEGRADATION:g}× its healthy value; '(cold cache)': the cache's "
                 f"hit rate below {loops.DEGRADATION:g}× its rate before the trigger), "
-                f"crash-restart cycles (a crash, or down {loops.DOWN:.0%} of the tail); "
+                f"crash-restart cycles (a crash, or down ≥ {loops.DOWN:.0%} of the tail); "
                 "a call graph's are its headline tier's",
         compute=lambda run: loops.sustained_by(run.ts, run.scenario), present=_held_down,
         panels={"run": Panel(30.5), "report": Panel(3.5, group=OUTCOME)}),  # after recovery

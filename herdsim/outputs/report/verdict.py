@@ -138,7 +138,7 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
                      " calls")
     held = row.get("sustained_by")
     if isinstance(held, str):  # a degraded or metastable run: the loops of its tail
-        parts.append(held_text(held, row, context))
+        parts.append(held_text(held, row, context, tier))
     return "; ".join(parts)
 
 
@@ -147,10 +147,11 @@ def _figure(row: pd.Series, key: str, context) -> str | None:
     return None if value is None or pd.isna(value) else show(key, value, context)
 
 
-def held_text(held: str, row: pd.Series, context) -> str:
+def held_text(held: str, row: pd.Series, context, tier: str | None = None) -> str:
     """``held down by workload amplification + crash-restart cycles over the run's tail
     (2 calls per open job, above 1.5; down 75% of it)``: the loops named and the
-    figures that named them, against their thresholds (docs/mitigations.md)."""
+    figures that named them, against their thresholds (docs/mitigations.md); a call
+    graph's are its headline *tier*'s (``... at db over the run's tail``)."""
     figures = []
     for key, words in (("tail_calls_per_job", "{} calls per job"),
                        ("tail_calls_per_open_job", "{} calls per open job")):
@@ -168,8 +169,9 @@ def held_text(held: str, row: pd.Series, context) -> str:
     down = _figure(row, "tail_down_fraction", context)
     if down is not None and loops.CRASHING in held:
         figures.append(f"down {down} of it")
-    return f"held down by {held} over the run's tail" + (f" ({'; '.join(figures)})"
-                                                          if figures else "")
+    at = f" at {tier}" if tier else ""
+    return f"held down by {held}{at} over the run's tail" + (f" ({'; '.join(figures)})"
+                                                              if figures else "")
 
 
 def _tiers(c) -> dict:
