@@ -169,12 +169,14 @@ def cold_cache(ts: pd.DataFrame, scenario, tier=None) -> bool:
 
 def _can_degrade(scenario) -> bool:
     """Whether the server has a mechanism that lowers what a busy slot serves (a
-    ``degradation``, or latency growing with load): without one a low ratio is bins the
-    server spent partly down, not a degradation."""
+    ``degradation``, latency growing with load, refusals that take a slot): without one
+    a low ratio is bins the server spent partly down, not a degradation."""
     ds = scenario.downstream
     overload = getattr(ds, "overload", None)
+    refusals = getattr(ds, "refusal_cost", None)
     return getattr(ds, "degradation", None) is not None \
-        or getattr(overload, "latency_per_call", 0) > 0
+        or getattr(overload, "latency_per_call", 0) > 0 \
+        or (refusals is not None and refusals.costs())
 
 
 def sustained_by(ts: pd.DataFrame, scenario, tier=None) -> str:

@@ -59,6 +59,22 @@ def test_crashes_in_the_tail_are_named():
     assert "crash-restart cycles" in s["sustained_by"]
 
 
+def test_refusals_that_take_the_slots_are_a_capacity_degradation():
+    """gc.yaml without its degradation, shedding every call beyond 200 waiting: free
+    refusals recover it; at 100 ms a shed call (a service's time) the retrying workers'
+    refusals take every slot, nothing is served per busy slot (ratio 0), and the server
+    is named degraded though it has no degradation section (it was not: only a
+    ``degradation`` or ``latency_per_call`` counted)."""
+    shed = {"downstream.degradation": None, "downstream.shedding.above": 200,
+            "downstream.shedding.probability": 0}
+    assert summary("gc", **shed, **{"downstream.refusal_cost.shed": "0ms"})["state"] == \
+        "recovered"
+    s = summary("gc", **shed, **{"downstream.refusal_cost.shed": "100ms"})
+    assert s["state"] == "metastable"
+    assert s["tail_capacity_ratio"] < loops.DEGRADATION
+    assert "capacity degradation" in s["sustained_by"]
+
+
 def test_a_healthy_run_has_no_such_keys():
     """gc.yaml's spike against a server that does not degrade: recovered, none of them."""
     s = summary("gc", **{"downstream.degradation": None})
