@@ -12,9 +12,12 @@ whose top tier is the worst keeps its summary as it was.
 from __future__ import annotations
 
 from herdsim.analysis.kpis import BY_KEY, REGISTRY
+from herdsim.analysis.loops import KEYS as LOOPS
 from herdsim.analysis.metastability import CLASSES
 
-HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline)  # the tier's keys
+HEADLINE = tuple(kpi.key for kpi in REGISTRY if kpi.headline
+                 and kpi.key not in LOOPS)  # the tier's keys (its loops: only if held down)
+ORDER = {kpi.key: i for i, kpi in enumerate(REGISTRY)}  # summary.json's order
 
 
 def worst(tiers: dict[str, dict]) -> str:
@@ -45,4 +48,22 @@ def apply(summary: dict) -> dict:
     if name != next(iter(tiers)):  # the top tier's numbers are the run's already
         out.update({key: tiers[name][key] for key in HEADLINE})
         out["peak_attempt_rate"] = tiers[name]["peak_calls"] / summary["peak_window"]
+        out = _loops(out, tiers[name])
+    return out
+
+
+def _loops(summary: dict, tier: dict) -> dict:
+    """*summary* with the loops of its headline tier *tier* (what held that tier down,
+    :mod:`herdsim.analysis.loops`) in place of the top tier's, where the registry puts
+    them (before the first key the registry lists after them)."""
+    rest = {key: value for key, value in summary.items() if key not in LOOPS}
+    mine = {key: tier[key] for key in LOOPS if key in tier}
+    place = ORDER[LOOPS[0]]
+    out: dict = {}
+    for key, value in rest.items():
+        if mine and ORDER.get(key, -1) > place:
+            out.update(mine)
+            mine = {}
+        out[key] = value
+    out.update(mine)
     return out

@@ -307,14 +307,18 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
     (:mod:`herdsim.analysis.metastability`) on this run. Without an outage the recovery it
     judges is the same health rule from the end of the last load spike, or from t = 0
     (counted as 0 s: nothing to recover from, only whether it is healthy at the end).
-    A model with an end of its own (occ: ``completion_time``): recovered when it came or
-    nothing began (a broker none of whose connections dropped), else degraded. *kpis*
-    replaces :func:`~herdsim.analysis.metastability.frame_kpis` (a call graph's tier: its
-    own load and goodput)."""
+    A model with an end of its own (occ: ``completion_time``, broker:
+    ``reconnect_time``): recovered when it came or nothing began (a broker none of whose
+    connections dropped); else the classifier's rule for a run not recovered: metastable
+    when it collapsed after the last outage or served nothing in the tail
+    (:func:`stuck`), degraded while still making progress. *kpis* replaces
+    :func:`~herdsim.analysis.metastability.frame_kpis` (a call graph's tier: its own load
+    and goodput)."""
     done_when = downstreams.named(scenario.downstream.model).done_when
     if done_when is not None:
-        came = summary.get(done_when) is not None or not summary.get("jobs_submitted")
-        return "recovered" if came else "degraded"
+        if summary.get(done_when) is not None or not summary.get("jobs_submitted"):
+            return "recovered"
+        return "metastable" if stuck(summary, ts, scenario) else "degraded"
     recovery = summary["recovery_time"]
     if not scenario.all_outages:
         spikes = scenario.workload.spikes
@@ -326,3 +330,14 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
     row = {**(kpis or metastability.frame_kpis(ts, scenario)), "recovery_time": recovery,
            "collapses_after_outage": summary["collapses_after_outage"]}
     return str(metastability.classify(pd.DataFrame([row])).iloc[0])
+
+
+def stuck(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario) -> bool:
+    """A model with an end of its own that did not reach it: did the trigger's end not
+    help? It collapsed after the last outage, or nothing succeeded over the run's tail
+    (the classifier's tail: the last ``TAIL_FRACTION``, after the last outage)."""
+    if summary.get("collapses_after_outage"):
+        return True
+    start = max(scenario.last_outage_end or 0.0,
+                scenario.duration * (1 - metastability.TAIL_FRACTION))
+    return not ts["success"].to_numpy()[ts["time"].to_numpy() >= start].sum()

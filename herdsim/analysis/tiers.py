@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import classes, metastability, replicas
+from herdsim.analysis import classes, loops, metastability, replicas
 from herdsim.analysis import summary as run_summary
 from herdsim.analysis.kpis import TIER_BY_KEY, TIER_REGISTRY
 from herdsim.analysis.summary import peak_rate
@@ -151,6 +151,33 @@ class Tier:
         and ``peak_to_baseline`` from its own numbers."""
         return {**_health(self.name, self.record, self.cfg, self.need, self.ts, self.scenario),
                 "peak_to_baseline": run_summary.peak_to_baseline(self.attempts, self.scenario)}
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The tier as the loops read it (:func:`herdsim.analysis.loops.tier_frame`)."""
+        times = self.ts["time"].to_numpy()
+        return loops.tier_frame(self.ts, self.name, self.need, self.record.crashes,
+                                _up(times, self.record.crashes, self.cfg))
+
+    def held(self, key: str) -> bool:
+        """Whether the tier has loop KPI *key*: the top tier when the run's summary has
+        it, any other when its state is not recovered (and *key* a cache's: it has one)."""
+        if self.top:
+            return key in self.summary
+        cached = key not in ("tail_hit_rate", "hit_rate_before") or self.cfg.cache is not None
+        return self.health["state"] != "recovered" and cached
+
+    def loop(self, key: str) -> Any:
+        """Loop KPI *key* (:mod:`herdsim.analysis.loops`): the top tier's is the run's, any
+        other's read off its own columns."""
+        if self.top:
+            return self.summary[key]
+        frame, sc = self.frame, self.scenario
+        return {"sustained_by": lambda: loops.sustained_by(frame, sc, self.cfg),
+                "tail_calls_per_job": lambda: loops.calls_per_job(frame, sc),
+                "tail_down_fraction": lambda: loops.down_fraction(frame, sc),
+                "tail_hit_rate": lambda: loops.tail_hit_rate(frame, sc),
+                "hit_rate_before": lambda: loops.hit_rate_before(frame, sc, self.cfg)}[key]()
 
     def own(self, key: str) -> Any:
         """KPI *key* of the tier's health: the top tier's is the run's (what the workers

@@ -259,3 +259,19 @@ def test_a_wide_table_is_cut_into_narrow_ones_that_keep_every_column():
     tables = [re.findall(r"<th>(.*?)</th>", t) for t in page.split("</table>")[:-1]]
     assert all(t[:2] == ["arm", "tier"] and len(t) <= 7 for t in tables)
     assert [c for t in tables for c in t[2:]] == [f"k{i}" for i in range(12)]
+
+
+def test_the_verdict_says_which_loop_holds_an_arm_down_with_its_figures():
+    """reconnect.yaml: the fixed arm's line names its loops and the figures that named
+    them against their thresholds (2 connects per disconnected client: the 4 s tail over
+    the 2 s backoff); the recovered arm's names none. It said "held down by" alone."""
+    from herdsim.outputs.report.verdict import verdict
+
+    c = herdsim.compare(herdsim.load_scenario(bundled.path("reconnect")), ["fixed", "full_jitter"],
+                        processes=1, progress=False)
+    lines = verdict(c)
+    fixed = next(line for line in lines if line.startswith("fixed:"))
+    assert "held down by workload amplification + crash-restart cycles over the run's " \
+           "tail (2 calls per open job, above 1.5; down " in fixed
+    jitter = next(line for line in lines if line.startswith("full_jitter:"))
+    assert "held down" not in jitter and "recovered" in jitter

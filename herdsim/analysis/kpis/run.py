@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from herdsim.analysis import loops
+from herdsim.analysis import cache, loops
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.base import KPI, Panel
 from herdsim.analysis.kpis.cache import CACHE_KPIS
@@ -66,8 +66,22 @@ def _state(run) -> str:
 
 
 def _held_down(run) -> bool:
-    """A queue run that ended degraded or metastable (its tail's loops are named)."""
-    return run.queueing and "in_flight" in run.ts and run["state"] != "recovered"
+    """A run that ended degraded or metastable (its tail's loops are named)."""
+    return "downstream_up" in run.ts and run["state"] != "recovered"
+
+
+def _held_down_by(kind: str):
+    """:func:`_held_down`, and the run has the figure: ``queue`` (calls per offered job,
+    the busy-slot ratio), ``clients`` (a model with an end of its own: calls per open
+    job) or ``cache`` (a cache in front of the workers' downstream)."""
+    def present(run) -> bool:
+        if not _held_down(run):
+            return False
+        if kind == "cache":
+            return cache.has_cache(run.ts)
+        ended = downstreams.named(run.scenario.downstream.model).done_when is not None
+        return ended if kind == "clients" else run.queueing and not ended
+    return present
 
 
 def _pending(run) -> int:
@@ -253,27 +267,65 @@ REGISTRY: tuple[KPI, ...] = (
         panels={"run": Panel(30), "compare": Panel(5, "recovery s"), "rank": Panel(2),
                 "report": Panel(3, group=OUTCOME),
                 "figure": Panel(4, "Recovery time", "s after the outage ends")}),
-    KPI("sustained_by", "held down by", kind="text", optional=True, across="mode",
-        meaning="for a degraded or metastable run, the loops measured over its tail: "
-                f"workload amplification (calls per job above {loops.AMPLIFICATION:g}), "
+    KPI("sustained_by", "held down by", kind="text", optional=True, headline=True,
+        across="mode",
+        meaning="for a degraded or metastable run, the loops measured over its tail "
+                "(docs/mitigations.md, 'Which loop holds it down'): workload amplification "
+                f"(calls per job, or per open job, above {loops.AMPLIFICATION:g}), "
                 "capacity degradation (calls served per busy slot-second below "
-                f"{loops.DEGRADATION:g}× its healthy value), crash-restart cycles",
+                f"{loops.DEGRADATION:g}× its healthy value; '(cold cache)': the cache's "
+                f"hit rate below {loops.DEGRADATION:g}× its rate before the trigger), "
+                f"crash-restart cycles (a crash, or down ≥ {loops.DOWN:.0%} of the tail); "
+                "a call graph's are its headline tier's",
         compute=lambda run: loops.sustained_by(run.ts, run.scenario), present=_held_down,
         panels={"run": Panel(30.5), "report": Panel(3.5, group=OUTCOME)}),  # after recovery
-    KPI("tail_calls_per_job", "calls per job in the tail", "calls/job", optional=True,
+    KPI("tail_calls_per_job", "calls per job (tail)", "calls/job", optional=True,
+        headline=True,
         meaning="attempts over jobs arrived, over the run's tail (a degraded or "
-                "metastable run)", missing="no job arrived in the tail",
-        compute=lambda run: loops.calls_per_job(run.ts, run.scenario), present=_held_down),
-    KPI("tail_capacity_ratio", "served per busy slot-second / healthy", "×", optional=True,
-        meaning="calls served per busy slot-second while up, over the run's tail, over "
-                "one over the service's mean (a degraded or metastable run)",
-        missing="no slot busy in the tail",
+                "metastable queue run; a call graph's headline tier: its calls over the "
+                "calls the jobs arrived need of it)", missing="no job arrived in the tail",
+        compute=lambda run: loops.calls_per_job(run.ts, run.scenario),
+        present=_held_down_by("queue"), panels={"run": Panel(30.6)}),
+    KPI("tail_calls_per_open_job", "calls per open job (tail)", "calls/job",
+        optional=True,
+        meaning="a model with an end of its own (broker, occ), degraded or metastable: "
+                "attempts over the run's tail per job open in it (not finished when it "
+                "began, or arriving in it); the broker's: connects per client "
+                "disconnected in the tail, 1 when each reconnects at its first connect",
+        missing="no job open in the tail",
+        compute=lambda run: loops.calls_per_open_job(run.ts, run.scenario),
+        present=_held_down_by("clients"), panels={"run": Panel(30.65)}),
+    KPI("tail_capacity_ratio", "served per busy slot-second / healthy (tail)", "×",
+        optional=True,
+        meaning="calls served at the tier (with a cache: its hits and coalesced waiters "
+                "taken out, a lower bound with coalescing) per busy slot-second while up, "
+                "over the run's tail, over one over the service's mean (a degraded or "
+                "metastable queue run)",
+        missing="not measured: a slot busy at under half of the tail's bin starts",
         compute=lambda run: loops.capacity_ratio(run.ts, run.scenario),
-        present=_held_down),
-    KPI("tail_down_fraction", "down in the tail", kind="fraction", optional=True,
+        present=_held_down_by("queue"), panels={"run": Panel(30.7)}),
+    KPI("tail_down_fraction", "down (tail)", kind="fraction", optional=True,
+        headline=True,
         meaning="share of the run's tail the server was down, after the last outage (a "
                 "degraded or metastable run)",
-        compute=lambda run: loops.down_fraction(run.ts, run.scenario), present=_held_down),
+        compute=lambda run: loops.down_fraction(run.ts, run.scenario), present=_held_down,
+        panels={"run": Panel(30.8)}),
+    KPI("tail_hit_rate", "cache hit rate (tail after the outage)", kind="fraction",
+        optional=True, headline=True,
+        meaning="a degraded or metastable run with a cache: hits over requests over the "
+                "classifier's tail (the last 10%, after the last outage)",
+        missing="no request in the tail",
+        compute=lambda run: loops.tail_hit_rate(run.ts, run.scenario),
+        present=_held_down_by("cache"), panels={"run": Panel(30.9)}),
+    KPI("hit_rate_before", "cache hit rate before the trigger", kind="fraction",
+        optional=True, headline=True,
+        meaning="a degraded or metastable run with a cache: its healthy hit rate, hits "
+                "over requests over the bins ending by the first trigger (outage, flush or "
+                "spike); a cold start's: a warm LRU's under independent requests (Che's "
+                "approximation)", missing="not measured: nothing before the trigger, or a "
+                                          "cold start Che's approximation does not cover",
+        compute=lambda run: loops.hit_rate_before(run.ts, run.scenario),
+        present=_held_down_by("cache"), panels={"run": Panel(30.95)}),
     KPI("degradation_peak", "degradation factor peak", "×", better="lower", optional=True,
         meaning="the largest factor on the service time (downstream.degradation), "
                 "sampled at bin starts",

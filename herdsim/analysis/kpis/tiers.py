@@ -25,6 +25,14 @@ def _prefix(tier: Any) -> str:
     return "" if tier.top else f"{tier.name}_"
 
 
+def _loop(key: str, **fields: Any) -> KPI:
+    """A loop KPI of a held-down tier (:meth:`Tier.loop`), shown in no table: a call
+    graph's headline takes its headline tier's (:mod:`herdsim.analysis.headline`)."""
+    return KPI(key, key.replace("_", " "), optional=True,
+               compute=lambda tier: tier.loop(key),
+               present=lambda tier: tier.held(key), **fields)
+
+
 def _ratio(top: float, bottom: float | None) -> float | None:
     return top / bottom if bottom else None
 
@@ -95,5 +103,21 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         compute=lambda tier: cache.tail_rate(tier.ts, tier.scenario.duration, _prefix(tier)),
         present=lambda tier: tier.cfg.cache is not None,
         panels={"run": Panel(11), "report": Panel(15)}),
+    # a degraded or metastable tier: its loops over the run's tail (docs/mitigations.md)
+    _loop("sustained_by", kind="text", across="mode",
+          meaning="the loops measured over the tail of a degraded or metastable tier: the "
+                  "run's sustained_by on the tier's own numbers (no busy-slot ratio off "
+                  "the top tier)"),
+    _loop("tail_calls_per_job", unit="calls/job",
+          meaning="the tier's calls over the run's tail over the calls the jobs arrived "
+                  "then need of it", missing="no job arrived in the tail"),
+    _loop("tail_down_fraction", kind="fraction",
+          meaning="share of the run's tail the tier was down"),
+    _loop("tail_hit_rate", kind="fraction",
+          meaning="hits over requests at the tier's cache over the run's tail",
+          missing="no request in the tail"),
+    _loop("hit_rate_before", kind="fraction",
+          meaning="hits over requests at the tier's cache before the first trigger",
+          missing="not measured: a cold start, or nothing before the trigger"),
 )
 TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from herdsim.analysis import metastability
+from herdsim.analysis import loops, metastability
 from herdsim.analysis.kpis import BY_KEY, kpi_of, number_text, on, show
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
@@ -138,8 +138,40 @@ def arm_line(c, row: pd.Series, states_of: list[str]) -> str:
                      " calls")
     held = row.get("sustained_by")
     if isinstance(held, str):  # a degraded or metastable run: the loops of its tail
-        parts.append(f"held down by {held}")
+        parts.append(held_text(held, row, context, tier))
     return "; ".join(parts)
+
+
+def _figure(row: pd.Series, key: str, context) -> str | None:
+    value = row.get(key)
+    return None if value is None or pd.isna(value) else show(key, value, context)
+
+
+def held_text(held: str, row: pd.Series, context, tier: str | None = None) -> str:
+    """``held down by workload amplification + crash-restart cycles over the run's tail
+    (2 calls per open job, above 1.5; down 75% of it)``: the loops named and the
+    figures that named them, against their thresholds (docs/mitigations.md); a call
+    graph's are its headline *tier*'s (``... at db over the run's tail``)."""
+    figures = []
+    for key, words in (("tail_calls_per_job", "{} calls per job"),
+                       ("tail_calls_per_open_job", "{} calls per open job")):
+        value = _figure(row, key, context)
+        if value is not None and loops.AMPLIFIED in held:
+            figures.append(words.format(value) + f", above {loops.AMPLIFICATION:g}")
+    ratio = _figure(row, "tail_capacity_ratio", context)
+    if ratio is not None and loops.DEGRADED in held and "(cold cache)" not in held:
+        figures.append(f"served {ratio}× the healthy rate per busy slot, below "
+                       f"{loops.DEGRADATION:g}")
+    now, then = (_figure(row, key, context) for key in ("tail_hit_rate", "hit_rate_before"))
+    if now is not None and then is not None and loops.COLD in held:
+        figures.append(f"cache hit rate {now} against {then} before the trigger, below "
+                       f"{loops.DEGRADATION:g}×")
+    down = _figure(row, "tail_down_fraction", context)
+    if down is not None and loops.CRASHING in held:
+        figures.append(f"down {down} of it")
+    at = f" at {tier}" if tier else ""
+    return f"held down by {held}{at} over the run's tail" + (f" ({'; '.join(figures)})"
+                                                              if figures else "")
 
 
 def _tiers(c) -> dict:
