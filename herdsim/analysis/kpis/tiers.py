@@ -95,5 +95,16 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         compute=lambda tier: cache.tail_rate(tier.ts, tier.scenario.duration, _prefix(tier)),
         present=lambda tier: tier.cfg.cache is not None,
         panels={"run": Panel(11), "report": Panel(15)}),
+    # only a degrading tier (downstream.degradation or services.<name>.degradation)
+    KPI("degradation_peak", "degradation factor peak", "×", better="lower",
+        meaning="the largest factor on the tier's service time, at a bin start",
+        compute=lambda tier: float(tier.ts[f"{_prefix(tier)}degradation"].max()),
+        present=lambda tier: f"{_prefix(tier)}degradation" in tier.ts,
+        panels={"run": Panel(12), "report": Panel(16)}),
+    KPI("degradation_end", "degradation factor at the end", "×", better="lower",
+        meaning="the factor on the tier's service time at the last bin start",
+        compute=lambda tier: float(tier.ts[f"{_prefix(tier)}degradation"].iloc[-1]),
+        present=lambda tier: f"{_prefix(tier)}degradation" in tier.ts,
+        panels={"report": Panel(17)}),
 )
 TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}

@@ -230,3 +230,27 @@ def test_a_comparison_of_arms_with_and_without_them_is_saved_and_read_back(tmp_p
     ts = load_outputs(tmp_path / "out").timeseries
     assert ts["degradation"].isna().any() and ts["degradation"].max() > 1
     assert (ts["costly_refusals"] >= 0).all() and ts["costly_refusals"].sum() > 0
+
+
+def test_a_graphs_degrading_service_has_its_factor_per_tier():
+    """db (200 slots of 5 ms) slowing by 2% a call in service: its factor is sampled at
+    every bin start into ``db_degradation`` (a service's was never sampled nor written),
+    1 at rest at t = 0, above 1 while the arrivals last, at most 1 + 0.02 × 200, and back
+    to 1 once they stopped (4 s) and its 200 ms lag has run out; the tier's summary gives
+    its peak and its last value; the timeline draws it under the tier's name. The other
+    tiers have none."""
+    from conftest import graph
+
+    per_call, slots = 0.02, 200
+    res = herdsim.run(herdsim.load_scenario(graph(**{"services.db.degradation": {
+        "kind": "contention", "per_call": per_call, "recovery": "200ms"}})))
+    factor = res.timeseries["db_degradation"]
+    assert factor.iloc[0] == 1.0 and factor.max() > 1.0
+    assert factor.max() <= 1 + per_call * slots and factor.min() >= 1.0
+    assert factor.iloc[-1] == pytest.approx(1.0, abs=1e-9)
+    assert not {"degradation", "api_degradation", "front_degradation"} & set(res.timeseries)
+    db = res.summary["tiers"]["db"]
+    assert db["degradation_peak"] == factor.max() and db["degradation_end"] == factor.iloc[-1]
+    assert "degradation_peak" not in res.summary["tiers"]["api"]
+    titles = [ax.get_title(loc="left") for ax in res.plot("timeline").axes]
+    assert any(t.startswith("db's degradation: the factor on the service time") for t in titles)
