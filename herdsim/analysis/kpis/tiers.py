@@ -95,6 +95,11 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         compute=lambda tier: cache.tail_rate(tier.ts, tier.scenario.duration, _prefix(tier)),
         present=lambda tier: tier.cfg.cache is not None,
         panels={"run": Panel(11), "report": Panel(15)}),
+    KPI("costly_refusals_total", "refusals that cost server time", kind="count",
+        meaning="the tier's refusals that took a slot for their refusal_cost",
+        compute=lambda tier: int(tier.ts[f"{_prefix(tier)}costly_refusals"].sum()),
+        present=lambda tier: f"{_prefix(tier)}costly_refusals" in tier.ts,
+        panels={"report": Panel(18)}),
     # only a degrading tier (downstream.degradation or services.<name>.degradation)
     KPI("degradation_peak", "degradation factor peak", "×", better="lower",
         meaning="the largest factor on the tier's service time, at a bin start",
