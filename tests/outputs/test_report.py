@@ -259,3 +259,22 @@ def test_a_wide_table_is_cut_into_narrow_ones_that_keep_every_column():
     tables = [re.findall(r"<th>(.*?)</th>", t) for t in page.split("</table>")[:-1]]
     assert all(t[:2] == ["arm", "tier"] and len(t) <= 7 for t in tables)
     assert [c for t in tables for c in t[2:]] == [f"k{i}" for i in range(12)]
+
+
+def test_the_per_tier_table_has_a_column_only_where_some_tier_has_the_kpi():
+    """A graph without a cache: no cache columns of n/a in the report's per-tier table
+    (the run's table already left them out); with a cache on db, its hit rate is there,
+    n/a for the tiers without one."""
+    from conftest import graph
+
+    from herdsim.outputs.report.page import tier_section
+
+    def headers(data: dict) -> str:
+        run = herdsim.run(herdsim.load_scenario(data))
+        return tier_section(herdsim.Comparison.from_result(run))
+
+    plain = headers(graph(duration="6s"))
+    assert "<th>cache hit rate</th>" not in plain and "<th>calls</th>" in plain
+    cached = headers(graph(**{"duration": "6s", "services.db.cache": {
+        "size": 5, "keys": {"distribution": "uniform", "count": 10}}}))
+    assert "<th>cache hit rate</th>" in cached
