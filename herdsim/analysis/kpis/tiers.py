@@ -25,6 +25,14 @@ def _prefix(tier: Any) -> str:
     return "" if tier.top else f"{tier.name}_"
 
 
+def _flush(tier: Any) -> float | None:
+    """The start of the tier's last flush outage (None: its cache is never flushed)."""
+    if tier.cfg.cache is None:
+        return None
+    starts = [o.start for o in tier.cfg.outages if o.needs_cache]
+    return max(starts) if starts else None
+
+
 def _ratio(top: float, bottom: float | None) -> float | None:
     return top / bottom if bottom else None
 
@@ -95,6 +103,14 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         compute=lambda tier: cache.tail_rate(tier.ts, tier.scenario.duration, _prefix(tier)),
         present=lambda tier: tier.cfg.cache is not None,
         panels={"run": Panel(11), "report": Panel(15)}),
+    KPI("cache_refill_time", "cache refill time", "s", better="lower",
+        meaning="seconds from the tier's last flush until a bin's hit rate at its cache is "
+                "back to 90% of its rate before the flush", missing="not refilled",
+        unreached="not refilled",
+        compute=lambda tier: cache.flush_refill(tier.ts, _flush(tier), tier.scenario.bin,
+                                                _prefix(tier)),
+        present=lambda tier: _flush(tier) is not None,
+        panels={"run": Panel(11.5), "report": Panel(15.5)}),
     KPI("costly_refusals_total", "refusals that cost server time", kind="count",
         meaning="the tier's refusals that took a slot for their refusal_cost",
         compute=lambda tier: int(tier.ts[f"{_prefix(tier)}costly_refusals"].sum()),
