@@ -110,7 +110,7 @@ TIER_REGISTRY: tuple[KPI, ...] = (
         compute=lambda tier: cache.flush_refill(tier.ts, _flush(tier), tier.scenario.bin,
                                                 _prefix(tier)),
         present=lambda tier: _flush(tier) is not None,
-        panels={"run": Panel(11.5), "report": Panel(15.5)}),
+        panels={"report": Panel(15.5)}),  # (the run's table has no room for it)
     KPI("costly_refusals_total", "refusals that cost server time", kind="count",
         meaning="the tier's refusals that took a slot for their refusal_cost",
         compute=lambda tier: int(tier.ts[f"{_prefix(tier)}costly_refusals"].sum()),

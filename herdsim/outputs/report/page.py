@@ -199,7 +199,9 @@ def tier_section(c) -> str:
             row = {"arm": arm["arm"], "tier": name + headline}
             for kpi in kpis:
                 value = arm.get(f"tiers.{name}.{kpi.key}")
-                if value is None or pd.isna(value):
+                if f"tiers.{name}.{kpi.key}" not in c.summary.columns:  # not this tier's
+                    row[kpi.label] = NA
+                elif value is None or pd.isna(value):
                     row[kpi.label] = (kpi.missing if not kpi.unreached
                                       or c.scenario.all_outages else None) or NA
                 else:
