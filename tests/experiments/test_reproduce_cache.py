@@ -5,6 +5,8 @@ benchmarks/original_cache.py), and the stored numbers against themselves."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -77,3 +79,5 @@ def test_the_command_runs_it(tmp_path):
     assert res.exit_code == 0, res.output
     assert {p.name for p in out.iterdir()} >= {"cache.csv", "cache-runs.csv", "cache.png"}
     assert "original" in res.output
+    # the pre-flush hit rate beside the original's, as docs/validation.md tables it
+    assert re.search(r"0\.8\d\d \(0\.8\d\d\)", res.output), res.output
