@@ -33,6 +33,7 @@ from herdsim.config.scenario import Scenario
 SERIES = {"calls": "attempts", "succeeded": "succeeded", "failed": "failed",
           "wasted": "wasted"}  # column suffix -> the TierRecord's array
 REQUIRED = ("calls", "succeeded_calls", "failed_calls", "wasted_calls", "collapses")
+COSTLY = "costly_refusals"  # a service's refusals that took a slot (refusal_cost)
 
 
 def _counts(times, width: float, n_bins: int) -> np.ndarray:
@@ -47,14 +48,17 @@ def columns(ts: pd.DataFrame, records: dict, width: float) -> pd.DataFrame:
     n_bins = len(ts)
     extra = {f"{name}_{suffix}": _counts(getattr(record, attr), width, n_bins)
              for name, record in records.items() for suffix, attr in SERIES.items()}
-    # a service's cache and fleet (the top tier's are ts's own)
+    # a service's cache, fleet, costly refusals and degradation factor (the top tier's
+    # are ts's own)
     for name, record in list(records.items())[1:]:
         extra.update({f"{name}_{counter}": _counts(times, width, n_bins)
                       for counter, times in record.optional.items()
-                      if counter.startswith("cache_") or replicas.fleet_counter(counter)})
+                      if counter.startswith("cache_") or counter == COSTLY
+                      or replicas.fleet_counter(counter)})
         extra.update({f"{name}_{gauge}": np.asarray(samples[:n_bins], dtype=float)
                       for gauge, samples in record.gauges.items()
-                      if gauge.startswith("replica") and len(samples) >= n_bins})
+                      if (gauge.startswith("replica") or gauge == "degradation")
+                      and len(samples) >= n_bins})
     return pd.concat([ts, pd.DataFrame(extra, index=ts.index)], axis=1)
 
 

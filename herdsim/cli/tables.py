@@ -80,7 +80,9 @@ def tier_table(summary: dict) -> Table | None:
         cells = []
         for kpi in kpis:
             value = row.get(kpi.key)
-            if undefined(value) and kpi.unreached:
+            if kpi.key not in row:  # not this tier's KPI (a cache's, on a tier without one)
+                cells.append("n/a")
+            elif undefined(value) and kpi.unreached:
                 cells.append(kpi.unreached if kpi.applies(summary) else "n/a")
             elif undefined(value):
                 cells.append(escape(kpi.missing or "n/a"))
@@ -93,8 +95,8 @@ def tier_table(summary: dict) -> Table | None:
     notes = ["calls per success: calls at the tier per succeeded job"]
     if summary.get("headline_tier"):
         notes.insert(0, "* the headline tier")
-    if any(undefined(row.get(kpi.key)) and kpi.unreached and kpi.applies(summary)
-           for row in tiers.values() for kpi in kpis):
+    if any(kpi.key in row and undefined(row[kpi.key]) and kpi.unreached
+           and kpi.applies(summary) for row in tiers.values() for kpi in kpis):
         notes.append(f"not recovered = {NOT_RECOVERED}")
     table.caption = "; ".join(notes)
     return table

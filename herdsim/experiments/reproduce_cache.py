@@ -118,6 +118,10 @@ def cache_sim(runs: int = 20, capacities: Sequence[int] = CAPACITIES,
                   "original refilled": [f"{k}/{n}" for k, n in zip(
                       table["original_refilled"], table["original_runs"], strict=True)],
                   "original s": table["original_refill_time"].round(1),
+                  "pre-flush hit rate (original)": [
+                      f"{m:.3f} ({o:.3f})" for m, o in zip(
+                          table["pre_flush_hit_rate"], table["original_pre_flush_hit_rate"],
+                          strict=True)],
                   "agrees": table["agrees"]}))]
     curves = {row["capacity"]: row["curve"] for row in ref["summary"]}
     figure = plots.cache(table, series, curves, FLUSH,

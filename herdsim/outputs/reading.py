@@ -175,7 +175,9 @@ def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
     time stepping by the scenario's bin from 0 in every run (by ``arm`` and
     ``replication`` when the file has them)."""
     kinds = ({"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
-             | {gauge: MAYBE for gauge in (*defences.GAUGES, *MECHANISM_GAUGES)})
+             | {gauge: MAYBE for gauge in (*defences.GAUGES, *MECHANISM_GAUGES)}
+             | {f"{name}_{gauge}": MAYBE for name in scenario.services  # a service's own
+                for gauge in MECHANISM_GAUGES})
     frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
                 kinds=kinds, every=COUNT)
     rows(frame, scenario, directory / "timeseries.csv",

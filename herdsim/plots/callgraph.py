@@ -5,8 +5,9 @@ Tiers are laid out by depth, the workers' downstream at the top and every tier o
 below the deepest tier that calls it (the graph is a DAG from the top tier), each row in
 the order its callers stand (the mean position of the tiers that call it). A box gives the
 tier's name, its capacity (concurrency / mean service time), its state in that arm and
-its crashes and peak, and is tinted by that state (the metastability map's colours; grey
-when the saved run has no tier states); the headline tier's box has a thick border.
+its crashes and peak (and its cache's hit rate over the run, for a tier with a cache), and
+is tinted by that state (the metastability map's colours; grey when the saved run has no
+tier states); the headline tier's box has a thick border.
 An arrow is labelled with what one call down that edge carries: ``count`` in parallel,
 the timeout, and the retry policy (strategy and ``max_retries``) or the hedging (delay
 and copies), with a budget, a breaker and a propagated deadline when set.
@@ -116,8 +117,8 @@ def workers_text(arm: Arm) -> str:
 
 
 def tier_numbers(c: Comparison, arm: Arm, names: list[str]) -> dict[str, dict]:
-    """Each tier's ``state`` (None when not saved), ``collapses`` and
-    ``peak_to_capacity`` for *arm* (its summary row: states by majority, numbers as
+    """Each tier's ``state`` (None when not saved), ``collapses``, ``peak_to_capacity``
+    and ``cache_hit_rate`` for *arm* (its summary row: states by majority, numbers as
     means), and which is the ``headline``."""
     summary = c.ranked()  # the comparison's summary (its order does not matter here)
     rows = summary[summary["arm"] == arm.label]
@@ -132,6 +133,7 @@ def tier_numbers(c: Comparison, arm: Arm, names: list[str]) -> dict[str, dict]:
     return {name: {"state": get(f"tiers.{name}.state"),
                    "collapses": get(f"tiers.{name}.collapses"),
                    "peak_to_capacity": get(f"tiers.{name}.peak_to_capacity"),
+                   "cache_hit_rate": get(f"tiers.{name}.cache_hit_rate"),
                    "headline": name == headline} for name in names}
 
 
@@ -146,6 +148,8 @@ def _box_text(name: str, tier: config_graph.Caller, numbers: dict) -> str:
         said.append(f"peak {number_text(float(numbers['peak_to_capacity']))}× capacity")
     if said:
         lines.append(", ".join(said))
+    if tier.cache is not None and numbers["cache_hit_rate"] is not None:
+        lines.append(f"cache hit rate {float(numbers['cache_hit_rate']):.0%} over the run")
     return "\n".join(lines)
 
 

@@ -89,6 +89,18 @@ def busiest_tier(sc: Scenario) -> tuple[str, float, float]:
     return name, sc.workload.rate * need[name] / cap, cap
 
 
+def _before_caches(sc: Scenario, name: str) -> str:
+    """What a graph's load share is taken before: the busiest tier's own cache, or the
+    caches elsewhere (its calls counted as if every request missed); "" without any."""
+    configs = graph.tiers(sc.downstream, sc.services)
+    own = configs[name].cache
+    if own is not None:
+        return f" before its {own.size:,}-entry cache"
+    if any(c.cache is not None for c in configs.values()):
+        return " as if every cache missed"
+    return ""
+
+
 def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozenset()) -> str:
     """One line: callers, load, downstream, outages, retry, DLQ, breaker and budget; the
     sections in *varied* (which differ between arms) are left to the arms' labels."""
@@ -105,8 +117,8 @@ def facts(sc: Scenario, strategy: bool = True, varied: frozenset[str] = frozense
             where = "a downstream that never saturates"
         elif sc.services:  # a call graph: the tier the offered jobs load most
             name, load, cap = busiest_tier(sc)
-            where = (f"{load:.0%} of {name}'s capacity {_rate(cap)} calls/s, the most "
-                     "loaded tier")
+            where = (f"{load:.0%} of {name}'s capacity {_rate(cap)} calls/s"
+                     f"{_before_caches(sc, name)}, the most loaded tier")
         else:
             load = sc.workload.rate / d.capacity_rate()
             where = f"{load:.0%} of capacity {_rate(d.capacity_rate())} calls/s"

@@ -10,6 +10,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullLoca
 from herdsim.analysis.kpis import BY_KEY, number_text, percent
 from herdsim.config import graph
 from herdsim.plots import cache as cache_panels
+from herdsim.plots import degradation as degradation_panels
 from herdsim.plots import describe, replicas
 from herdsim.plots import offered as offered_load
 from herdsim.plots.style import (
@@ -114,6 +115,7 @@ def timeline(c: Comparison, replication: int = 0) -> Figure:
     show = _panels(c, replication)
     extra = ["success"] + [k for k in ("connected", "retries", "backlog", "admission",
                                        "degradation", "up/down") if show[k]]
+    extra += degradation_panels.keys(c.timeseries)  # a graph's degrading services
     extra[1:1] = [f"tier:{name}" for name in tier_names(c)]  # a call graph: a row per tier
     extra[1:1] = cache_panels.keys(c.timeseries)  # a cache: its hit rate
     downs = tier_downs(c, replication)  # and a down row per lower tier that went down
@@ -206,6 +208,8 @@ def _draw_arms(panels: dict, c: Comparison, styles: dict, names: dict[str, str],
                 _tier_row(panels[key], key[5:], ts, width, line)
             elif key.startswith(cache_panels.PANEL):
                 cache_panels.draw(panels[key], key, ts, width, line)
+            elif key.startswith(degradation_panels.PANEL):
+                degradation_panels.draw(panels[key], key, ts, line)
         if "backlog" in panels:
             panels["backlog"].plot(ts["time"], ts["queue_depth"], **line)
         if "connected" in panels:
@@ -254,6 +258,8 @@ def _label_panels(panels: dict, base) -> None:
         panels["connected"].set_ylabel("clients")
     for key in (k for k in panels if k.startswith(cache_panels.PANEL)):
         cache_panels.label(panels[key], key, format_duration(base.bin))
+    for key in (k for k in panels if k.startswith(degradation_panels.PANEL)):
+        degradation_panels.label(panels[key], key)
     tier_keys = [k for k in panels if k.startswith("tier:")]
     configs = graph.tiers(base.downstream, base.services) if tier_keys else {}
     for key in tier_keys:

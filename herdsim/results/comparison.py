@@ -183,7 +183,8 @@ class Comparison:
             frames = [out[name].assign(arm=arm.label, replication=r)
                       for (arm, r), out in zip(keys, outputs, strict=True)]
             frame = pd.concat(frames, ignore_index=True)
-            for counter in (c for c in frame if (c in BY_MECHANISM or c.endswith(CACHE_COUNTERS)
+            for counter in (c for c in frame if (c.endswith(BY_MECHANISM)  # a service's too
+                                                      or c.endswith(CACHE_COUNTERS)
                                                       or c.endswith(FLEET_COUNTERS))
                             and frame[c].isna().any()):
                 frame[counter] = frame[counter].fillna(0).astype(np.int64)

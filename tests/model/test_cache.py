@@ -266,3 +266,21 @@ def test_a_flight_failed_together_is_not_settled_again_at_its_deadline(replicas)
     flights = len(record.optional["cache_misses"]) - len(record.optional.get("cache_coalesced", ()))
     ended = len(record.succeeded) + len(record.failed)
     assert ended <= flights, f"{ended} ends of {flights} flights"
+
+
+def test_a_services_flush_has_its_refill_time_in_its_tier():
+    """db's cache (20 keys, all held) flushed at 2 s: its tier gives the refill time, a
+    whole number of 250 ms bins after the flush and within a second (db has room for
+    every miss and 20 keys refill at their first miss: a bin or two); the run's own
+    cache_refill_time is the top tier's (none here), and a cache without a flush has none."""
+    keys = {"size": 20, "keys": {"distribution": "uniform", "count": 20}}
+    res = herdsim.run(load_scenario(graph(**{
+        "bin": "250ms", "workload.rate": 100, "workload.profile": [
+            {"at": 0, "rate": 100}, {"at": "4s", "rate": 0}],
+        "services.db.cache": keys,
+        "services.db.outages": [{"mode": "flush", "start": "2s", "duration": "1ms"}]})))
+    refill = res.summary["tiers"]["db"]["cache_refill_time"]
+    assert 0 < refill <= 1.0 and (refill / 0.25) == pytest.approx(round(refill / 0.25))
+    assert "cache_refill_time" not in res.summary
+    unflushed = herdsim.run(load_scenario(graph(**{"services.db.cache": keys})))
+    assert "cache_refill_time" not in unflushed.summary["tiers"]["db"]

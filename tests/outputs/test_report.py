@@ -275,3 +275,38 @@ def test_the_verdict_says_which_loop_holds_an_arm_down_with_its_figures():
            "tail (2 calls per open job, above 1.5; down " in fixed
     jitter = next(line for line in lines if line.startswith("full_jitter:"))
     assert "held down" not in jitter and "recovered" in jitter
+
+
+def test_the_per_tier_table_has_a_column_only_where_some_tier_has_the_kpi():
+    """A graph without a cache: no cache columns of n/a in the report's per-tier table
+    (the run's table already left them out); with a cache on db, its hit rate is there,
+    n/a for the tiers without one."""
+    from conftest import graph
+
+    from herdsim.outputs.report.page import tier_section
+
+    def headers(data: dict) -> str:
+        run = herdsim.run(herdsim.load_scenario(data))
+        return tier_section(herdsim.Comparison.from_result(run))
+
+    plain = headers(graph(duration="6s"))
+    assert "<th>cache hit rate</th>" not in plain and "<th>calls</th>" in plain
+    cached = headers(graph(**{"duration": "6s", "services.db.cache": {
+        "size": 5, "keys": {"distribution": "uniform", "count": 10}}}))
+    assert "<th>cache hit rate</th>" in cached
+
+
+def test_a_tier_without_a_kpi_reads_na_not_the_kpis_missing_words():
+    """db's cache flushed and refilled at once: the refill column is there for db; the
+    tiers without a cache have no refill time to miss (they read 'not refilled')."""
+    from conftest import graph
+
+    from herdsim.outputs.report.page import tier_section
+
+    run = herdsim.run(herdsim.load_scenario(graph(**{
+        "duration": "6s", "services.db.cache": {
+            "size": 10, "keys": {"distribution": "uniform", "count": 10}},
+        "services.db.outages": [{"mode": "flush", "start": "1s", "duration": "1ms"}]})))
+    assert run.summary["tiers"]["db"]["cache_refill_time"] is not None
+    table = tier_section(herdsim.Comparison.from_result(run))
+    assert "<th>cache refill time</th>" in table and "not refilled" not in table

@@ -167,3 +167,17 @@ def test_a_comparison_writes_the_graph_and_the_report_shows_it(tmp_path):
     assert (tmp_path / "c" / "graph.png").is_file()
     page = (tmp_path / "c" / "report.html").read_text()
     assert 'alt="graph"' in page and "The call graph" in page
+
+
+def test_a_cached_tiers_box_gives_its_hit_rate():
+    """A cache in front of db: its box says the hit rate the run measured (the summary's
+    tiers.db.cache_hit_rate, as the run table gives it); the other boxes say nothing of
+    a cache."""
+    cached = dict(DIAMOND, **{"services.db.cache": {
+        "size": 20, "keys": {"distribution": "uniform", "count": 40}}})
+    res = herdsim.run(herdsim.load_scenario(graph(**cached)))
+    rate = res.summary["tiers"]["db"]["cache_hit_rate"]
+    assert 0 < rate < 1
+    boxes = artists(res.plot("graph"), "tier:")
+    assert f"cache hit rate {rate:.0%} over the run" in boxes["tier:db"].get_text()
+    assert "cache" not in boxes["tier:front"].get_text() + boxes["tier:api"].get_text()

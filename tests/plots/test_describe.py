@@ -30,3 +30,21 @@ def test_a_rising_profile_reads_as_its_first_rate_and_its_peak():
     assert "100 jobs/s poisson, up to 250 in its profile (at first, " in rising
     steady = facts(load_scenario(tiny(workload={"rate": 100})))
     assert "100 jobs/s poisson (" in steady and "profile" not in steady
+
+
+def test_a_graphs_load_names_the_cache_in_front_of_its_busiest_tier(scenarios_dir):
+    """layers.yaml's database with a cache: the load share is still the offered calls'
+    (16% of 2,500 calls/s), before the cache answers any; the line says so, as a single
+    tier's does, rather than read as what reaches the database. A cache on another tier
+    (the api's) leaves the database's calls counted as if every request missed."""
+    cache = {"size": 200, "keys": {"distribution": "uniform", "count": 1000}}
+    own = facts(load_scenario(scenarios_dir / "layers.yaml",
+                              overrides={"services.db.cache": cache}))
+    assert "(16% of db's capacity 2,500 calls/s before its 200-entry cache, the most " \
+           "loaded tier)" in own
+    above = facts(load_scenario(scenarios_dir / "layers.yaml",
+                                overrides={"services.api.cache": cache}))
+    assert "(16% of db's capacity 2,500 calls/s as if every cache missed, the most " \
+           "loaded tier)" in above
+    plain = facts(load_scenario(scenarios_dir / "layers.yaml"))
+    assert "(16% of db's capacity 2,500 calls/s, the most loaded tier)" in plain

@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from herdsim import load_scenario
+from herdsim.errors import ScenarioError
 from herdsim.policies.cache import HIT, MISS, STALE, Cache, LruStore, TtlStore
 from herdsim.policies.cache.keys import Uniform, Zipf
 from herdsim.policies.rate_limit import FixedWindowCounter
@@ -205,3 +207,22 @@ def test_fixed_window_wait_is_when_the_next_call_passes(gaps, limit, window):
         early = FixedWindowCounter(limit, window)
         early.opened, early.count = counter.opened, counter.count
         assert not early.take(now + wait * (1 - 1e-9) - 1e-12)
+
+
+@pytest.mark.parametrize(("latency", "blamed"), [
+    ("-1ms", "hit_latency: Input should be greater than or equal to 0"),
+    ("abc", "hit_latency: expected a duration such as 250ms"),
+    ({"distribution": "exponential", "mean": "-1ms"},
+     "hit_latency.mean: Input should be greater than 0"),
+    ({"distribution": "bogus", "mean": "1ms"}, "hit_latency.distribution: unknown distribution"),
+])
+def test_a_bad_hit_latency_is_one_problem_naming_the_field(make_scenario, latency, blamed):
+    """A duration or a distribution: a bad one is refused once, as what it was given as
+    (a negative duration was also reported as 'expected a section (a mapping)' under the
+    union's inner name, two lines for one mistake)."""
+    data = make_scenario()
+    data["downstream"]["cache"] = {"size": 1, "keys": UNIFORM, "hit_latency": latency}
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(data)
+    (field, message), = caught.value.problems
+    assert f"downstream.cache.{blamed}" in f"{field}: {message}"

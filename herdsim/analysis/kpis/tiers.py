@@ -33,6 +33,14 @@ def _loop(key: str, **fields: Any) -> KPI:
                present=lambda tier: tier.held(key), **fields)
 
 
+def _flush(tier: Any) -> float | None:
+    """The start of the tier's last flush outage (None: its cache is never flushed)."""
+    if tier.cfg.cache is None:
+        return None
+    starts = [o.start for o in tier.cfg.outages if o.needs_cache]
+    return max(starts) if starts else None
+
+
 def _ratio(top: float, bottom: float | None) -> float | None:
     return top / bottom if bottom else None
 
@@ -119,5 +127,29 @@ TIER_REGISTRY: tuple[KPI, ...] = (
     _loop("hit_rate_before", kind="fraction",
           meaning="hits over requests at the tier's cache before the first trigger",
           missing="not measured: a cold start, or nothing before the trigger"),
+    KPI("cache_refill_time", "cache refill time", "s", better="lower",
+        meaning="seconds from the tier's last flush until a bin's hit rate at its cache is "
+                "back to 90% of its rate before the flush", missing="not refilled",
+        unreached="not refilled",
+        compute=lambda tier: cache.flush_refill(tier.ts, _flush(tier), tier.scenario.bin,
+                                                _prefix(tier)),
+        present=lambda tier: _flush(tier) is not None,
+        panels={"report": Panel(15.5)}),  # (the run's table has no room for it)
+    KPI("costly_refusals_total", "refusals that cost server time", kind="count",
+        meaning="the tier's refusals that took a slot for their refusal_cost",
+        compute=lambda tier: int(tier.ts[f"{_prefix(tier)}costly_refusals"].sum()),
+        present=lambda tier: f"{_prefix(tier)}costly_refusals" in tier.ts,
+        panels={"report": Panel(18)}),
+    # only a degrading tier (downstream.degradation or services.<name>.degradation)
+    KPI("degradation_peak", "degradation factor peak", "×", better="lower",
+        meaning="the largest factor on the tier's service time, at a bin start",
+        compute=lambda tier: float(tier.ts[f"{_prefix(tier)}degradation"].max()),
+        present=lambda tier: f"{_prefix(tier)}degradation" in tier.ts,
+        panels={"run": Panel(12), "report": Panel(16)}),
+    KPI("degradation_end", "degradation factor at the end", "×", better="lower",
+        meaning="the factor on the tier's service time at the last bin start",
+        compute=lambda tier: float(tier.ts[f"{_prefix(tier)}degradation"].iloc[-1]),
+        present=lambda tier: f"{_prefix(tier)}degradation" in tier.ts,
+        panels={"report": Panel(17)}),
 )
 TIER_BY_KEY = {kpi.key: kpi for kpi in TIER_REGISTRY}

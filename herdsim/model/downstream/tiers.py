@@ -53,6 +53,7 @@ class TierRecord:
         # a defended tier's own counters and gauges (kept, not written)
         self.optional: dict[str, array] = {}
         self.gauges: dict[str, list[float]] = {}
+        self.samplers: list = []  # (samples, read) of a service's own gauges (its factor)
         self.fleet: fleet.Fleet | None = None  # its replicas (a section with replicas)
 
     def counter(self, name: str) -> array:
@@ -129,13 +130,25 @@ class Tier:
 
 
 def fleets(env, records: dict[str, TierRecord], width: float, n_bins: int) -> dict:
-    """The graph's tiers with replicas, by name; a service's fleet gauges sampled at
-    every bin start into its record (the top tier's are the run's, sampled with them)."""
+    """The graph's tiers with replicas, by name; a service's fleet gauges, and a plain
+    service's own (a degrading one's factor), sampled at every bin start into its record
+    (the top tier's are the run's, sampled with them)."""
     found = {name: r.fleet for name, r in records.items() if r.fleet is not None}
     below = [f for name, f in found.items() if name != next(iter(records))]
     if below:
         env.process(fleet.sample(env, below, width, n_bins))
+    own = [pair for r in list(records.values())[1:] for pair in r.samplers]
+    if own:
+        env.process(_sample(env, own, width, n_bins))
     return found
+
+
+def _sample(env, samplers: list, width: float, n_bins: int):
+    """A process: each ``(samples, read)`` pair's reading at every bin start."""
+    for k in range(n_bins):
+        yield env.timeout(k * width - env.now)
+        for samples, read in samplers:
+            samples.append(read())
 
 
 def _uniform_deadlines(name: str, every: dict, deadline: str | None) -> bool:
@@ -179,6 +192,8 @@ latency: the run's own), used only when it has a cache."""
         else:
             tier = downstream_type(cfg, classed)(env, cfg, recorder=record, **args)
             Tier(tier, record, own_deadlines=own)
+            if i > 0:  # (the top tier's are the run's own gauges)
+                record.samplers = list(getattr(tier, "degradation_samplers", ()))
         if cfg.cache is not None:  # in front of the Tier part: a hit never reaches the tier
             keys_rng, latency_rng = caching
             cache.front(tier, cfg.cache, keys_rng, latency_rng,

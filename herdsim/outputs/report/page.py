@@ -189,21 +189,26 @@ def tier_section(c) -> str:
     if not columns:
         return ""
     rows = []
+    # a column no tier has (a cache's, where no tier has a cache) would only read n/a
+    present = {col.rsplit(".", 1)[1] for col in columns}
+    kpis = [kpi for kpi in on("report", TIER_REGISTRY) if kpi.key in present]
     for _, arm in c.summary.iterrows():
         names = dict.fromkeys(col.split(".")[1] for col in columns)
         for name in names:
             headline = " (headline)" if name == arm.get("headline_tier") else ""
             row = {"arm": arm["arm"], "tier": name + headline}
-            for kpi in on("report", TIER_REGISTRY):
+            for kpi in kpis:
                 value = arm.get(f"tiers.{name}.{kpi.key}")
-                if value is None or pd.isna(value):
+                if f"tiers.{name}.{kpi.key}" not in c.summary.columns:  # not this tier's
+                    row[kpi.label] = NA
+                elif value is None or pd.isna(value):
                     row[kpi.label] = (kpi.missing if not kpi.unreached
                                       or c.scenario.all_outages else None) or NA
                 else:
                     row[kpi.label] = value if kpi.kind == "text" else format_kpi(float(value))
             rows.append(row)
     meanings = "".join(f"<dt>{html.escape(k.label)} <code>{html.escape(k.key)}</code></dt>"
-                       f"<dd>{html.escape(k.meaning)}</dd>" for k in on("report", TIER_REGISTRY))
+                       f"<dd>{html.escape(k.meaning)}</dd>" for k in kpis)
     return ("<h2>Per tier</h2><p class='note'>Each service of the call graph (summary.json's "
             "<code>tiers</code>), the mean over replications; the state, the class of "
             "most replications. An arm's headline (its state, recovery, crashes and peak "

@@ -10,7 +10,9 @@ whose key is queued merges into it), a different thing, and neither reads the ot
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
 from herdsim.policies.cache import eviction, keys
 from herdsim.policies.cache.eviction import Lru, Policy
@@ -18,6 +20,7 @@ from herdsim.policies.cache.keys import KeyDistribution
 from herdsim.policies.cache.stores import HIT, MISS, STALE, LruStore, TtlStore
 from herdsim.policies.distributions import Distribution
 from herdsim.policies.distributions.constant import Constant
+from herdsim.policies.family import TAG_MARK
 from herdsim.policies.fields import (
     MAX_CACHE_SIZE,
     FieldError,
@@ -27,6 +30,19 @@ from herdsim.policies.fields import (
 )
 
 
+def _latency_form(value: Any) -> str:
+    """Which form a hit latency is given in: a section is a distribution, else a
+    duration (so a bad one is refused once, as what it was given as)."""
+    form = "distribution" if isinstance(value, (dict, BaseModel)) else "duration"
+    return f"as{TAG_MARK}{form}"
+
+
+HitLatency = Annotated[
+    Annotated[Distribution, Tag(f"as{TAG_MARK}distribution")]
+    | Annotated[NonNegativeDuration, Tag(f"as{TAG_MARK}duration")],
+    Discriminator(_latency_form)]
+
+
 class Cache(Section):
     """``cache``: a read-through cache answering keyed requests in front of its tier."""
 
@@ -34,7 +50,7 @@ class Cache(Section):
     eviction: Policy = Field(default_factory=Lru,  # type: ignore[arg-type]
                                       description="policy: lru or ttl")
     keys: KeyDistribution = Field(description="which key each request asks for")
-    hit_latency: Distribution | NonNegativeDuration | None = Field(
+    hit_latency: HitLatency | None = Field(
         None, description="time a hit takes: a duration or a distribution (null: at once)")
     coalesce: bool = Field(False, description="single-flight: a miss on a key already "
                                               "being fetched waits for that call")

@@ -230,3 +230,68 @@ def test_a_comparison_of_arms_with_and_without_them_is_saved_and_read_back(tmp_p
     ts = load_outputs(tmp_path / "out").timeseries
     assert ts["degradation"].isna().any() and ts["degradation"].max() > 1
     assert (ts["costly_refusals"] >= 0).all() and ts["costly_refusals"].sum() > 0
+
+
+def test_a_graphs_degrading_service_has_its_factor_per_tier():
+    """db (200 slots of 5 ms) slowing by 2% a call in service: its factor is sampled at
+    every bin start into ``db_degradation`` (a service's was never sampled nor written),
+    1 at rest at t = 0, above 1 while the arrivals last, at most 1 + 0.02 × 200, and back
+    to 1 once they stopped (4 s) and its 200 ms lag has run out; the tier's summary gives
+    its peak and its last value; the timeline draws it under the tier's name. The other
+    tiers have none."""
+    from conftest import graph
+
+    per_call, slots = 0.02, 200
+    res = herdsim.run(herdsim.load_scenario(graph(**{"services.db.degradation": {
+        "kind": "contention", "per_call": per_call, "recovery": "200ms"}})))
+    factor = res.timeseries["db_degradation"]
+    assert factor.iloc[0] == 1.0 and factor.max() > 1.0
+    assert factor.max() <= 1 + per_call * slots and factor.min() >= 1.0
+    assert factor.iloc[-1] == pytest.approx(1.0, abs=1e-9)
+    assert not {"degradation", "api_degradation", "front_degradation"} & set(res.timeseries)
+    db = res.summary["tiers"]["db"]
+    assert db["degradation_peak"] == factor.max() and db["degradation_end"] == factor.iloc[-1]
+    assert "degradation_peak" not in res.summary["tiers"]["api"]
+    titles = [ax.get_title(loc="left") for ax in res.plot("timeline").axes]
+    assert any(t.startswith("db's degradation: the factor on the service time") for t in titles)
+
+
+def test_a_graphs_costly_refusals_are_counted_per_tier():
+    """db (20 slots, a waiting room of 10) behind an api that sends it 3 calls a job,
+    its door rejections costing 5 ms of a slot: every rejection is a costly refusal, one
+    for one with the tier's own rejections, in ``db_costly_refusals`` and
+    ``tiers.db.costly_refusals_total`` (a service's were counted, then never written)."""
+    from conftest import graph
+
+    sim, res = frames(graph(**{
+        "workload.rate": 400, "workload.profile": [{"at": 0, "rate": 400}],
+        "duration": "5s", "services.db.concurrency": 20, "services.db.queue_limit": 10,
+        "services.db.refusal_cost": {"rejected": "5ms"}}))
+    rejected = len(sim.tiers["db"].rejected)
+    assert rejected > 0
+    assert int(res.timeseries["db_costly_refusals"].sum()) == rejected
+    assert res.summary["tiers"]["db"]["costly_refusals_total"] == rejected
+    assert "costly_refusals_total" not in res.summary["tiers"]["api"]
+
+
+def test_a_graphs_arms_with_and_without_a_services_degradation_read_back(tmp_path):
+    """A service's factor is a gauge like the run's own (empty in an arm without it),
+    its costly refusals a counter: the saved comparison reads back (the reader took
+    db_degradation for a counter and refused its 1.04)."""
+    from conftest import graph
+
+    from herdsim.outputs.compare_dir import load_outputs
+
+    data = graph(**{"duration": "5s", "services.db.concurrency": 20,
+                    "services.db.queue_limit": 10,
+                    "workload.profile": [{"at": 0, "rate": 400}], "workload.rate": 400})
+    c = herdsim.compare(herdsim.load_scenario(data), vary={
+        "services.db.refusal_cost": [None, {"rejected": "1ms"}],
+        "services.db.degradation": [None, {"kind": "contention", "per_call": 0.05,
+                                           "recovery": "1s"}]},
+        processes=1, progress=False)
+    herdsim.save(c, tmp_path / "out", formats=())
+    ts = load_outputs(tmp_path / "out").timeseries
+    assert ts["db_degradation"].isna().any() and ts["db_degradation"].max() > 1
+    assert ts["db_degradation"].dropna().mod(1).gt(0).any()  # not whole numbers
+    assert ts["db_costly_refusals"].sum() > 0
