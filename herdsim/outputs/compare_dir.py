@@ -123,6 +123,11 @@ def redraw(directory: str | Path, formats: Sequence[str],
     each file is replaced whole (drawn aside, then renamed over the old one)."""
     directory = Path(directory)
     comparison = load_outputs(directory)
+    if comparison.drawable != FIGURES:  # a prediction: a timeline, no jobs or sleeps
+        kinds = [kind for kind in kinds if kind in comparison.drawable]
+        if not kinds:
+            raise UsageError(f"{directory}: a prediction draws only "
+                             f"{', '.join(comparison.drawable)} (no jobs or sleeps)")
     if not any(applies(kind, comparison.scenario) for kind in kinds):
         raise UsageError(f"{directory}: no figure to draw ({', '.join(kinds)}: "
                          "graph needs a call graph, a scenario with services)")
@@ -268,6 +273,10 @@ def _load_comparison(directory: Path) -> Comparison:
 def _load_run(directory: Path) -> Comparison:
     scenario = reading.scenario(directory)
     summary = reading.json_file(directory, RUN_MARKER, reading.summary_problem)
+    if summary.get("predicted") is not None:  # herdsim predict's: no jobs, no sleeps
+        from herdsim.outputs.predicted_dir import load_prediction
+
+        return load_prediction(directory, scenario, summary)
     strategy = scenario.retry.strategy
     arm = Arm(short_name(strategy), strategy, {}, scenario)
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from herdsim.analysis import summary as rules
+from herdsim.analysis.kpis.predicted import NEAR
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import UsageError
@@ -32,6 +34,7 @@ from herdsim.results.result import Result
 
 MARK = "fluid model"  # the summary's ``predicted``: whose numbers these are
 TITLE = " — predicted (fluid model)"  # what figure titles add
+FIGURES = ("timeline",)  # what a prediction draws: no jobs, no sleeps
 
 
 @dataclass
@@ -83,11 +86,18 @@ class Prediction:
 
 
 class Predicted(Comparison):
-    """A one-arm comparison of a prediction: its figures' titles say so."""
+    """A one-arm comparison of a prediction: its figures' titles say so, and say when
+    the state is near threshold (why, in the summary's words); it draws only
+    :data:`FIGURES`."""
+
+    drawable: ClassVar[tuple[str, ...]] = FIGURES
+    predicted: ClassVar[str] = MARK
 
     @property
     def interrupted(self) -> str:  # the tail every figure's heading carries
-        return TITLE
+        near = self.runs["near_threshold"].iloc[0] if "near_threshold" in self.runs else None
+        return TITLE + (f"; {NEAR}, state not claimed: {near}" if isinstance(near, str)
+                        else "")
 
 
 def _arms(scenario: Scenario) -> list[Arm]:
@@ -157,8 +167,9 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
     near = peaks.near_threshold(flows, scenario, grid.dt)
     s["near_threshold"] = near
     if near is not None and s["state"] != "metastable":  # a crash more can't lift it
-        s["state"] = "near threshold"
+        s["state"] = NEAR
     s.update(succeeded_fraction=succeeded / jobs if jobs else None,
+             outages=len({repr(o) for o in scenario.all_outages}),
              jobs_submitted=jobs, jobs_succeeded=succeeded, jobs_dead_lettered=dead,
              jobs_pending=max(jobs - succeeded - dead, 0.0), attempts_total=attempts,
              retries_total=float(flows.retry.sum()),
@@ -171,7 +182,7 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
              peak_attempt_rate=peak.corrected / scenario.peak_window,
              peak_to_capacity=peak.corrected / scenario.peak_window / capacity,
              collapses=int(flows.crashes.sum()), collapses_after_outage=after,
-             recovery_time=recovery, wall_seconds=took)
+             recovery_time=recovery, model_cpu_seconds=took)
     return s
 
 

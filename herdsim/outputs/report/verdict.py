@@ -226,9 +226,17 @@ def verdict(c) -> list[str]:
                 f"{format_duration(sc.duration)}), best first:")
     else:
         lead = "No outage in this scenario, so no recovery is measured; best first:"
+    if c.predicted:
+        lead = f"Predicted by the {c.predicted}, not simulated. {lead}"
     lines = [lead]
     for _, row in c.ranked().iterrows():
         lines.append(arm_line(c, row, st[row["arm"]]))
+        runs = c.runs[c.runs["arm"] == row["arm"]]
+        near = runs["near_threshold"].iloc[0] if c.predicted and "near_threshold" in runs \
+            else None
+        if isinstance(near, str):  # the state the model does not claim, and why
+            lines.append(f"Near threshold, so no state is claimed: {near}; simulate it "
+                         "(herdsim compare --replications 5) to see which side it falls.")
     mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
     if any(mechanisms.values()):
         lines.append("What held the load back: " + "; ".join(

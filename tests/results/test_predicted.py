@@ -1,0 +1,28 @@
+"""The Python API's prediction (herdsim/results/predicted.py): its figure says whose
+numbers it shows, and when the model does not claim a state, why."""
+
+from __future__ import annotations
+
+import pytest
+
+import herdsim
+
+
+@pytest.mark.parametrize(("strategy", "near"), [("grpc_connect", True),
+                                                ("exponential", False)])
+def test_the_timeline_title_carries_the_near_threshold_note(scenarios_dir, strategy, near):
+    """A reader of the figure alone must not trust a state the model refuses to call:
+    admission under grpc_connect is near threshold (docs/validation.md §7), under
+    exponential it is not."""
+    scenario = herdsim.load_scenario(scenarios_dir / "admission.yaml")
+    scenario = herdsim.load_scenario({**scenario.to_dict(),
+                                      "retry": {**scenario.to_dict()["retry"],
+                                                "strategy": strategy}})
+    prediction = herdsim.predict(scenario)
+    title = prediction.plot()._suptitle.get_text().replace("\n", " ")
+    assert "predicted (fluid model)" in title
+    note = prediction.summary["near_threshold"]
+    assert (note is not None) is near
+    assert ("near threshold, state not claimed" in title) is near
+    if near:
+        assert " ".join(note.split()) in " ".join(title.split())
