@@ -61,15 +61,7 @@ def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 def table(summary: dict, title: str) -> Table:
     """The predicted KPIs as run's table shows them (the KPI registry's labels, units and
     formats), the rows only a prediction has marked †, and what they rest on."""
-    from herdsim.analysis.kpis import BY_KEY
-    from herdsim.analysis.kpis.predicted import BUNCHED, BUNCHED_NOTE
+    from herdsim.analysis.kpis.predicted import MARK, MARKED, notes
     from herdsim.cli.tables import summary_table
 
-    marks = {key: " †" for key in ("peak_calls_mean", *BUNCHED)}
-    notes = [f"every value predicted (the fluid model's mean amounts, step "
-             f"{summary['step'] * 1000:g} ms); † the peak two ways: "
-             f"{BY_KEY['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
-             f"{BY_KEY['peak_calls'].title(summary)}: {BUNCHED_NOTE}"]
-    if summary.get("near_threshold"):
-        notes.append("near threshold: " + summary["near_threshold"])
-    return summary_table(summary, title, marks, notes)
+    return summary_table(summary, title, dict.fromkeys(MARKED, MARK), notes(summary))

@@ -84,6 +84,9 @@ class Boundary:
         """The fitted P(recover | *x*) over every run (:func:`logistic`)."""
         return logistic(self.runs)(x)
 
+    def __repr__(self) -> str:
+        return f"<Boundary: {self.text()}>"
+
     def plot(self):
         """The safe-operating figure (a matplotlib Figure): the runs, the logistic fit,
         the edge and its interval, the fluid model's answer, today's setting and the
@@ -116,6 +119,10 @@ class Curve:
     values: list[float]
     edges: list[Boundary]
     scenario: Scenario
+
+    def __repr__(self) -> str:
+        return (f"<Curve: the edge along {self.path} at {len(self)} values of {self.along}, "
+                f"{self.simulations} simulations>")
 
     def __iter__(self) -> Iterator[Boundary]:
         return iter(self.edges)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import summary as rules
+from herdsim.analysis.kpis import on, show, undefined
+from herdsim.analysis.kpis import predicted as predicted_kpis
 from herdsim.analysis.kpis.predicted import NEAR
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
@@ -82,7 +85,24 @@ class Prediction:
     def __repr__(self) -> str:
         s = self.summary
         return (f"<Prediction {self.scenario.name} ({s['strategy']}, {MARK}): {s['state']}, "
-                f"{s['succeeded_fraction']:.3f} succeeded, {s['collapses']} collapses>")
+                f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded, "
+                f"{s['collapses']} collapses, recovery "
+                f"{show('recovery_time', s['recovery_time'], s)}>")
+
+    def _repr_html_(self) -> str:
+        """What ``herdsim predict`` prints, as a notebook table: run's rows (the KPI
+        registry's), the predicted-only ones marked †, and the notes under them."""
+        s = self.summary
+        marks = dict.fromkeys(predicted_kpis.MARKED, predicted_kpis.MARK)
+        rows = "".join(
+            f"<tr><td>{escape(kpi.title(s) + marks.get(kpi.key, ''))}</td>"
+            f"<td style='text-align:right'>{escape(kpi.show(s[kpi.key], s))}"
+            f"</td><td>{escape(kpi.unit if not undefined(s[kpi.key]) else '')}</td></tr>"
+            for kpi in on("run") if kpi.listed(s))
+        notes = "".join(f"<p>{escape(note)}</p>" for note in predicted_kpis.notes(s))
+        return (f"<b>herdsim predict: {escape(self.scenario.name)} — "
+                f"{escape(self.scenario.retry.strategy)} — predicted ({MARK})</b><table>"
+                f"<tr><th>KPI</th><th>value</th><th>unit</th></tr>{rows}</table>{notes}")
 
 
 class Predicted(Comparison):

@@ -26,3 +26,19 @@ def test_the_timeline_title_carries_the_near_threshold_note(scenarios_dir, strat
     assert ("near threshold, state not claimed" in title) is near
     if near:
         assert " ".join(note.split()) in " ".join(title.split())
+
+
+def test_a_notebook_shows_what_the_cli_prints(scenarios_dir):
+    """The prediction's table in a notebook: run's rows under the KPI registry's labels
+    (each once), the predicted-only ones marked †, and the notes; its repr one line that
+    says whose numbers they are."""
+    from herdsim.analysis.kpis import on
+
+    prediction = herdsim.predict(scenarios_dir / "outage.yaml")
+    s = prediction.summary
+    html = prediction._repr_html_()
+    for kpi in on("run"):
+        assert (f"<td>{kpi.title(s)}" in html) is kpi.listed(s), kpi.key
+    assert html.count(" †</td>") == 3 and "predicted (fluid model)" in html
+    text = repr(prediction)
+    assert "\n" not in text and "fluid model" in text and "not recovered" in text

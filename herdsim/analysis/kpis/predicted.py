@@ -11,6 +11,8 @@ from herdsim.analysis.kpis.base import KPI, Panel
 NEAR = "near threshold"  # a predicted state: random bunching may cross the crash rule
 # what a predicted summary's peak_calls is, beside peak_calls_mean: the rows a table marks
 BUNCHED = ("peak_calls", "peak_to_capacity")
+MARK = " †"  # after the label of a row only a prediction has, or reads its own way
+MARKED = ("peak_calls_mean", *BUNCHED)
 BUNCHED_NOTE = ("with random bunching of the traffic's random part (Poisson arrivals, "
                 "jittered sleeps): the level the busiest sliding window crosses with even "
                 "odds")
@@ -39,3 +41,18 @@ PREDICTED_KPIS: tuple[KPI, ...] = (
                 "(not reading, saving or drawing)",
         panels={"run": Panel(35.5)}),
 )
+
+
+def notes(summary: dict) -> list[str]:
+    """What a predicted table's rows rest on, under it: whose values, the step, the two
+    peaks (the rows marked †), and why no state is claimed when near threshold."""
+    by_key = {kpi.key: kpi for kpi in PREDICTED_KPIS}
+    from herdsim.analysis.kpis.run import BY_KEY  # (run imports this module)
+
+    said = [f"every value predicted (the fluid model's mean amounts, step "
+            f"{summary['step'] * 1000:g} ms);{MARK} the peak two ways: "
+            f"{by_key['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
+            f"{BY_KEY['peak_calls'].title(summary)}: {BUNCHED_NOTE}"]
+    if summary.get("near_threshold"):
+        said.append(f"{NEAR}: {summary['near_threshold']}")
+    return said
