@@ -108,7 +108,9 @@ class Traced(Protocol):
 
     path: str
     along: str
-    edges: Sequence[Edge]
+
+    @property
+    def edges(self) -> Sequence[Edge]: ...
 
     @property
     def points(self) -> list[tuple[float, float, float, float]]: ...
@@ -191,7 +193,7 @@ def over_map(fig: Figure, strategy: str, x_values: Sequence[float],
                            label="today's settings")
     classes = fig.legends[0] if fig.legends else None  # the map's: one legend under it all
     if classes is not None:
-        handles = [*classes.legend_handles, *handles]
+        handles = [*(h for h in classes.legend_handles if h is not None), *handles]
         classes.remove()
     fig.legend(handles=handles, loc="outside lower center", ncol=1, fontsize=11,
                frameon=False)
