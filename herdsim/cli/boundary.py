@@ -63,7 +63,8 @@ def boundary_command(
     if sweep_map is not None and len(find) != 2:
         raise UsageError("--map: draws the boundary curve; give two --find paths")
     # over a map, the curve spans the map's axis of the second path
-    along = spread(_sweep(sweep_map, find)[find[1]]) if sweep_map is not None else None
+    along = (spread(_sweep(sweep_map, find, sc.retry.strategy)[find[1]])
+             if sweep_map is not None else None)
     target = output_dir(out, f"{sc.name}-boundary")
     found = boundary(sc, find, lo_hi, along=along, max_simulations=max_simulations,
                      processes=processes, scheduler=scheduler, force=force,
@@ -89,8 +90,10 @@ def boundary_command(
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
 
 
-def _sweep(directory: Path, find: list[str]) -> dict[str, list]:
-    """The sweep's axes (path -> values), checked to hold both paths."""
+def _sweep(directory: Path, find: list[str], strategy: str) -> dict[str, list]:
+    """The sweep's axes (path -> values), checked before the search: both paths among
+    them, no third axis of several values (the map shows two), and a panel of the
+    scenario's *strategy* to draw the curve on."""
     from herdsim.outputs.sweep_dir import load_sweep
 
     _, manifest = load_sweep(directory)
@@ -99,6 +102,14 @@ def _sweep(directory: Path, find: list[str]) -> dict[str, list]:
     if missing:
         raise UsageError(f"--map {directory}: {missing[0]} is not one of its axes "
                          f"({', '.join(axes)})")
+    others = [p for p, values in axes.items() if p not in find and len(values) > 1]
+    if others:
+        raise UsageError(f"--map {directory}: it also sweeps {', '.join(others)}; its map "
+                         "shows the two --find paths only")
+    if strategy not in manifest["strategies"]:
+        raise UsageError(f"--map {directory}: it has no panel of the scenario's strategy "
+                         f"{strategy} ({', '.join(manifest['strategies'])}); pick one with "
+                         "--set retry.strategy=...")
     return axes
 
 

@@ -175,6 +175,9 @@ class Curve:
         if missing:
             raise UsageError(f"--map {sweep}: {missing[0]} is not one of its axes "
                              f"({', '.join(axes)})")
+        if self.scenario.retry.strategy not in manifest["strategies"]:
+            raise UsageError(f"--map {sweep}: no panel of the strategy "
+                             f"{self.scenario.retry.strategy}")
         return figures.over_map(plot_map(runs, manifest, x=self.along, y=self.path),
                                 self.scenario.retry.strategy, axes[self.along],
                                 axes[self.path], self.points, today)

@@ -177,7 +177,7 @@ def over_map(fig: Figure, strategy: str, x_values: Sequence[float],
     value) as a star: the map's cells sit at index positions, so each value is placed
     between them (on a log scale when the axis is geometric). One legend under it all:
     the map's classes, then the curve's."""
-    ax = next((a for a in fig.axes if a.get_title() == strategy), fig.axes[0])
+    ax = next(a for a in fig.axes if a.get_title() == strategy)
     place_x, place_y = _placer(x_values), _placer(y_values)
     xs = [place_x(p[0]) for p in points]
     ys = [place_y(p[1]) for p in points]

@@ -74,3 +74,32 @@ def test_a_map_without_both_axes_is_refused_before_the_search(tmp_path, scenario
                                       "--map", str(tmp_path / "nowhere"), "--out", str(out)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "not a sweep directory" in result.output and not out.exists()
+
+
+def sweep_of(out, scenarios_dir, grid: list[str]):
+    """A finished sweep of the scenario cut to 20 s, under full jitter alone."""
+    import herdsim
+
+    herdsim.sweep(scenarios_dir / SCENARIO, grid=grid, strategies=["full_jitter"],
+                  sets={"duration": "20s"}, out=out)
+    return out
+
+
+@pytest.mark.parametrize(("grid", "said"), [
+    (["workload.rate=300,600", "retry.max_retries=2,4", "retry.base=1s,2s"],
+     "it also sweeps retry.base; its map shows the two --find paths only"),
+    (["workload.rate=300,600", "retry.max_retries=2,4"],
+     "it has no panel of the scenario's strategy exponential (full_jitter)"),
+])
+def test_a_map_that_cannot_hold_the_curve_is_refused_before_the_search(
+        tmp_path, scenarios_dir, grid, said):
+    """A third swept axis, or no panel of the scenario's strategy: found only when the
+    curve was drawn over the map, after every simulation."""
+    swept = sweep_of(tmp_path / "s", scenarios_dir, grid)
+    out = tmp_path / "b"
+    result = CliRunner().invoke(app, ["boundary", str(scenarios_dir / SCENARIO),
+                                      "--find", "workload.rate", "--find",
+                                      "retry.max_retries", "--map", str(swept), "--out",
+                                      str(out)], terminal_width=400)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert said in result.output and not out.exists()
