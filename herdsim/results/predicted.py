@@ -115,9 +115,9 @@ class Predicted(Comparison):
 
     @property
     def interrupted(self) -> str:  # the tail every figure's heading carries
-        near = self.runs["near_threshold"].iloc[0] if "near_threshold" in self.runs else None
-        return TITLE + (f"; {NEAR}, state not claimed: {near}" if isinstance(near, str)
-                        else "")
+        run = self.runs.iloc[0]
+        near = predicted_kpis.near_text(run.get("state"), run.get("near_threshold"))
+        return TITLE + (f"; {near}" if near else "")
 
 
 def _arms(scenario: Scenario) -> list[Arm]:

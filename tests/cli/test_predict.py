@@ -109,7 +109,7 @@ def test_near_threshold_is_said_under_the_table_and_explain_defines_every_row(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["state"] == "near threshold"
     text = " ".join(said.stdout.split())
-    assert "near threshold: " + summary["near_threshold"] in text
+    assert "near threshold, so no state is claimed: " + summary["near_threshold"] in text
     definitions = said.stdout.split("Definitions")[1]
     for key in shown_keys(summary):
         assert f" {key} " in definitions, key

@@ -23,7 +23,7 @@ def test_the_timeline_title_carries_the_near_threshold_note(scenarios_dir, strat
     assert "predicted (fluid model)" in title
     note = prediction.summary["near_threshold"]
     assert (note is not None) is near
-    assert ("near threshold, state not claimed" in title) is near
+    assert ("near threshold, so no state is claimed" in title) is near
     if near:
         assert " ".join(note.split()) in " ".join(title.split())
 
@@ -42,3 +42,16 @@ def test_a_notebook_shows_what_the_cli_prints(scenarios_dir):
     assert html.count(" †</td>") == 3 and "predicted (fluid model)" in html
     text = repr(prediction)
     assert "\n" not in text and "fluid model" in text and "not recovered" in text
+
+
+@pytest.mark.parametrize("state", ["near threshold", "metastable"])
+def test_a_metastable_state_with_the_note_is_not_called_unclaimed(state):
+    """The note comes with two states: near threshold (no state claimed) and metastable
+    (kept: a crash more cannot lift it); the words say which."""
+    from herdsim.analysis.kpis.predicted import near_text
+
+    said = near_text(state, "the busiest 100 ms holds 148 calls")
+    assert said.endswith(": the busiest 100 ms holds 148 calls")
+    assert ("no state is claimed" in said) is (state == "near threshold")
+    assert ("metastable all the same" in said) is (state == "metastable")
+    assert near_text(state, None) is None

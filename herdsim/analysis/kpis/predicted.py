@@ -53,6 +53,16 @@ def notes(summary: dict) -> list[str]:
             f"{summary['step'] * 1000:g} ms);{MARK} the peak two ways: "
             f"{by_key['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
             f"{BY_KEY['peak_calls'].title(summary)}: {BUNCHED_NOTE}"]
-    if summary.get("near_threshold"):
-        said.append(f"{NEAR}: {summary['near_threshold']}")
-    return said
+    near = near_text(summary.get("state"), summary.get("near_threshold"))
+    return [*said, near] if near else said
+
+
+def near_text(state: object, note: object) -> str | None:
+    """``near threshold, so no state is claimed: <why>`` (or, for a metastable state,
+    which a crash more cannot lift, ``near threshold, metastable all the same: <why>``);
+    None without a note."""
+    if not isinstance(note, str):
+        return None
+    claim = "so no state is claimed" if state == NEAR else \
+        f"{state} all the same (a crash more cannot lift it)"
+    return f"{NEAR}, {claim}: {note}"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from herdsim.analysis import metastability
 from herdsim.analysis.kpis import BY_KEY, kpi_of, number_text, on, show
+from herdsim.analysis.kpis.predicted import near_text
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config import graph
@@ -231,12 +232,12 @@ def verdict(c) -> list[str]:
     lines = [lead]
     for _, row in c.ranked().iterrows():
         lines.append(arm_line(c, row, st[row["arm"]]))
-        runs = c.runs[c.runs["arm"] == row["arm"]]
-        near = runs["near_threshold"].iloc[0] if c.predicted and "near_threshold" in runs \
+        run = c.runs[c.runs["arm"] == row["arm"]].iloc[0]
+        near = near_text(run.get("state"), run.get("near_threshold")) if c.predicted \
             else None
-        if isinstance(near, str):  # the state the model does not claim, and why
-            lines.append(f"Near threshold, so no state is claimed: {near}; simulate it "
-                         "(herdsim compare --replications 5) to see which side it falls.")
+        if near:  # the state the model does not claim, and why
+            lines.append(f"{near[0].upper()}{near[1:]}; simulate it (herdsim compare "
+                         "--replications 5) to see which side it falls.")
     mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
     if any(mechanisms.values()):
         lines.append("What held the load back: " + "; ".join(
