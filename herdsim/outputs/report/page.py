@@ -268,7 +268,8 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         how = ("One replication per arm: single values and no intervals, so an order decided "
                "by a small difference may be noise; rerun with <code>--replications 5</code> "
                f"for intervals and ties. Arms are {html.escape(RANK_RULE)}.")
-    how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
+    if not c.predicted:  # a fluid has no jobs, so no latency
+        how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
     body = [
         f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
         f"<p class='note'>{html.escape(arms)}; "
