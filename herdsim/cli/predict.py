@@ -61,7 +61,8 @@ def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
 def table(summary: dict, title: str) -> Table:
     """The predicted KPIs as run's table shows them (the KPI registry's labels, units and
     formats), the rows only a prediction has marked †, and what they rest on."""
-    from herdsim.analysis.kpis.predicted import MARK, MARKED, notes
+    from herdsim.analysis.kpis.predicted import MARK, MARKED
     from herdsim.cli.tables import summary_table
+    from herdsim.results.predicted import notes
 
     return summary_table(summary, title, dict.fromkeys(MARKED, MARK), notes(summary))

@@ -274,9 +274,7 @@ def _load_run(directory: Path) -> Comparison:
     scenario = reading.scenario(directory)
     summary = reading.json_file(directory, RUN_MARKER, reading.summary_problem)
     if summary.get("predicted") is not None:  # herdsim predict's: no jobs, no sleeps
-        from herdsim.outputs.predicted_dir import load_prediction
-
-        return load_prediction(directory, scenario, summary)
+        return _load_prediction(directory, scenario, summary)
     strategy = scenario.retry.strategy
     arm = Arm(short_name(strategy), strategy, {}, scenario)
 
@@ -296,6 +294,18 @@ def _load_run(directory: Path) -> Comparison:
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
                       tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
                                       kinds=SLEEP_KINDS)), peaks, crashes=crashes)
+
+
+def _load_prediction(directory: Path, scenario: Scenario, summary: dict) -> Comparison:
+    """A ``herdsim predict`` directory (:mod:`herdsim.outputs.predicted_dir`; its scenario
+    and checked summary read) as the one-arm comparison the prediction gives: its counters
+    mean amounts, every figure and the report saying predicted."""
+    from herdsim.results.predicted import Prediction
+
+    timeseries = reading.timeseries(directory, scenario, TIMESERIES_COLUMNS,
+                                    counters=reading.NONNEGATIVE)
+    peaks = reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"), kinds=PEAK_KINDS)
+    return Prediction(scenario, timeseries, peaks, summary).comparison()
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,

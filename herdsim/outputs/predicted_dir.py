@@ -1,9 +1,9 @@
 """``herdsim predict``'s output directory: a run's layout (``timeseries.csv``,
 ``summary.json``, ``scenario.yaml``, ``peak_rate.csv`` and the timeline), written the
 same way (:mod:`herdsim.outputs.compare_dir`), with no ``jobs.parquet`` or ``sleeps.csv``
-(a fluid has no individual jobs or sleeps), and read back by the one reader of output
-directories (:func:`~herdsim.outputs.compare_dir.load_outputs` hands a summary marked
-``predicted`` to :func:`load_prediction`): its counters and counts are mean amounts."""
+(a fluid has no individual jobs or sleeps); read back by the one reader of output
+directories (:func:`~herdsim.outputs.compare_dir.load_outputs`: a summary marked
+``predicted`` holds mean amounts)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from herdsim.config.scenario import Scenario
-from herdsim.outputs import reading
 from herdsim.outputs.atomic import staged_dir
-from herdsim.outputs.compare_dir import (
-    PEAK_KINDS,
-    TIMESERIES_COLUMNS,
-    _drawing,
-    _report_failures,
-    save_figures,
-    write_scenario,
-)
-from herdsim.results.comparison import Comparison
+from herdsim.outputs.compare_dir import _drawing, _report_failures, save_figures, write_scenario
 from herdsim.results.predicted import FIGURES, Prediction
 
 
@@ -41,13 +31,3 @@ def save_prediction(prediction: Prediction, out: str | Path,
             save_figures(prediction.comparison(), staging, formats, FIGURES)
     _report_failures(Path(out), failures)
     return Path(out)
-
-
-def load_prediction(directory: Path, scenario: Scenario, summary: dict) -> Comparison:
-    """The prediction saved in *directory* (its *scenario* and checked *summary* already
-    read) as the one-arm comparison :meth:`Prediction.comparison` gives: every figure
-    and the report say predicted."""
-    timeseries = reading.timeseries(directory, scenario, TIMESERIES_COLUMNS,
-                                    counters=reading.NONNEGATIVE)
-    peaks = reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"), kinds=PEAK_KINDS)
-    return Prediction(scenario, timeseries, peaks, summary).comparison()

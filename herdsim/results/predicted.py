@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import summary as rules
-from herdsim.analysis.kpis import on, show, undefined
+from herdsim.analysis.kpis import BY_KEY, on, show, undefined
 from herdsim.analysis.kpis import predicted as predicted_kpis
 from herdsim.analysis.kpis.predicted import NEAR
 from herdsim.config.loading import load_scenario
@@ -99,10 +99,10 @@ class Prediction:
             f"<td style='text-align:right'>{escape(kpi.show(s[kpi.key], s))}"
             f"</td><td>{escape(kpi.unit if not undefined(s[kpi.key]) else '')}</td></tr>"
             for kpi in on("run") if kpi.listed(s))
-        notes = "".join(f"<p>{escape(note)}</p>" for note in predicted_kpis.notes(s))
+        said = "".join(f"<p>{escape(note)}</p>" for note in notes(s))
         return (f"<b>herdsim predict: {escape(self.scenario.name)} — "
                 f"{escape(self.scenario.retry.strategy)} — predicted ({MARK})</b><table>"
-                f"<tr><th>KPI</th><th>value</th><th>unit</th></tr>{rows}</table>{notes}")
+                f"<tr><th>KPI</th><th>value</th><th>unit</th></tr>{rows}</table>{said}")
 
 
 class Predicted(Comparison):
@@ -118,6 +118,17 @@ class Predicted(Comparison):
         run = self.runs.iloc[0]
         near = predicted_kpis.near_text(run.get("state"), run.get("near_threshold"))
         return TITLE + (f"; {near}" if near else "")
+
+
+def notes(summary: dict) -> list[str]:
+    """What a predicted table's rows rest on, under it: whose values, the step, the two
+    peaks (the rows marked †), and why no state is claimed when near threshold."""
+    said = [f"every value predicted (the fluid model's mean amounts, step "
+            f"{summary['step'] * 1000:g} ms);{predicted_kpis.MARK} the peak two ways: "
+            f"{BY_KEY['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
+            f"{BY_KEY['peak_calls'].title(summary)}: {predicted_kpis.BUNCHED_NOTE}"]
+    near = predicted_kpis.near_text(summary.get("state"), summary.get("near_threshold"))
+    return [*said, near] if near else said
 
 
 def _arms(scenario: Scenario) -> list[Arm]:

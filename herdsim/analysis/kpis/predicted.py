@@ -43,20 +43,6 @@ PREDICTED_KPIS: tuple[KPI, ...] = (
 )
 
 
-def notes(summary: dict) -> list[str]:
-    """What a predicted table's rows rest on, under it: whose values, the step, the two
-    peaks (the rows marked †), and why no state is claimed when near threshold."""
-    by_key = {kpi.key: kpi for kpi in PREDICTED_KPIS}
-    from herdsim.analysis.kpis.run import BY_KEY  # (run imports this module)
-
-    said = [f"every value predicted (the fluid model's mean amounts, step "
-            f"{summary['step'] * 1000:g} ms);{MARK} the peak two ways: "
-            f"{by_key['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
-            f"{BY_KEY['peak_calls'].title(summary)}: {BUNCHED_NOTE}"]
-    near = near_text(summary.get("state"), summary.get("near_threshold"))
-    return [*said, near] if near else said
-
-
 def near_text(state: object, note: object) -> str | None:
     """``near threshold, so no state is claimed: <why>`` (or, for a metastable state,
     which a crash more cannot lift, ``near threshold, metastable all the same: <why>``);
