@@ -81,8 +81,8 @@ def boundary_command(
         at = ([{find[1]: v} for v in found.values] if isinstance(found, Curve)
               else [{}])
         emit_json([{"path": b.path, **({"at": where} if where else {}), "value": b.value,
-                    "low": b.low, "high": b.high, "unit": b.unit, "fluid": b.fluid,
-                    "recovers_below": b.below, "current": b.current,
+                    "low": b.low, "high": b.high, "unit": b.unit, "fluid_from": b.fluid_from,
+                    "fluid": b.fluid, "recovers_below": b.below, "current": b.current,
                     "simulations": b.simulations, "text": b.text()}
                    for b, where in zip(edges, at, strict=True)])
         return

@@ -6,7 +6,8 @@ Recovering means the run's state is not ``metastable`` (it recovered, perhaps sl
 
 1. **the fluid model's answer**: :func:`herdsim.results.predicted.predict` over a log
    grid of the range (well under a second a point): the first value whose state turns
-   metastable (or the range's middle when it never turns);
+   metastable (or the range's middle when it never turns), reported with the grid value
+   before it (``fluid_from``: the fluid's resolution);
 2. **a sequential logistic fit** on replicated simulations: a first batch of runs at and
    around the fluid's answer, then, while the 95% interval of the crossing is wider than
    asked and the simulation budget lasts, a batch at each end of the interval. The fit is
@@ -57,8 +58,9 @@ Z95 = 1.959963984540054
 @dataclass
 class Boundary:
     """Where P(recover) crosses 1/2 along ``path``: ``value`` and its 95% interval
-    (``low``, ``high``), the ``fluid`` model's answer, the ``runs`` (``x``, ``recovered``)
-    and whether it recovers ``below`` the value (else above)."""
+    (``low``, ``high``), the ``fluid`` model's answer (the first value of its grid where
+    the state turned; ``fluid_from``: the one before), the ``runs`` (``x``,
+    ``recovered``) and whether it recovers ``below`` the value (else above)."""
 
     path: str
     value: float
@@ -69,6 +71,7 @@ class Boundary:
     runs: pd.DataFrame
     scenario: Scenario
     current: float
+    fluid_from: float | None = None  # the fluid's grid value before ``fluid``: its step
 
     @property
     def simulations(self) -> int:
@@ -97,15 +100,18 @@ class Boundary:
 
     def text(self) -> str:
         """``recovers with downstream.outages.0.duration up to 3.2 s (95% CI 2.9–3.5 s) at
-        700 jobs/s; today's setting 4 s; the fluid model said 3.1 s; 36 simulations``."""
+        700 jobs/s; today's setting 4 s; the fluid model put it between 2.9 and 3.1 s; 36
+        simulations`` (the fluid's answer is the step of its grid where the state turns)."""
         from herdsim.plots.boundary import edge_text, number
 
         at = f" at {self.scenario.workload.rate:g} jobs/s" if self.path != "workload.rate" \
             else ""
-        fluid = "n/a" if self.fluid is None else number(self.fluid, self.unit)
+        fluid = ("said n/a" if self.fluid is None else
+                 f"said {number(self.fluid, self.unit)}" if self.fluid_from is None else
+                 f"put it between {self.fluid_from:.4g} and {number(self.fluid, self.unit)}")
         said = edge_text(self).replace("recovers ", f"recovers with {self.path} ", 1)
         return (f"{said}{at}; today's setting {number(self.current, self.unit)}; the fluid "
-                f"model said {fluid}; {self.simulations} simulations")
+                f"model {fluid}; {self.simulations} simulations")
 
 
 @dataclass
@@ -241,6 +247,8 @@ def _search(base: Scenario, path: str, span: tuple[float, float], replications: 
     lo, hi = span
     fluid, below = fluid_crossing(base, path, lo, hi)
     start = fluid if fluid is not None else math.sqrt(lo * hi)
+    step = (hi / lo) ** (1 / (FLUID_POINTS - 1))  # the fluid grid's ratio
+    fluid_from = None if fluid is None else _typed(base, path, fluid / step)
     runs = pd.DataFrame({"x": pd.Series(dtype=float), "recovered": pd.Series(dtype=float)})
     points = [start * 0.8, start, start * 1.25]
     value, low, high = start, lo, hi
@@ -254,7 +262,7 @@ def _search(base: Scenario, path: str, span: tuple[float, float], replications: 
         if high - low <= precision * value:
             break
         points = _next(runs, value, low, high, lo, hi, below)
-    return Boundary(path, value, low, high, fluid, below, runs, base, current)
+    return Boundary(path, value, low, high, fluid, below, runs, base, current, fluid_from)
 
 
 def spread(values: Sequence[float], n: int = ALONG) -> list[float]:

@@ -27,6 +27,7 @@ class Edge(Protocol):
     current: float
     below: bool
     fluid: float | None
+    fluid_from: float | None
     runs: pd.DataFrame
 
     @property
@@ -61,7 +62,7 @@ def safe_operating(edge: Edge, title: str) -> Figure:
     the fluid model's answer, today's setting and the margin. Line styles tell them apart
     without colour: the fit solid black, the edge solid over a hatched band, the fluid's
     dotted, today's dashed."""
-    fig = Figure(figsize=(9, 5.4), layout="constrained")
+    fig = Figure(figsize=(9, 6.2), layout="constrained")
     ax = fig.add_subplot()
     runs = edge.runs
     seen = [*runs["x"], edge.current, edge.low, edge.high,
@@ -84,9 +85,11 @@ def safe_operating(edge: Edge, title: str) -> Figure:
     ax.axvline(edge.value, color=EDGE, lw=2,
                label=f"the edge, P(recover) = 1/2: {edge_text(edge)}")
     if edge.fluid is not None:
+        said = (number(edge.fluid, edge.unit) if edge.fluid_from is None else
+                f"between {edge.fluid_from:.4g} and {number(edge.fluid, edge.unit)} (its "
+                "grid's step)")
         ax.axvline(edge.fluid, color=FLUID, lw=2, ls=":",
-                   label=f"the fluid model's answer: {number(edge.fluid, edge.unit)} "
-                         "(where the search started)")
+                   label=f"the fluid model's answer: {said}; the search started here")
     ax.axvline(edge.current, color=TODAY, lw=2, ls="--",
                label=margin_text(edge.value, edge.current, edge.below, edge.unit))
     ax.axhline(0.5, color="0.6", lw=0.8, ls=(0, (1, 3)))
@@ -97,7 +100,7 @@ def safe_operating(edge: Edge, title: str) -> Figure:
     ax.set_title(f"{title}: where recovering stops along {edge.path}\n{edge_text(edge)}; "
                  f"{margin_text(edge.value, edge.current, edge.below, edge.unit)}",
                  fontsize=11)
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncols=1, fontsize=8, frameon=False)
     return fig
 
 

@@ -59,6 +59,10 @@ def test_the_search_stays_in_its_budget_and_brackets_the_edge(monkeypatch):
     assert found.simulations == fake.calls <= search.MAX_SIMULATIONS
     assert found.below and found.low <= 500 <= found.high
     assert "workload.rate up to" in found.text() and f"{fake.calls} simulations" in found.text()
+    # the fluid's answer is a step of its 24-point log grid over the range: said as one
+    step = (2000.0 / 100.0) ** (1 / (search.FLUID_POINTS - 1))
+    assert found.fluid_from == pytest.approx(420.0 / step)
+    assert f"the fluid model put it between {420.0 / step:.4g} and 420;" in found.text()
     figure = found.plot()
     assert "past the edge" in figure.axes[0].get_title()  # 700 jobs/s is beyond 500
 

@@ -30,7 +30,8 @@ def edge(fluid: float | None = 470.0, current: float = 700.0, seed: int = 0,
     runs = pd.DataFrame({"x": x, "recovered": (rng.random(x.size) < p).astype(float)})
     value, low, high, below = fit(runs, True)
     scenario = load_scenario(tiny(workload={"rate": current}))
-    return Boundary(path, value, low, high, fluid, below, runs, scenario, current)
+    return Boundary(path, value, low, high, fluid, below, runs, scenario, current,
+                    None if fluid is None else fluid / 1.05)
 
 
 def off_canvas(figure) -> list[str]:
