@@ -1,7 +1,8 @@
 """herdsim: a discrete-event simulator of retry storms (the thundering herd).
 
 The Python API: :func:`load_scenario`, :func:`run` (a :class:`Result`), :func:`predict`
-(a :class:`Prediction`: the fluid model), :func:`boundary` (where recovering stops), :func:`compare`
+(a :class:`Prediction`: the fluid model), :func:`boundary` (where recovering stops: a
+:class:`Boundary`, or for two settings a :class:`Curve`), :func:`compare`
 (a :class:`Comparison`), :func:`sweep` (a grid of settings, its classes and map), and
 :func:`save` to write a run or a comparison as an output directory.
 
@@ -16,7 +17,9 @@ from typing import TYPE_CHECKING
 
 #: Public name -> the module that defines it.
 _WHERE = {
+    "Boundary": "herdsim.experiments.boundary",
     "Comparison": "herdsim.results.comparison",
+    "Curve": "herdsim.experiments.boundary",
     "HerdsimError": "herdsim.errors",
     "Result": "herdsim.results.result",
     "Scenario": "herdsim.config.scenario",
@@ -32,8 +35,9 @@ _WHERE = {
     "sweep": "herdsim.experiments.sweep",
 }
 
-__all__ = ["Comparison", "HerdsimError", "Prediction", "Result", "Scenario", "ScenarioError",
-           "Strategy", "boundary", "compare", "load_scenario", "predict", "run", "save", "sweep"]
+__all__ = ["Boundary", "Comparison", "Curve", "HerdsimError", "Prediction", "Result",
+           "Scenario", "ScenarioError", "Strategy", "boundary", "compare", "load_scenario",
+           "predict", "run", "save", "sweep"]
 
 
 def _version() -> str:
@@ -66,7 +70,7 @@ if TYPE_CHECKING:
     from herdsim.config.loading import load_scenario
     from herdsim.config.scenario import Scenario
     from herdsim.errors import HerdsimError, ScenarioError
-    from herdsim.experiments.boundary import boundary
+    from herdsim.experiments.boundary import Boundary, Curve, boundary
     from herdsim.experiments.compare import compare
     from herdsim.experiments.sweep import sweep
     from herdsim.outputs.compare_dir import save

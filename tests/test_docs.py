@@ -77,3 +77,12 @@ def test_the_families_table_is_the_registrys():
     assert FAMILIES_START in text and FAMILIES_END in text
     shown = text.split(FAMILIES_START)[1].split(FAMILIES_END)[0].strip()
     assert shown == markdown().strip()
+
+
+def test_every_key_of_a_predicted_summary_is_documented():
+    """A prediction's summary holds run keys (docs/model.md) and its own (docs/predict.md):
+    each is named in one of them."""
+    text = (DOCS / "model.md").read_text() + (DOCS / "predict.md").read_text()
+    summary = herdsim.predict(DOCS.parent / "herdsim" / "scenarios" / "outage.yaml").summary
+    missing = [key for key in summary if f"`{key}`" not in text]
+    assert not missing, f"not in docs/model.md or docs/predict.md: {missing}"

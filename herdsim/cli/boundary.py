@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -54,64 +55,66 @@ def boundary_command(
     1/2, from the fluid model's answer, confirmed by replicated simulations.
 
     Exit code 0, 2 for bad input."""
-    from herdsim.experiments.boundary import boundary
+    from herdsim.experiments.boundary import Curve, boundary, spread
     from herdsim.outputs.atomic import staged_dir
-    from herdsim.plots import boundary as figures
 
     sc = load(scenario, set_)
     lo_hi = _span(span)
     if sweep_map is not None and len(find) != 2:
         raise UsageError("--map: draws the boundary curve; give two --find paths")
-    mapped = _sweep(sweep_map, find) if sweep_map is not None else None
+    # over a map, the curve spans the map's axis of the second path
+    along = (spread(_sweep(sweep_map, find, sc.retry.strategy)[find[1]])
+             if sweep_map is not None else None)
     target = output_dir(out, f"{sc.name}-boundary")
-    found = boundary(sc, find, lo_hi, max_simulations=max_simulations, processes=processes,
-                     scheduler=scheduler, force=force,
+    found = boundary(sc, find, lo_hi, along=along, max_simulations=max_simulations,
+                     processes=processes, scheduler=scheduler, force=force,
                      label=None if json_ else "simulating")
-    edges = found if isinstance(found, list) else [found]
+    edges = list(found) if isinstance(found, Curve) else [found]
     with staged_dir(target) as staging:
         staging.mkdir()
-        if isinstance(found, list):
-            points = [(_read(b.scenario, find[1]), b.value, b.low, b.high) for b in edges]
-            fig = figures.curve(find[0], find[1], points,
-                                (_read(sc, find[1]), _read(sc, find[0])), sc.name)
-            if mapped is not None:
-                from herdsim.plots.metastability_map import plot_map
-
-                runs, manifest = mapped
-                axes = {a["path"]: a["values"] for a in manifest["axes"]}
-                figures.over_map(plot_map(runs, manifest, x=find[1], y=find[0]),
-                                 sc.retry.strategy, axes[find[1]], axes[find[0]],
-                                 points).savefig(staging / "boundary_map.png", dpi=90)
-        else:
-            fig = figures.safe_operating(found.path, found.value, found.low, found.high,
-                                         found.current, found.below, found.runs, sc.name)
-        fig.savefig(staging / "boundary.png", dpi=110)
+        found.plot().savefig(staging / "boundary.png", dpi=110)
+        if sweep_map is not None and isinstance(found, Curve):
+            found.plot(sweep_map).savefig(staging / "boundary_map.png", dpi=90)
         for i, b in enumerate(edges):
             b.runs.to_csv(staging / f"runs{i}.csv", index=False)
     if json_:
-        emit_json([{"path": b.path, "value": b.value, "low": b.low, "high": b.high,
+        at = ([{find[1]: v} for v in found.values] if isinstance(found, Curve)
+              else [{}])
+        emit_json([{"path": b.path, **({"at": where} if where else {}), "value": b.value,
+                    "low": b.low, "high": b.high, "unit": b.unit, "fluid_from": b.fluid_from,
                     "fluid": b.fluid, "recovers_below": b.below, "current": b.current,
-                    "simulations": b.simulations, "text": b.text()} for b in edges])
+                    "simulations": b.simulations, "text": b.text()}
+                   for b, where in zip(edges, at, strict=True)])
         return
-    for b in edges:
-        console.print(safe(b.text()), highlight=False, soft_wrap=True)
+    console.print(safe(found.text()), highlight=False, soft_wrap=True)
     console.print(f"outputs: [bold]{safe(target)}[/]", soft_wrap=True)
 
 
-def _sweep(directory: Path, find: list[str]):
-    """The sweep's table and manifest, checked to have both paths as axes."""
+def _sweep(directory: Path, find: list[str], strategy: str) -> dict[str, list]:
+    """The sweep's axes (path -> values), checked before the search: both paths among
+    them, no third axis of several values (the map shows two), and a panel of the
+    scenario's *strategy* to draw the curve on."""
     from herdsim.outputs.sweep_dir import load_sweep
 
-    runs, manifest = load_sweep(directory)
-    swept = [a["path"] for a in manifest["axes"]]
-    missing = [p for p in find if p not in swept]
+    _, manifest = load_sweep(directory)
+    axes = {a["path"]: a["values"] for a in manifest["axes"]}
+    missing = [p for p in find if p not in axes]
     if missing:
         raise UsageError(f"--map {directory}: {missing[0]} is not one of its axes "
-                         f"({', '.join(swept)})")
-    return runs, manifest
+                         f"({', '.join(axes)})")
+    others = [p for p, values in axes.items() if p not in find and len(values) > 1]
+    if others:
+        raise UsageError(f"--map {directory}: it also sweeps {', '.join(others)}; its map "
+                         "shows the two --find paths only")
+    if strategy not in manifest["strategies"]:
+        raise UsageError(f"--map {directory}: it has no panel of the scenario's strategy "
+                         f"{strategy} ({', '.join(manifest['strategies'])}); pick one with "
+                         "--set retry.strategy=...")
+    return axes
 
 
 def _span(text: str | None) -> tuple[float, float] | None:
+    """``--range LOW:HIGH`` (numbers or durations): finite, 0 < LOW < HIGH."""
     if text is None:
         return None
     from herdsim.policies.durations import parse_duration
@@ -121,10 +124,8 @@ def _span(text: str | None) -> tuple[float, float] | None:
     except ValueError:
         raise UsageError(f"--range {text}: expected LOW:HIGH, e.g. 250ms:16s or "
                          "300:900") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise UsageError(f"--range {text}: LOW and HIGH must be finite numbers")
+    if not 0 < lo < hi:
+        raise UsageError(f"--range {text}: expected 0 < LOW < HIGH")
     return lo, hi
-
-
-def _read(sc, path: str) -> float:
-    from herdsim.config.schema import value_at
-
-    return float(value_at(sc, path))

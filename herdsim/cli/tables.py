@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.markup import escape
 from rich.table import Table
@@ -22,8 +24,10 @@ from herdsim.results.comparison import RANK_RULE, Comparison
 STATE_STYLE = {"recovered": "green", "degraded": "yellow", "metastable": "bold red"}
 
 
-def summary_table(summary: dict, title: str) -> Table:
-    """The run summary: one row per KPI of the registry's run table (state first)."""
+def summary_table(summary: dict, title: str, marks: dict[str, str] | None = None,
+                  notes: Sequence[str] = ()) -> Table:
+    """The run summary: one row per KPI of the registry's run table (state first); a KPI
+    in *marks* has its mark after its label, and *notes* go first in the caption."""
     table = Table(title=safe(title), show_header=True, header_style="bold")
     table.add_column("KPI")
     table.add_column("value", justify="right")
@@ -35,8 +39,9 @@ def summary_table(summary: dict, title: str) -> Table:
         label = kpi.title(summary)
         if tier and kpi.headline:
             label = f"{label} [bold]({safe(tier)})[/]"
+        label += (marks or {}).get(kpi.key, "")
         table.add_row(label, shown, "" if undefined(value) else kpi.unit)
-    notes = [f"latency {BOUNDS_NOTE}"] if summary.get("latency_censored") else []
+    notes = [*notes, *([f"latency {BOUNDS_NOTE}"] if summary.get("latency_censored") else [])]
     if tier:
         notes.insert(0, f"({safe(tier)}): the headline tier's, the worst of the "
                         f"{len(summary['tiers'])} tiers (worst state, then most collapses, "

@@ -123,6 +123,11 @@ def redraw(directory: str | Path, formats: Sequence[str],
     each file is replaced whole (drawn aside, then renamed over the old one)."""
     directory = Path(directory)
     comparison = load_outputs(directory)
+    if comparison.drawable != FIGURES:  # a prediction: a timeline, no jobs or sleeps
+        kinds = [kind for kind in kinds if kind in comparison.drawable]
+        if not kinds:
+            raise UsageError(f"{directory}: a prediction draws only "
+                             f"{', '.join(comparison.drawable)} (no jobs or sleeps)")
     if not any(applies(kind, comparison.scenario) for kind in kinds):
         raise UsageError(f"{directory}: no figure to draw ({', '.join(kinds)}: "
                          "graph needs a call graph, a scenario with services)")
@@ -268,6 +273,8 @@ def _load_comparison(directory: Path) -> Comparison:
 def _load_run(directory: Path) -> Comparison:
     scenario = reading.scenario(directory)
     summary = reading.json_file(directory, RUN_MARKER, reading.summary_problem)
+    if summary.get("predicted") is not None:  # herdsim predict's: no jobs, no sleeps
+        return _load_prediction(directory, scenario, summary)
     strategy = scenario.retry.strategy
     arm = Arm(short_name(strategy), strategy, {}, scenario)
 
@@ -287,6 +294,18 @@ def _load_run(directory: Path) -> Comparison:
     return Comparison(scenario, [arm], 1, runs, tag(timeseries),
                       tag(reading.csv(directory, "sleeps.csv", SLEEP_COLUMNS,
                                       kinds=SLEEP_KINDS)), peaks, crashes=crashes)
+
+
+def _load_prediction(directory: Path, scenario: Scenario, summary: dict) -> Comparison:
+    """A ``herdsim predict`` directory (:mod:`herdsim.outputs.predicted_dir`; its scenario
+    and checked summary read) as the one-arm comparison the prediction gives: its counters
+    mean amounts, every figure and the report saying predicted."""
+    from herdsim.results.predicted import Prediction
+
+    timeseries = reading.timeseries(directory, scenario, TIMESERIES_COLUMNS,
+                                    counters=reading.NONNEGATIVE)
+    peaks = reading.csv(directory, "peak_rate.csv", ("time", "peak_rate"), kinds=PEAK_KINDS)
+    return Prediction(scenario, timeseries, peaks, summary).comparison()
 
 
 def save(what: Result | Comparison, out: str | Path, formats: Sequence[str] | None = None,

@@ -144,10 +144,13 @@ def _header(family: str) -> list[str]:
 
 @dataclass
 class RunData:
-    """What the exporter reads from an output directory: per arm, its frames."""
+    """What the exporter reads from an output directory: per arm, its frames; whose
+    numbers they are when no simulation's (*predicted*: ``fluid model``, every series
+    labelled so)."""
 
     scenario: Scenario
     arms: dict[str | None, tuple[pd.DataFrame, pd.DataFrame, int]]  # ts, sleeps, concurrency
+    predicted: str = ""
 
 
 def load_run(directory: str | Path, replication: int = 0) -> RunData:
@@ -172,7 +175,7 @@ def load_run(directory: str | Path, replication: int = 0) -> RunData:
         run = c.arms[0].scenario
         return RunData(c.scenario, {None: (ts.reset_index(drop=True),
                                            sleeps.reset_index(drop=True),
-                                           run.downstream.concurrency)})
+                                           run.downstream.concurrency)}, c.predicted)
     arms: dict[str | None, tuple[pd.DataFrame, pd.DataFrame, int]] = {}
     for arm in c.arms:
         arms[arm.label] = (ts[ts["arm"] == arm.label].reset_index(drop=True),
@@ -205,6 +208,8 @@ def render(data: RunData, start: float, interval: float | None = None,
     bounds = _buckets(buckets)
     start_ms = _start_millis(start)
     queue = {"queue": scenario.queue or scenario.name}
+    if data.predicted:  # mean amounts, not a run's: said on every series
+        queue["predicted"] = data.predicted
     families: dict[str, list[np.ndarray]] = {}
     for arm, (ts, sleeps, concurrency) in data.arms.items():
         labels = queue if arm is None else {**queue, "arm": arm}
@@ -222,8 +227,10 @@ def render(data: RunData, start: float, interval: float | None = None,
                 counter_ts))
         families.setdefault(CALLS, []).append(
             _lines(f"{CALLS}_total", labels, cumulative["attempts"], counter_ts))
-        families.setdefault(SLEEPS, []).append(
-            _histogram_lines(sleeps, labels, bounds, edges, bin_width, n_bins, counter_ts))
+        if not data.predicted:  # a fluid draws no sleeps: no histogram rather than zeros
+            families.setdefault(SLEEPS, []).append(
+                _histogram_lines(sleeps, labels, bounds, edges, bin_width, n_bins,
+                                 counter_ts))
         for service in _services(scenario, ts):
             total = {suffix: np.concatenate([[0], np.cumsum(
                 ts[f"{service}_{suffix}"].to_numpy())])[edges] for suffix in TIER_SUFFIXES}

@@ -1,7 +1,9 @@
 """``herdsim predict``'s output directory: a run's layout (``timeseries.csv``,
 ``summary.json``, ``scenario.yaml``, ``peak_rate.csv`` and the timeline), written the
 same way (:mod:`herdsim.outputs.compare_dir`), with no ``jobs.parquet`` or ``sleeps.csv``
-(a fluid has no individual jobs or sleeps)."""
+(a fluid has no individual jobs or sleeps); read back by the one reader of output
+directories (:func:`~herdsim.outputs.compare_dir.load_outputs`: a summary marked
+``predicted`` holds mean amounts)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,7 @@ from pathlib import Path
 
 from herdsim.outputs.atomic import staged_dir
 from herdsim.outputs.compare_dir import _drawing, _report_failures, save_figures, write_scenario
-from herdsim.results.predicted import Prediction
-
-FIGURES = ("timeline",)
+from herdsim.results.predicted import FIGURES, Prediction
 
 
 def save_prediction(prediction: Prediction, out: str | Path,

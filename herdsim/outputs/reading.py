@@ -22,6 +22,7 @@ import pandas as pd
 
 from herdsim.analysis import classes, replicas, tiers
 from herdsim.analysis.kpis import BY_KEY
+from herdsim.analysis.kpis.predicted import NEAR
 from herdsim.config import files
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
@@ -169,17 +170,18 @@ RUN_KEYS = ("arm", "replication")  # the columns that tell the runs of a tidy fr
 
 
 def timeseries(directory: Path, scenario: Scenario, required: Sequence[str],
-               text: Sequence[str] = ()) -> pd.DataFrame:
+               text: Sequence[str] = (), counters: str = COUNT) -> pd.DataFrame:
     """``timeseries.csv`` with at least the *required* and *text* columns, every column
-    checked: counters (events per bin) whole numbers >= 0, gauges finite and >= 0, and
-    time stepping by the scenario's bin from 0 in every run (by ``arm`` and
-    ``replication`` when the file has them)."""
+    checked: counters (events per bin) of kind *counters* (whole numbers >= 0; a
+    prediction's mean amounts: :data:`NONNEGATIVE`), gauges finite and >= 0, and time
+    stepping by the scenario's bin from 0 in every run (by ``arm`` and ``replication``
+    when the file has them)."""
     kinds = ({"time": NONNEGATIVE} | {gauge: NONNEGATIVE for gauge in GAUGES}
              | {gauge: MAYBE for gauge in (*defences.GAUGES, *MECHANISM_GAUGES)}
              | {f"{name}_{gauge}": MAYBE for name in scenario.services  # a service's own
                 for gauge in MECHANISM_GAUGES})
     frame = csv(directory, "timeseries.csv", list(required), list(text), empty_ok=False,
-                kinds=kinds, every=COUNT)
+                kinds=kinds, every=counters)
     rows(frame, scenario, directory / "timeseries.csv",
          [key for key in RUN_KEYS if key in frame.columns])
     return frame
@@ -189,9 +191,12 @@ def summary_problem(summary: object) -> str | None:
     """What is wrong with a run's ``summary.json``, if anything: every KPI of the registry
     must have its kind's type (counts whole numbers >= 0, fractions within 0..1, other
     numbers finite and >= 0, flags true or false, texts text; null only where a ratio or a
-    time may be undefined, or the KPI is optional)."""
+    time may be undefined, or the KPI is optional). A prediction's (``predicted`` set)
+    holds mean amounts: its counts need not be whole, and its state may be
+    ``near threshold``."""
     if not isinstance(summary, dict) or not summary:
         return "expected an object of KPIs"
+    means = summary.get("predicted") is not None
     for key, value in summary.items():
         if key == "tiers":  # a call graph's numbers per tier
             found = tiers.problem(value, _kind_problem)
@@ -211,9 +216,10 @@ def summary_problem(summary: object) -> str | None:
             if not (value is None or isinstance(value, (str, bool)) or _finite(value)):
                 return f"KPI {key} has no usable value ({str(value)[:40]!r})"
             continue
-        problem = _kind_problem(kpi.kind, value)
-        if kpi.classes and value not in kpi.classes:
-            problem = f"one of {', '.join(kpi.classes)}"
+        problem = _kind_problem("real" if means and kpi.kind == "count" else kpi.kind, value)
+        named = (*kpi.classes, NEAR) if means else kpi.classes
+        if kpi.classes and value not in named:
+            problem = f"one of {', '.join(named)}"
         if problem:
             return f"KPI {key} must be {problem}, got {str(value)[:40]!r}"
     return None

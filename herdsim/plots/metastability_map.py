@@ -28,6 +28,7 @@ COLORS = {  # Okabe & Ito (2008): distinct for colour-blind readers, black text 
     "metastable": "#D55E00",  # vermillion
 }
 HATCH = {"recovered": "", "degraded": "..", "metastable": "//"}
+LEGEND_IN_A_ROW = 11.0  # inches of figure the three classes' legend needs on one line
 NEVER, NOT_YET = "never", "not yet"  # a cell with no recovery: metastable, still draining
 RULE = (  # one line (or more) per class, under the title
     f"recovered: healthy again within the limit, max({SLOW_FLOOR:g} s, {SLOW_FACTOR:g} × ideal "
@@ -76,7 +77,9 @@ def plot_map(runs: pd.DataFrame, manifest: dict[str, Any], x: str | None = None,
     strategies = list(manifest["strategies"])
     n_x = len(x_axis["values"])
     n_y = len(y_axis["values"]) if y_axis else 1
-    fig = Figure(figsize=(max(6.0, 0.95 * n_x + 2.2) * len(strategies), 1.0 + 0.75 * n_y + 2.4),
+    width_in = max(6.0, 0.95 * n_x + 2.2) * len(strategies)
+    columns = 3 if width_in >= LEGEND_IN_A_ROW else 1  # a narrow map: one class a line
+    fig = Figure(figsize=(width_in, 1.0 + 0.75 * n_y + 2.4 + 0.5 * (columns == 1)),
                  layout="constrained")
     panels = fig.subplots(1, len(strategies), sharey=True, squeeze=False)[0]
     for ax, strategy in zip(panels, strategies, strict=True):
@@ -85,11 +88,12 @@ def plot_map(runs: pd.DataFrame, manifest: dict[str, Any], x: str | None = None,
     panels[0].set_ylabel(_axis_label(y_axis) if y_axis else "", fontsize=14)
     reps = manifest["replications"]
     width = int(fig.get_figwidth() * 72 / (0.56 * 12))  # characters of 12 pt on a line
-    fig.suptitle(f"{manifest['scenario']['name']}: does it recover after the outage?  "
-                 f"(label = recovery time, median of {reps} replication"
-                 f"{'s' if reps > 1 else ''} per cell, and the limit it had)\n"
-                 + "\n".join(textwrap.fill(line, width) for line in RULE), fontsize=12)
-    fig.legend(handles=_legend(), loc="outside lower center", ncol=3, fontsize=12,
+    head = (f"{manifest['scenario']['name']}: does it recover after the outage?  "
+            f"(label = recovery time, median of {reps} replication"
+            f"{'s' if reps > 1 else ''} per cell, and the limit it had)")
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in (head, *RULE)),
+                 fontsize=12)
+    fig.legend(handles=_legend(), loc="outside lower center", ncol=columns, fontsize=12,
                frameon=False)
     return fig
 

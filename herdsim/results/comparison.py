@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -166,6 +166,8 @@ class Comparison:
     unfinished: list[str] = field(default_factory=list)  # arms an interruption left out
     crashes: pd.DataFrame | None = None  # a call graph's: arm, replication, tier, time
     summary: pd.DataFrame = field(init=False)
+    drawable: ClassVar[tuple[str, ...]] = figures.FIGURES  # the figure kinds it can draw
+    predicted: ClassVar[str] = ""  # whose numbers, when no simulation's ("fluid model")
 
     def __post_init__(self) -> None:
         self.summary = aggregate(self.runs, self.arms)

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from herdsim.analysis import summary as rules
+from herdsim.analysis.kpis import BY_KEY, on, show, undefined
+from herdsim.analysis.kpis import predicted as predicted_kpis
+from herdsim.analysis.kpis.predicted import NEAR
 from herdsim.config.loading import load_scenario
 from herdsim.config.scenario import Scenario
 from herdsim.errors import UsageError
@@ -32,6 +37,7 @@ from herdsim.results.result import Result
 
 MARK = "fluid model"  # the summary's ``predicted``: whose numbers these are
 TITLE = " — predicted (fluid model)"  # what figure titles add
+FIGURES = ("timeline",)  # what a prediction draws: no jobs, no sleeps
 
 
 @dataclass
@@ -79,15 +85,50 @@ class Prediction:
     def __repr__(self) -> str:
         s = self.summary
         return (f"<Prediction {self.scenario.name} ({s['strategy']}, {MARK}): {s['state']}, "
-                f"{s['succeeded_fraction']:.3f} succeeded, {s['collapses']} collapses>")
+                f"{show('succeeded_fraction', s['succeeded_fraction'], s)} succeeded, "
+                f"{s['collapses']} collapses, recovery "
+                f"{show('recovery_time', s['recovery_time'], s)}>")
+
+    def _repr_html_(self) -> str:
+        """What ``herdsim predict`` prints, as a notebook table: run's rows (the KPI
+        registry's), the predicted-only ones marked †, and the notes under them."""
+        s = self.summary
+        marks = dict.fromkeys(predicted_kpis.MARKED, predicted_kpis.MARK)
+        rows = "".join(
+            f"<tr><td>{escape(kpi.title(s) + marks.get(kpi.key, ''))}</td>"
+            f"<td style='text-align:right'>{escape(kpi.show(s[kpi.key], s))}"
+            f"</td><td>{escape(kpi.unit if not undefined(s[kpi.key]) else '')}</td></tr>"
+            for kpi in on("run") if kpi.listed(s))
+        said = "".join(f"<p>{escape(note)}</p>" for note in notes(s))
+        return (f"<b>herdsim predict: {escape(self.scenario.name)} — "
+                f"{escape(self.scenario.retry.strategy)} — predicted ({MARK})</b><table>"
+                f"<tr><th>KPI</th><th>value</th><th>unit</th></tr>{rows}</table>{said}")
 
 
 class Predicted(Comparison):
-    """A one-arm comparison of a prediction: its figures' titles say so."""
+    """A one-arm comparison of a prediction: its figures' titles say so, and say when
+    the state is near threshold (why, in the summary's words); it draws only
+    :data:`FIGURES`."""
+
+    drawable: ClassVar[tuple[str, ...]] = FIGURES
+    predicted: ClassVar[str] = MARK
 
     @property
     def interrupted(self) -> str:  # the tail every figure's heading carries
-        return TITLE
+        run = self.runs.iloc[0]
+        near = predicted_kpis.near_text(run.get("state"), run.get("near_threshold"))
+        return TITLE + (f"; {near}" if near else "")
+
+
+def notes(summary: dict) -> list[str]:
+    """What a predicted table's rows rest on, under it: whose values, the step, the two
+    peaks (the rows marked †), and why no state is claimed when near threshold."""
+    said = [f"every value predicted (the fluid model's mean amounts, step "
+            f"{summary['step'] * 1000:g} ms);{predicted_kpis.MARK} the peak two ways: "
+            f"{BY_KEY['peak_calls_mean'].title(summary)}: the mean flow's busiest window; "
+            f"{BY_KEY['peak_calls'].title(summary)}: {predicted_kpis.BUNCHED_NOTE}"]
+    near = predicted_kpis.near_text(summary.get("state"), summary.get("near_threshold"))
+    return [*said, near] if near else said
 
 
 def _arms(scenario: Scenario) -> list[Arm]:
@@ -157,8 +198,9 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
     near = peaks.near_threshold(flows, scenario, grid.dt)
     s["near_threshold"] = near
     if near is not None and s["state"] != "metastable":  # a crash more can't lift it
-        s["state"] = "near threshold"
+        s["state"] = NEAR
     s.update(succeeded_fraction=succeeded / jobs if jobs else None,
+             outages=len({repr(o) for o in scenario.all_outages}),
              jobs_submitted=jobs, jobs_succeeded=succeeded, jobs_dead_lettered=dead,
              jobs_pending=max(jobs - succeeded - dead, 0.0), attempts_total=attempts,
              retries_total=float(flows.retry.sum()),
@@ -171,7 +213,7 @@ def summarize(flows: Flows, ts: pd.DataFrame, scenario: Scenario, grid: inputs.G
              peak_attempt_rate=peak.corrected / scenario.peak_window,
              peak_to_capacity=peak.corrected / scenario.peak_window / capacity,
              collapses=int(flows.crashes.sum()), collapses_after_outage=after,
-             recovery_time=recovery, wall_seconds=took)
+             recovery_time=recovery, model_cpu_seconds=took)
     return s
 
 

@@ -71,3 +71,45 @@ def test_a_model_beyond_the_budget_is_refused_before_it_allocates(tmp_path, scen
     assert said.exit_code == 2
     assert len(said.output.strip().splitlines()) == 1 and "steps" in said.output
     assert not out.exists()
+
+
+def test_the_table_is_runs_table_with_the_predicted_rows_marked(tmp_path, scenarios_dir):
+    """Every row the registry's run table lists, under the registry's label (no label of
+    its own, none twice), the mean flow's and the bunched peak marked †; the outage's
+    recovery read as one (not 'no outage')."""
+    from herdsim.analysis.kpis import BY_KEY
+    from herdsim.cli.tables import shown_keys
+
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "outage.yaml"),
+                                    "--out", str(out)], terminal_width=200)
+    assert said.exit_code == 0, said.output
+    summary = json.loads((out / "summary.json").read_text())
+    rows = [line.split("│")[1].strip() for line in said.stdout.splitlines()
+            if line.startswith("│")]
+    labels = [BY_KEY[key].title(summary) for key in shown_keys(summary)]
+    assert [row.removesuffix(" †") for row in rows] == labels
+    assert len(set(labels)) == len(labels)
+    marked = {row.removesuffix(" †") for row in rows if row.endswith(" †")}
+    assert marked == {BY_KEY[key].title(summary) for key in
+                      ("peak_calls_mean", "peak_calls", "peak_to_capacity")}
+    assert {"succeeded fraction", "downstream calls", "dead-lettered"} <= set(labels)
+    assert "not recovered within the run" in said.stdout and "no outage" not in said.stdout
+
+
+def test_near_threshold_is_said_under_the_table_and_explain_defines_every_row(
+        tmp_path, scenarios_dir):
+    from herdsim.cli.tables import shown_keys
+
+    out = tmp_path / "p"
+    said = CliRunner().invoke(app, ["predict", str(scenarios_dir / "admission.yaml"),
+                                    "--set", "retry.strategy=grpc_connect", "--out",
+                                    str(out), "--explain"], terminal_width=200)
+    assert said.exit_code == 0, said.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["state"] == "near threshold"
+    text = " ".join(said.stdout.split())
+    assert "near threshold, so no state is claimed: " + summary["near_threshold"] in text
+    definitions = said.stdout.split("Definitions")[1]
+    for key in shown_keys(summary):
+        assert f" {key} " in definitions, key

@@ -21,9 +21,10 @@ def rank(summary: pd.DataFrame, registry: tuple[KPI, ...] | None = None) -> pd.D
         if kpi.key not in summary:
             continue
         key = kpi.key
-        if kpi.classes:  # a class: its place among the classes, best first
-            key = f"{kpi.key}_rank"
-            order = order.assign(**{key: summary[kpi.key].map(kpi.classes.index)})
+        if kpi.classes:  # a class: its place among the classes, best first (none: last,
+            key = f"{kpi.key}_rank"  # a prediction's near threshold)
+            places = {name: place for place, name in enumerate(kpi.classes)}
+            order = order.assign(**{key: summary[kpi.key].map(places)})
             scratch.append(key)
         keys.append(key)
         ascending.append(kpi.better != "higher")

@@ -7,6 +7,7 @@ from herdsim.analysis import cache, loops
 from herdsim.analysis import summary as rules
 from herdsim.analysis.kpis.base import KPI, Panel
 from herdsim.analysis.kpis.cache import CACHE_KPIS
+from herdsim.analysis.kpis.predicted import PREDICTED_KPIS
 from herdsim.analysis.metastability import CLASSES, NOT_RECOVERED
 from herdsim.policies import downstreams
 
@@ -445,5 +446,6 @@ REGISTRY: tuple[KPI, ...] = (
                 "queued, parked, in a worker's hand); 0 in a sound run",
         panels={"run": Panel(42)}),
     *CACHE_KPIS,  # only in a run with a cache in front of the workers' downstream
+    *PREDICTED_KPIS,  # only in herdsim predict's summary
 )
 BY_KEY = {kpi.key: kpi for kpi in REGISTRY}

@@ -261,17 +261,24 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
     arms = f"{n} arms varying {c.varied}" if n > 1 else f"one run ({c.arms[0].label})"
     arms += c.interrupted
     table, keys = _kpi_table(c)
-    if reps > 1:
+    if c.predicted:
+        how = (f"Predicted by the {c.predicted} (herdsim predict), not simulated: mean "
+               "amounts, one value per KPI and no interval; the peak is the level random "
+               "bunching crosses with even odds over the mean flow's (docs/predict.md). "
+               "Simulate it with <code>herdsim compare SCENARIO --replications 5</code>.")
+    elif reps > 1:
         how = (f"Mean ± 95% Student-t interval over {reps} replications per arm; arms whose "
                f"intervals overlap are ties. Arms are {html.escape(RANK_RULE)}.")
     else:
         how = ("One replication per arm: single values and no intervals, so an order decided "
                "by a small difference may be noise; rerun with <code>--replications 5</code> "
                f"for intervals and ties. Arms are {html.escape(RANK_RULE)}.")
-    how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
+    if not c.predicted:  # a fluid has no jobs, so no latency
+        how += " Latency: " + html.escape(BOUNDS_NOTE) + "."
     body = [
         f"<p>{html.escape(sc.description.strip())}</p>" if sc.description.strip() else "",
-        f"<p class='note'>{html.escape(arms)}; {_seeds(sc.seed, reps, n)}. "
+        f"<p class='note'>{html.escape(arms)}; "
+        f"{'no random draw' if c.predicted else _seeds(sc.seed, reps, n)}. "
         f"{html.escape(describe.facts(sc, n == 1))}."
         f" Generated {datetime.now():%Y-%m-%d %H:%M} by herdsim {version('herdsim')}.</p>",
         "<h2>Verdict</h2>",
@@ -280,13 +287,14 @@ def render(comparison, directory: Path | None = None, kinds: tuple[str, ...] = F
         tier_section(c),
         replicas.section(c),
         classes.section(c),
-        interactive.section(c),
+        "" if c.predicted else interactive.section(c),  # it shows sleeps: a fluid has none
         *(_figure(kind, _png(directory, c.plot, kind, fresh)) for kind in kinds
-          if applies(kind, sc)),
+          if applies(kind, sc) and kind in c.drawable),
         "<h2>Glossary</h2>", glossary(keys, {"peak_window": sc.peak_window}),
         scenario_section(sc),
     ]
-    return _page(f"herdsim report: {sc.name}", body)
+    return _page(f"herdsim report: {sc.name}"
+                 + (f" — predicted ({c.predicted})" if c.predicted else ""), body)
 
 
 def render_sweep(runs: pd.DataFrame, manifest: dict, directory: Path | None = None) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from herdsim.analysis import loops, metastability
 from herdsim.analysis.kpis import BY_KEY, kpi_of, number_text, on, show
+from herdsim.analysis.kpis.predicted import near_text
 from herdsim.analysis.metastability import NOT_RECOVERED, state_text
 from herdsim.analysis.statistics import ci95
 from herdsim.config import graph
@@ -258,9 +259,17 @@ def verdict(c) -> list[str]:
                 f"{format_duration(sc.duration)}), best first:")
     else:
         lead = "No outage in this scenario, so no recovery is measured; best first:"
+    if c.predicted:
+        lead = f"Predicted by the {c.predicted}, not simulated. {lead}"
     lines = [lead]
     for _, row in c.ranked().iterrows():
         lines.append(arm_line(c, row, st[row["arm"]]))
+        run = c.runs[c.runs["arm"] == row["arm"]].iloc[0]
+        near = near_text(run.get("state"), run.get("near_threshold")) if c.predicted \
+            else None
+        if near:  # the state the model does not claim, and why
+            lines.append(f"{near[0].upper()}{near[1:]}; simulate it (herdsim compare "
+                         "--replications 5) to see which side it falls.")
     mechanisms = {arm.label: _mechanisms(c, arm) for arm in c.arms}
     if any(mechanisms.values()):
         lines.append("What held the load back: " + "; ".join(
