@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from rich.table import Table
 
 from herdsim.cli.app import (
@@ -25,6 +27,9 @@ from herdsim.cli.app import (
 )
 from herdsim.errors import ScenarioError
 
+COMPILING = "predicting (the first prediction after installing compiles the fluid model: " \
+            "about 10 s, once)"
+
 
 @app.command()
 def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
@@ -42,7 +47,8 @@ def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
     sc = load(scenario, set_)
     target = output_dir(out, f"{sc.name}-predicted")
     try:
-        prediction = fluid(sc, force=force)
+        with err_console.status(COMPILING) if not (quiet or json_) else nullcontext():
+            prediction = fluid(sc, force=force)
     except ScenarioError as exc:  # what it cannot represent: named in the file's terms
         raise ScenarioError(exc.problems, str(scenario)) from None
     save_prediction(prediction, target, formats)
