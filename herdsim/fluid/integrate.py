@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from herdsim.config.scenario import Scenario
+from herdsim.fluid.bucket import TokenLaw
 from herdsim.fluid.inputs import Grid
 
 TINY = 1e-9  # an amount below this is nothing
@@ -105,9 +106,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     out = Flows(*([0.0] * n for _ in range(19)))  # type: ignore[arg-type]
     gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
     breaker = scenario.breaker.fluid_gate(dt, workers or 1)
-    limit = ds.rate_limit
-    limit_rate, burst = (0.0, 0.0) if limit is None else (limit.rate, float(limit.burst))
-    tokens = burst
+    limit = ds.rate_limit  # its tokens' distribution (a mean bucket misses its bursts)
+    bucket = None if limit is None else TokenLaw(limit.rate, float(limit.burst), dt)
     hint_kernels = grid.hint_kernels  # the sleeps after a refusal that carried a hint
     hinted = np.zeros(2 * classes)  # this step's failures that heard Retry-After
     any_hinted = False
@@ -129,8 +129,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     spread_ks = [k for k in range(nk) if kernels[k].mass.size > 1]
     for i in range(n):
         up = not down[i] and i >= crashed_until
-        if limit_rate:
-            tokens = min(burst, tokens + limit_rate * dt)
+        if bucket is not None:
+            bucket.refill()
         in_service = live_served + waste  # (the gauge: its mean over the step, below)
         out.waiting[i] = waiting
         out.queue_depth[i] = queue
@@ -276,8 +276,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 doomed[i + t_steps] += landing
                 doomed_any[i + t_steps] = True
             else:
-                if limit_rate and total > tokens:  # the rate limit refuses the excess
-                    throttled = total - tokens
+                let = total if bucket is None else bucket.take(total, randomised)
+                if total - let > TINY:  # the rate limit refuses the rest
+                    throttled = total - let
                     part = landing * (throttled / total)
                     failed += part
                     any_failed = True
@@ -286,10 +287,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                         any_hinted = True
                     cohort += throttled * (1.0 - randomised / total)
                     out.rejected[i] = throttled
-                    landing = landing * (tokens / total)
-                    randomised *= tokens / total
-                    total = tokens
-                tokens -= total
+                    landing = landing * (let / total)
+                    randomised *= let / total
+                    total = let
                 in_window += total - window[i % w_steps]
                 window[i % w_steps] = total
                 out.collapse_load[i] = in_window
