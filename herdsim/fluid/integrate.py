@@ -105,14 +105,14 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
     # lists while it runs (a list's item is cheaper to set than an array's), arrays at the end
     out = Flows(*([0.0] * n for _ in range(19)))  # type: ignore[arg-type]
     gate = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
-    breaker = scenario.breaker.fluid_gate(dt, workers or 1)
+    breaker = scenario.breaker.fluid_gate(dt, workers or 1, mean)
     limit = ds.rate_limit  # its tokens' distribution (a mean bucket misses its bursts)
     bucket = None if limit is None else TokenLaw(limit.rate, float(limit.burst), dt)
     hint_kernels = grid.hint_kernels  # the sleeps after a refusal that carried a hint
     hinted = np.zeros(2 * classes)  # this step's failures that heard Retry-After
     any_hinted = False
     held_calls = np.zeros(2 * classes)  # calls an open breaker holds, by class
-    held_count = held_random = 0.0
+    held_count = 0.0  # (let go together: a cohort, whatever timing they came with)
     first_ok = 0.0  # first tries served this step (for the budget)
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
     poison_classes = np.repeat([0.0, 1.0], classes)  # 1 on the poison block, else 0
@@ -232,9 +232,13 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             room[j] = 0.0
             head = expired + 1
         # the step's arrivals: first tries as workers free up, and retries landing now
-        blocked = breaker is not None and breaker.blocked(i, up and not blackhole[i] and (
-            slots - live_served - waste > TINY
-            or (abandoned + waiting if keep_abandoned else waiting) < room_limit))
+        if breaker is not None:  # a probe: served now, or after the room's wait
+            free = slots - live_served - waste > TINY
+            blocked = breaker.blocked(i, up and not blackhole[i] and (
+                free or (abandoned + waiting if keep_abandoned else waiting) < room_limit),
+                0.0 if free else waiting * mean * slow[i] / slots)
+        else:
+            blocked = False
         if blocked:  # while it is open no worker takes a job (the brief's rule)
             new = 0.0
             out.breaker_open[i] = 1.0
@@ -254,16 +258,19 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
             if blocked:
                 held_calls += landing
                 held_count += total
-                held_random += randomised
                 out.short_circuited[i] = total
                 landing[:] = 0.0
                 total = randomised = 0.0
+                if breaker.probing and held_count > TINY:  # half-open: its probes go
+                    total = min(float(breaker.probing), held_count)
+                    landing += held_calls * (total / held_count)
+                    held_calls *= 1.0 - total / held_count
+                    held_count -= total
             elif held_count > TINY:
                 landing += held_calls
                 total += held_count
-                randomised += held_random
                 held_calls[:] = 0.0
-                held_count = held_random = 0.0
+                held_count = 0.0
         out.attempts[i] = total
         out.randomised[i] = randomised
         if total > TINY:
@@ -295,6 +302,18 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 out.collapse_load[i] = in_window
                 if in_window > threshold or \
                         live_served + waste + waiting + total >= load_limit:
+                    if breaker is not None:  # the calls after the crash fail, and trip it
+                        kept = held_back(total, in_window, threshold,
+                                   load_limit - live_served - waste - waiting, breaker)
+                        if kept > TINY:
+                            landing = landing * (1.0 - kept / total)
+                            held_calls += landing * (kept / (total - kept))
+                            held_count += kept
+                            out.short_circuited[i] += kept
+                            randomised *= 1.0 - kept / total
+                            total -= kept
+                            out.attempts[i] = total
+                            out.randomised[i] = randomised
                     out.crashes[i] = 1.0
                     crashed_until = i + max(restart, 1)
                     out.rejected[i] = total
@@ -416,3 +435,16 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                 held_plain[k] = held_bad[k] = 0.0
             held = False
     return Flows(*(np.asarray(values, dtype=float) for values in vars(out).values()))
+
+
+def held_back(total: float, in_window: float, threshold: float, room: float, breaker) -> float:
+    """Of *total* calls arriving together that crash the downstream, those a closed
+    breaker holds back: the calls before the crash (the threshold less the window's
+    earlier calls, or the load the limit had *room* for) get in, the next fail at once,
+    and once it has heard enough failures to trip (``trips_after``) it holds the rest."""
+    before = math.inf
+    if in_window > threshold:
+        before = threshold - (in_window - total)
+    if room <= total:
+        before = min(before, room)
+    return max(total - max(before, 0.0) - breaker.trips_after(), 0.0)

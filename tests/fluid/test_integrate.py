@@ -114,3 +114,42 @@ def test_a_crash_fails_everything_and_holds_the_downstream_down_for_its_restart(
     restart = int(round(2.0 / grid.dt))
     assert not f.downstream_up[first + 1:first + restart].any()
     assert f.success[first + 1:first + restart].sum() == 0
+
+
+def test_a_herd_a_closing_breaker_lets_go_is_cut_where_the_breaker_trips_again(
+        scenarios_dir):
+    """breaker.yaml: the pool's breaker closes and every held worker calls in the same
+    instant. The crash rule lets in its threshold (150 in 100 ms), the next calls fail at
+    once, and the breaker, its window cleared when it closed, trips again once it has
+    heard minimum_calls (20) of them, holding the rest: 170 calls, a deterministic cohort
+    (no bunching correction on top). The fluid let the whole herd go (300) before."""
+    from herdsim.fluid import peaks
+
+    sc = load_scenario(scenarios_dir / "breaker.yaml", {"retry.strategy": "fixed"})
+    grid = inputs.build(sc, inputs.step_for(sc))
+    f = integrate(sc, grid)
+    herd = sc.downstream.overload.collapse.threshold + sc.breaker.minimum_calls
+    released = np.flatnonzero((f.breaker_open[:-1] == 1) & (f.breaker_open[1:] == 0)) + 1
+    crashed = [i for i in released if f.crashes[i]]
+    assert len(crashed) >= 3
+    load = peaks.sliding(f.attempts, int(round(0.1 / grid.dt)))
+    for i in crashed:
+        assert load[i] == pytest.approx(herd, abs=1e-6)
+        assert f.short_circuited[i] > 0  # the rest of the herd: held again
+    peak = peaks.peak(f.attempts, f.randomised, sc, grid.dt)
+    assert peak.mean == pytest.approx(herd, abs=1e-6)
+    assert peak.corrected <= 1.05 * herd
+
+
+@pytest.mark.slow
+def test_the_simulations_herd_at_a_closing_breaker_is_the_same_cut(scenarios_dir):
+    """The simulation under the same rules: its busiest instant holds the threshold plus
+    minimum_calls calls, every time the breaker lets go and the herd crashes it."""
+    from herdsim.results.result import run
+
+    sc = load_scenario(scenarios_dir / "breaker.yaml", {"retry.strategy": "fixed"})
+    times = run(sc).attempt_times
+    _, counts = np.unique(times, return_counts=True)
+    herd = sc.downstream.overload.collapse.threshold + sc.breaker.minimum_calls
+    assert counts.max() == herd
+    assert (counts == herd).sum() >= 3
