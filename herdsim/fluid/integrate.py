@@ -245,6 +245,9 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
         else:
             new = jobs[i] + queue if workers is None else min(workers - busy, queue + jobs[i])
             new = max(new, 0.0)
+        # a worker a success frees takes a waiting job and calls in the same instant: the
+        # place its call left is its own (the retries landing meanwhile found none)
+        prompt = 0.0 if workers is None else min(out.success[i], new, queue)
         queue = 0.0 if workers is None else queue + jobs[i] - new
         busy += new
         landing = retries[:, i]
@@ -332,10 +335,17 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                     refused = total - into - queued
                     if refused <= 0.0:
                         mix += landing
-                    elif total > TINY:
-                        mix += landing * ((into + queued) / total)
+                    else:  # the prompt first tries get in, the rest share what is left
+                        first = min(prompt, into + queued, float(landing[0] + landing[
+                            classes]))
+                        share = (into + queued - first) / (total - first)
+                        kept = landing * share
+                        if first > TINY:
+                            kept[0] += first * (1.0 - poison) * (1.0 - share)
+                            kept[classes] += first * poison * (1.0 - share)
+                        mix += kept
                     if refused > TINY:
-                        part = landing * (refused / total)
+                        part = landing - kept
                         failed += part
                         any_failed = True
                         if hint_kernels:
