@@ -13,9 +13,13 @@ Per step: the scheduled client failures (a doomed call's or a blackholed one's),
 served calls (exponential: a share ``1 - exp(-dt / mean)`` of the slots, a mean-field
 rate), the waiting room's head into the freed slots, the calls whose wait reached the
 timeout, then the step's arrivals (first tries of new jobs as workers free up, and the
-retries landing now): refused while down, crashing it past the collapse rule, else into
-a slot, the room or refused. Failures at retry k land k's sleep kernel later (a delta
-stays a delta, a jitter spreads it); past the last retry they are dead-lettered.
+retries landing now), held by an open breaker, let through by the rate limit's tokens
+(:mod:`herdsim.fluid.bucket`), refused while down, crashing it past the collapse rule
+(a herd a closing breaker lets go cut where it trips again: :func:`held_back`), else
+into a slot, the room or refused: the first tries of the workers a success freed take
+their places first (they call in the instant the place frees), the rest share what is
+left. Failures at retry k land k's sleep kernel later (a delta stays a delta, a jitter
+spreads it); past the last retry they are dead-lettered.
 
 The loop is over scalars and a few short vectors (the classes): its cost is the number
 of steps, not the population.
@@ -44,7 +48,7 @@ class Flows:
     attempts: np.ndarray
     randomised: np.ndarray  # attempts of random timing: Poisson tries, jittered sleeps, and
     # sleeps after failures at random instants (service ends; a timeout or a refusal keeps
-    # the timing its calls arrived with)
+    # the timing its calls arrived with); a breaker's held calls leave as one cohort
     success: np.ndarray
     retry: np.ndarray
     failed_dlq: np.ndarray
