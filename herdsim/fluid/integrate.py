@@ -313,8 +313,8 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:  # noqa: C901, PLR0912, 
                         kept = held_back(total, in_window, threshold,
                                    load_limit - live_served - waste - waiting, breaker)
                         if kept > TINY:
+                            held_calls += landing * (kept / total)
                             landing = landing * (1.0 - kept / total)
-                            held_calls += landing * (kept / (total - kept))
                             held_count += kept
                             out.short_circuited[i] += kept
                             randomised *= 1.0 - kept / total
