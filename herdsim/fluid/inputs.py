@@ -13,6 +13,7 @@ import numpy as np
 
 from herdsim.config import trace as traces
 from herdsim.config.scenario import Scenario
+from herdsim.fluid.bucket import WORK_CELLS
 from herdsim.policies.arrivals.piecewise import Piecewise
 from herdsim.policies.outages.base import OutageState
 from herdsim.policies.retry_after import rule
@@ -71,9 +72,11 @@ def retries(scenario: Scenario) -> int:
 
 
 def kernel_cells(scenario: Scenario, dt: float) -> int:
-    """The bound of the cells in every sleep kernel: each at most its cap, and the run."""
+    """The bound of the cells in every sleep kernel (each at most its cap, and the run),
+    plus a rate limit's token distribution in the same cells' worth of work a step."""
     n = steps(scenario, dt)
-    return retries(scenario) * min(n + 1, int(scenario.retry.cap / dt) + 2)
+    bucket = 0 if scenario.downstream.rate_limit is None else WORK_CELLS
+    return retries(scenario) * min(n + 1, int(scenario.retry.cap / dt) + 2) + bucket
 
 
 def build(scenario: Scenario, dt: float) -> Grid:

@@ -13,9 +13,14 @@ Per step: the scheduled client failures (a doomed call's or a blackholed one's),
 served calls (exponential: a share ``1 - exp(-dt / mean)`` of the slots, a mean-field
 rate), the waiting room's head into the freed slots, the calls whose wait reached the
 timeout, then the step's arrivals (first tries of new jobs as workers free up, and the
-retries landing now): refused while down, crashing it past the collapse rule, else into
-a slot, the room or refused. Failures at retry k land k's sleep kernel later (a delta
-stays a delta, a jitter spreads it); past the last retry they are dead-lettered.
+retries landing now), held by an open breaker, let through by the rate limit's tokens
+(:mod:`herdsim.fluid.bucket`), refused while down, crashing it past the collapse rule
+(a herd a closing breaker lets go cut where it trips again:
+:func:`~herdsim.fluid.loop.held_back`), else into a slot, the room or refused: the first
+tries of the workers a success freed take their places first (they call in the instant
+the place frees), the rest share what is left. Failures at retry k land k's sleep kernel
+later (a delta stays a delta, a jitter spreads it); past the last retry they are
+dead-lettered.
 
 The loop is over scalars and a few short vectors (the classes): its cost is the number
 of steps, not the population.
@@ -30,6 +35,7 @@ import numpy as np
 
 from herdsim.config.scenario import Scenario
 from herdsim.fluid import loop
+from herdsim.fluid.bucket import TokenLaw
 from herdsim.fluid.inputs import Grid, Kernel
 from herdsim.policies.fluid_gate import FluidGate
 
@@ -41,7 +47,7 @@ class Flows:
     attempts: np.ndarray
     randomised: np.ndarray  # attempts of random timing: Poisson tries, jittered sleeps, and
     # sleeps after failures at random instants (service ends; a timeout or a refusal keeps
-    # the timing its calls arrived with)
+    # the timing its calls arrived with); a breaker's held calls leave as one cohort
     success: np.ndarray
     retry: np.ndarray
     failed_dlq: np.ndarray
@@ -75,7 +81,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:
         else float(collapse.load_limit)
     limit = ds.rate_limit
     budget = None if scenario.budget is None else scenario.budget.fluid_gate(dt)
-    breaker = scenario.breaker.fluid_gate(dt, workers or 1)
+    breaker = scenario.breaker.fluid_gate(dt, workers or 1, ds.service.mean)
     series = loop.run(
         n, dt, len(grid.kernels), *_layout(grid.kernels), *_layout(grid.hint_kernels),
         workers is not None, float(workers or 0), float(wl.backlog), float(ds.concurrency),
@@ -87,7 +93,7 @@ def integrate(scenario: Scenario, grid: Grid) -> Flows:
         0 if collapse is None else int(round(collapse.restart_time / dt)),
         float(wl.poison_fraction), scenario.retry.poison_retryable,
         wl.source().name() != "constant",
-        0.0 if limit is None else float(limit.rate), 0.0 if limit is None else float(limit.burst),
+        limit is not None, *_bucket(limit, dt),
         grid.down.astype(np.bool_), grid.fail_all.astype(np.bool_),
         grid.blackhole.astype(np.bool_), grid.error_rate.astype(float),
         grid.jobs.astype(float),
@@ -103,6 +109,15 @@ def _layout(kernels: tuple[Kernel, ...]) -> tuple[np.ndarray, ...]:
     masses = np.concatenate([k.mass for k in kernels]).astype(float) if kernels \
         else np.zeros(0)
     return (np.array([k.offset for k in kernels], dtype=np.int64), starts, sizes, masses)
+
+
+def _bucket(limit, dt: float) -> tuple[np.ndarray, ...]:
+    """A rate limit's tokens as a distribution (:class:`~herdsim.fluid.bucket.TokenLaw`):
+    its cells, numbers and cells' edges (none: placeholders the loop never reads)."""
+    if limit is None:
+        return (np.zeros(1), np.zeros(4), np.zeros(2))
+    law = TokenLaw(limit.rate, float(limit.burst), dt)
+    return (law.cells, law.meta, law.edges)
 
 
 def _arrays(gate: FluidGate | None) -> tuple[np.ndarray, np.ndarray]:

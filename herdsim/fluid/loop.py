@@ -16,7 +16,13 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from herdsim.policies.breaker_fluid import breaker_blocked, breaker_heard
+from herdsim.fluid import bucket
+from herdsim.policies.breaker_fluid import (
+    PROBING,
+    breaker_blocked,
+    breaker_heard,
+    breaker_trips_after,
+)
 from herdsim.policies.budgets import fluid as budgets
 
 TINY = 1e-9  # an amount below this is nothing
@@ -42,7 +48,8 @@ def _spread(retries, retries_total, retries_random, row_plain, row_bad, lo, mass
 def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size, h_mass,
         has_workers, workers, backlog, slots, room_limit, t_steps, keep_abandoned, mean,
         served_share, slow, threshold, load_limit, w_steps, restart, poison,
-        poison_retries, random_tries, limit_rate, burst, down, fail_all, blackhole,
+        poison_retries, random_tries, has_bucket, b_cells, b_meta, b_edges, down,
+        fail_all, blackhole,
         error_rate, jobs, has_budget, budget_params, budget_state, has_breaker,
         breaker_params, breaker_state):  # noqa: C901, PLR0912, PLR0913, PLR0915  # pragma: no cover
     """The loop (see the module docstring): returns the series, ``(SERIES, n)``."""
@@ -60,12 +67,10 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
     room = np.zeros(ring_size)
     window = np.zeros(w_steps)
     out = np.zeros((SERIES, n))
-    tokens = burst
     hinted = np.zeros(2 * classes)  # this step's failures that heard Retry-After
     any_hinted = False
     held_calls = np.zeros(2 * classes)  # calls an open breaker holds, by class
-    held_count = 0.0
-    held_random = 0.0
+    held_count = 0.0  # (let go together: a cohort, whatever timing they came with)
     first_ok = 0.0  # first tries served this step (for the budget)
     mix = np.zeros(2 * classes)  # the live calls in the downstream, by class
     queue = backlog
@@ -79,8 +84,8 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
     counts = np.zeros(2 * classes)
     for i in range(n):
         up = not down[i] and i >= crashed_until
-        if limit_rate:
-            tokens = min(burst, tokens + limit_rate * dt)
+        if has_bucket:
+            bucket.refill(b_cells, b_meta)
         in_service = live_served + waste  # (the gauge: its mean over the step, below)
         out[WAITING, i] = waiting
         out[QUEUE_DEPTH, i] = queue
@@ -195,11 +200,14 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
             room[j] = 0.0
             head = expired + 1
         # the step's arrivals: first tries as workers free up, and retries landing now
-        occupied = abandoned + waiting if keep_abandoned else waiting
-        blocked = has_breaker and breaker_blocked(
-            breaker_params, breaker_state, i,
-            up and not blackhole[i] and (slots - live_served - waste > TINY
-                                         or occupied < room_limit))
+        blocked = False
+        if has_breaker:  # a probe: served now, or after the room's wait
+            free = slots - live_served - waste > TINY
+            occupied = abandoned + waiting if keep_abandoned else waiting
+            blocked = breaker_blocked(
+                breaker_params, breaker_state, i,
+                up and not blackhole[i] and (free or occupied < room_limit),
+                0.0 if free else waiting * mean * slow[i] / slots)
         if blocked:  # while it is open no worker takes a job (the brief's rule)
             new = 0.0
             out[BREAKER_OPEN, i] = 1.0
@@ -207,6 +215,9 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
             new = jobs[i] + queue if not has_workers else \
                 min(workers - busy, queue + jobs[i])
             new = max(new, 0.0)
+        # a worker a success frees takes a waiting job and calls in the same instant: the
+        # place its call left is its own (the retries landing meanwhile found none)
+        prompt = 0.0 if not has_workers else min(out[SUCCESS, i], new, queue)
         queue = 0.0 if not has_workers else queue + jobs[i] - new
         busy += new
         landing = retries[:, i].copy()
@@ -220,16 +231,20 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
             if blocked:
                 held_calls += landing
                 held_count += total
-                held_random += randomised
                 out[SHORT_CIRCUITED, i] = total
                 landing[:] = 0.0
                 total = randomised = 0.0
+                probing = breaker_state[PROBING]
+                if probing and held_count > TINY:  # half-open: its probes go
+                    total = min(probing, held_count)
+                    landing += held_calls * (total / held_count)
+                    held_calls *= 1.0 - total / held_count
+                    held_count -= total
             elif held_count > TINY:
                 landing += held_calls
                 total += held_count
-                randomised += held_random
                 held_calls[:] = 0.0
-                held_count = held_random = 0.0
+                held_count = 0.0
         out[ATTEMPTS, i] = total
         out[RANDOMISED, i] = randomised
         if total > TINY:
@@ -242,10 +257,12 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
                 doomed[i + t_steps] += landing
                 doomed_any[i + t_steps] = True
             else:
-                if limit_rate and total > tokens:  # the rate limit refuses the excess
-                    throttled = total - tokens
+                let = total if not has_bucket else \
+                    bucket.take(b_cells, b_meta, b_edges, total, randomised)
+                if total - let > TINY:  # the rate limit refuses the rest
+                    throttled = total - let
                     part_of = throttled / total
-                    kept = tokens / total
+                    kept = let / total
                     for c in range(2 * classes):
                         part = landing[c] * part_of
                         failed[c] += part
@@ -258,13 +275,26 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
                     cohort += throttled * (1.0 - randomised / total)
                     out[REJECTED, i] = throttled
                     randomised *= kept
-                    total = tokens
-                tokens -= total
+                    total = let
                 in_window += total - window[i % w_steps]
                 window[i % w_steps] = total
                 out[COLLAPSE_LOAD, i] = in_window
                 if in_window > threshold or \
                         live_served + waste + waiting + total >= load_limit:
+                    if has_breaker:  # the calls after the crash fail, and trip it
+                        holding = held_back(
+                            total, in_window, threshold,
+                            load_limit - live_served - waste - waiting,
+                            breaker_trips_after(breaker_params, breaker_state))
+                        if holding > TINY:
+                            held_calls += landing * (holding / total)
+                            landing = landing * (1.0 - holding / total)
+                            held_count += holding
+                            out[SHORT_CIRCUITED, i] += holding
+                            randomised *= 1.0 - holding / total
+                            total -= holding
+                            out[ATTEMPTS, i] = total
+                            out[RANDOMISED, i] = randomised
                     out[CRASHES, i] = 1.0
                     crashed_until = i + max(restart, 1)
                     out[REJECTED, i] = total
@@ -283,12 +313,18 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
                     refused = total - into - queued
                     if refused <= 0.0:
                         mix += landing
-                    elif total > TINY:
-                        mix += landing * ((into + queued) / total)
+                        entered = landing
+                    else:  # the prompt first tries get in, the rest share what is left
+                        first = min(prompt, into + queued, landing[0] + landing[classes])
+                        share = (into + queued - first) / (total - first)
+                        entered = landing * share
+                        if first > TINY:
+                            entered[0] += first * (1.0 - poison) * (1.0 - share)
+                            entered[classes] += first * poison * (1.0 - share)
+                        mix += entered
                     if refused > TINY:
-                        part_of = refused / total
                         for c in range(2 * classes):
-                            part = landing[c] * part_of
+                            part = landing[c] - entered[c]
                             failed[c] += part
                             if has_hint:
                                 hinted[c] += part
@@ -389,4 +425,18 @@ def _run(n, dt, nk, k_offset, k_start, k_size, k_mass, h_offset, h_start, h_size
     return out
 
 
-run: Callable[..., np.ndarray] = njit(cache=True)(_run)  # compiled once, cached on disk
+run: Callable[..., np.ndarray] = njit(cache=True)(_run)
+
+
+@njit(cache=True)
+def held_back(total, in_window, threshold, room, trips_after):  # pragma: no cover
+    """Of *total* calls arriving together that crash the downstream, those a closed
+    breaker holds back: the calls before the crash (the threshold less the window's
+    earlier calls, or the load the limit had *room* for) get in, the next fail at once,
+    and once it has heard *trips_after* failures (enough to trip) it holds the rest."""
+    before = math.inf
+    if in_window > threshold:
+        before = threshold - (in_window - total)
+    if room <= total:
+        before = min(before, room)
+    return max(total - max(before, 0.0) - trips_after, 0.0)  # compiled once, cached on disk

@@ -106,7 +106,7 @@ SERVICE = frozenset({"distribution", "mean", "sigma"})  # read as its mean (the 
 # declared fluid form); lognormal's sigma: the validation's brownout and poison hold it
 BREAKER = frozenset({"kind", "enabled", "scope", "failure_rate_threshold", "window",
                      "minimum_calls", "open_duration", "open_duration_multiplier",
-                     "max_open_duration"})
+                     "max_open_duration", "half_open_calls"})
 BUCKET = frozenset({"kind", "scope", "preset", "capacity", "retry_cost", "timeout_cost",
                     "throttling_cost", "failure_cost", "success_refund", "credit_on",
                     "refund_retry_cost", "floor", "strict"})

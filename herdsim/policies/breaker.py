@@ -142,16 +142,17 @@ class Resilience4j(Member):
         """A breaker that is not enabled gates nothing."""
         return not self.enabled
 
-    def fluid_gate(self, dt: float, workers: int) -> BreakerGate | None:
-        """Its on/off gate on a fluid's calls (:mod:`herdsim.policies.breaker_fluid`);
-        None when off, or for what the gate lacks (a count window, slow calls, retries
-        only, open-loop clients)."""
+    def fluid_gate(self, dt: float, workers: int, service_mean: float = 0.0
+                   ) -> BreakerGate | None:
+        """Its on/off gate on a fluid's calls (:mod:`herdsim.policies.breaker_fluid`; its
+        probes take the service's *service_mean*); None when off, or for what the gate
+        lacks (a count window, slow calls, retries only, open-loop clients)."""
         if not self.enabled or self.window_calls is not None or self.retries_only \
                 or self.slow_call_threshold is not None or self.scope == "client":
             return None
         from herdsim.policies.breaker_fluid import BreakerGate  # (numba: predict only)
 
-        return BreakerGate(self, dt, workers)
+        return BreakerGate(self, dt, workers, service_mean)
 
     def build(self, listener: Callable[[CircuitBreaker, float], None] | None = None
               ) -> CircuitBreaker:

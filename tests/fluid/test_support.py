@@ -57,7 +57,7 @@ def test_a_bundled_scenario_beyond_the_model_is_refused_naming_its_field(
     ({"downstream": {"replicas": 3}}, "downstream.replicas"),
     ({"budget": {"kind": "envoy"}}, "budget"),
     ({"budget": {"kind": "ratio", "scope": "worker"}}, "budget.scope"),
-    ({"breaker": {"enabled": True, "half_open_calls": 5}}, "breaker.half_open_calls"),
+    ({"breaker": {"enabled": True, "resume_jitter": 1.0}}, "breaker.resume_jitter"),
     ({"workers": {"poll_interval": 0.5}}, "workers.poll_interval"),
     ({"downstream": {"request_delay": {"distribution": "constant", "mean": 0.01}}},
      "downstream.request_delay"),

@@ -1,8 +1,13 @@
 """The circuit breaker's fluid gate against its declared form: open once the failure
 share reaches the threshold over the window, calls held for open_duration (times the
-multiplier per consecutive trip), closed when a probe would succeed."""
+multiplier per consecutive trip), half-open while its probes are out, closed when they are
+back; failing calls trip it once it has heard enough of them."""
 
 from __future__ import annotations
+
+import math
+
+import pytest
 
 from herdsim.policies.breaker import Resilience4j
 
@@ -47,3 +52,45 @@ def test_a_worker_scoped_breaker_needs_its_minimum_per_worker():
     assert g.trips == 0
     g.heard(1, 20.0, 20.0)
     assert g.trips == 1
+
+
+def test_half_open_sends_its_probes_and_waits_for_the_slowest():
+    """Half-open at open_duration: half_open_calls probes go out and the rest wait for
+    the slowest probe, the expected longest of 3 exponential services of 200 ms:
+    200 ms x (1 + 1/2 + 1/3) = 367 ms (plus the room's wait), then it closes."""
+    cfg = Resilience4j(enabled=True, scope="pool", window=1.0, minimum_calls=20,
+                       open_duration=2.0, half_open_calls=3)
+    g = cfg.fluid_gate(DT, 300, 0.2)
+    g.heard(0, 100.0, 100.0)
+    assert all(g.blocked(i, True) for i in range(1, 200))
+    assert g.blocked(200, True, wait=0.1) and g.probing == 3
+    wait = round((0.1 + 0.2 * (1 + 1 / 2 + 1 / 3)) / DT)  # 47 steps
+    assert all(g.blocked(i, True) and g.probing == 0 for i in range(201, 200 + wait))
+    assert not g.blocked(200 + wait, True)
+    assert g.trips == 1
+
+
+def test_a_probe_that_meets_a_failing_downstream_reopens_it():
+    cfg = Resilience4j(enabled=True, scope="pool", window=1.0, open_duration=2.0)
+    g = cfg.fluid_gate(DT, 300, 0.2)
+    g.heard(0, 100.0, 100.0)
+    assert g.blocked(200, True) and g.probing == 3
+    assert g.blocked(210, False)  # down while the probes are out: open again, 2 s more
+    assert g.trips == 2 and g.blocked(409, True) and g.probing == 0
+
+
+@pytest.mark.parametrize(("calls", "failures", "threshold", "need"), [
+    (0.0, 0.0, 0.4, 20.0),  # just closed: minimum_calls failures
+    (100.0, 30.0, 0.4, (40.0 - 30.0) / 0.6),  # the share reaches 40% after 16.7 more
+    (19.0, 19.0, 0.4, 1.0),  # one short of the minimum, all failed: the next trips it
+    (100.0, 90.0, 1.0, math.inf),  # 100% needed and 10 calls succeeded: never
+])
+def test_failing_calls_trip_a_closed_breaker_once_it_has_heard_enough(calls, failures,
+                                                                       threshold, need):
+    g = gate(failure_rate_threshold=threshold, window=10.0)
+    g.heard(0, calls, failures)
+    assert g.trips == 0
+    assert g.trips_after() == pytest.approx(need)
+    heard = need * (1 + 1e-9) if need < math.inf else 1e6  # that many, every one failing
+    g.heard(1, heard, heard)
+    assert g.trips == (1 if need < math.inf else 0)
