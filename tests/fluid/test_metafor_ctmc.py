@@ -103,8 +103,8 @@ def full_starts() -> dict[str, list[dict]]:
 @pytest.mark.parametrize("client", ["metafor", "herdsim"])
 def test_a_full_queue_never_drains_as_the_ctmc_says(full_starts, client):
     """The CTMC gives a full queue probability ~1e-10 of draining within 10,000 s (its
-    hitting time 8e13 s): were that wrong by a factor of 10^8, a run of 4,000 s would
-    drain with chance ~0.4 and 5 of them would show it. herdsim's are censored: a lower
+    hitting time 8e13 s): were the drain 10^10 times likelier, a run of 4,000 s would
+    drain with chance ~0.4 and 5 of them would very likely show it. herdsim's are censored: a lower
     bound of 4,000 s each."""
     assert REFERENCE["variants"][0]["p_drained_by_horizon"] < 1e-6
     assert all(run["drain"] is None for run in full_starts[client])
