@@ -62,3 +62,26 @@ def test_with_late_answers_herdsim_is_inside_metafors_runs(herdsim_runs, metric)
 def test_without_late_answers_herdsim_retries_and_refuses_more(herdsim_runs, metric):
     """The gap the late answers close: above the interval."""
     assert mean(herdsim_runs[False], metric) > interval(metric)[1]
+
+
+@pytest.mark.parametrize("room", [98, 100])
+def test_the_ctmcs_count_is_the_waiting_room_and_the_one_in_service(room):
+    """The CTMC's queue (``system_*``) counts the job in service beside the waiting room:
+    on the same samples its mean exceeds the room's by the busy share, at most one (one
+    thread), and from a full start (room + 1 calls at t = 0) neither drains in 300 s."""
+    run = metafor.run(1, 300.0, True, room=room, backlog=room + 1)
+    assert 0 < run["system_mean_n"] - run["mean_n"] <= 1
+    assert run["system_p_full"] <= run["p_full"]  # full with one in service: room full
+    assert 0 < run["system_p_full"] < 1 and run["drain"] is None
+
+
+def test_a_run_started_empty_is_empty_at_once_and_the_default_client_retries_refusals():
+    """From an empty start the system is found empty within a minute (at 0.1 s no call
+    has come with chance e^-0.95 = 0.39, and a queue of a few empties within seconds at
+    load 0.95); with herdsim's default client
+    a call refused at the full room is retried, so it retries more than Metafor's."""
+    empty = metafor.run(2, 200.0, True, backlog=0)
+    assert empty["drain"] is not None and empty["drain"] < 60
+    full = {only: metafor.run(2, 300.0, False, only_timeouts=only, backlog=metafor.ROOM + 1)
+            for only in (True, False)}
+    assert full[False]["retries_per_s"] > full[True]["retries_per_s"]
