@@ -34,6 +34,7 @@ WORK_CELLS = 12_000  # its work a step in the work estimate's kernel cells (2 ns
 TINY = 1e-12
 CARRY, FILL, SCALE, TOP = range(4)  # meta's numbers
 EPS = 1e-15  # the incomplete gamma's series and fraction stop below this
+RECURRENCE = 500.0  # below this mean (e^-mean well above underflow) the pmf by recurrence
 NORMAL = 2.0e4  # above this shape the incomplete gamma is Wilson–Hilferty's normal
 
 
@@ -153,10 +154,17 @@ def _poisson(cells, meta, edges, mean):  # pragma: no cover - compiled
     size = min(top + 2, int(mean + 12.0 * math.sqrt(mean)) + 14)
     pmf = np.empty(size)
     below = 0.0
-    for c in range(size):  # P(calls in cell c): between its edge and the last one
-        cdf = poisson_cdf(edges[c], mean)
-        pmf[c] = cdf - below
-        below = cdf
+    if meta[SCALE] == 1.0 and mean < RECURRENCE:  # a cell a call: the pmf's recurrence
+        term = math.exp(-mean)
+        for c in range(size):
+            pmf[c] = term
+            below += term
+            term *= mean / (c + 1)
+    else:
+        for c in range(size):  # P(calls in cell c): between its edge and the last one
+            cdf = poisson_cdf(edges[c], mean)
+            pmf[c] = cdf - below
+            below = cdf
     pmf[size - 1] += 1.0 - below  # more calls than that
     spread = np.convolve(cells[::-1].copy(), pmf)
     for level in range(top + 1):  # level y: from level y + k, k calls
