@@ -82,3 +82,25 @@ def test_the_wheel_runs_bundled_scenarios_from_an_empty_folder(installed, tmp_pa
     assert reproduced.returncode == 0, reproduced.stderr
     assert (tmp_path / "retries").is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outage-run", "retries"]
+
+
+CACHE_PROBE = """
+import herdsim
+from herdsim.fluid import loop
+from herdsim.config import bundled
+herdsim.predict(herdsim.load_scenario(bundled.path("testbed_herd")))
+print(sum(loop.run.stats.cache_hits.values()), sum(loop.run.stats.cache_misses.values()))
+"""
+
+
+def test_the_wheel_predicts_and_a_later_process_loads_the_compiled_loop(installed, tmp_path):
+    """predict from the wheel (numba, a declared dependency, compiles the fluid model's
+    loop once): the first process compiles and caches it beside the installed module, the
+    next loads it from that cache instead of compiling again (about 10 s each if not)."""
+    predicted = run_in(tmp_path, str(installed / "herdsim"), "predict", "outage", "--out",
+                       "outage-predicted", "--quiet")
+    assert predicted.returncode == 0, predicted.stderr
+    assert (tmp_path / "outage-predicted" / "summary.json").is_file()
+    again = run_in(tmp_path, str(installed / "python"), "-c", CACHE_PROBE)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["1", "0"], again.stdout  # a cache hit, no compile
