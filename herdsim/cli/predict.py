@@ -35,7 +35,8 @@ COMPILING = "predicting (the first prediction after installing compiles the flui
 def predict(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             json_: JsonOpt = False, quiet: QuietOpt = False, fmt: FormatOpt = FORMAT,
             force: ForceOpt = False, explain: ExplainOpt = False) -> None:
-    """Predict a scenario with the fluid (mean-field) model, in well under a second: the
+    """Predict a scenario with the fluid (mean-field) model, in well under a second (the
+    first prediction after installing compiles the model, about 10 s once): the
     same time series, summary and timeline as run, marked as predicted.
 
     Exit code 0, 2 for bad input or a mechanism the fluid model cannot represent."""
