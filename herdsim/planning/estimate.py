@@ -70,6 +70,9 @@ RECOVERY = 2.0  # disturbed seconds beyond an outage: the calls in flight, the b
 CLASSED_WORK = 1.9  # a job's and its calls' CPU with criticality classes (the general
 # loop, a class read per call): classes.yaml with and without them, best of 3, 1.8-1.9x
 BYTES_PER_CLASSED_JOB = 2  # its class: a byte in the recorder, a code in the jobs frame
+DEGRADED_WORK = 1.65  # a call's CPU at a degrading server (its factor read and moved per
+# call): gc.yaml with cost 0 against none, the same calls, 1.33-1.65x per call
+REFUSAL_COST_WORK = 1.1  # ... with refusals that take server time: 1.0-1.09x
 
 
 ADVICE = {  # "jobs": how the scenario's members make fewer (:func:`fewer_jobs`)
@@ -185,7 +188,10 @@ def estimate(scenario: Scenario) -> Estimate:
     events = calls * EVENTS_PER_CALL + ticks + rows
     per_job = WORK_PER_OPEN_LOOP_JOB if scenario.workers.count is None else WORK_PER_JOB
     sure = jobs * sum(t.likely for t in walk(scenario, 0.0))  # the fan-out: no retry
-    per_call = CLASSED_WORK if classed else 1.0  # what a job and each call cost
+    tier_cfgs = (scenario.downstream, *scenario.services.values())
+    per_call = ((CLASSED_WORK if classed else 1.0)  # what a job and each call cost
+                * (DEGRADED_WORK if any(t.degradation for t in tier_cfgs) else 1.0)
+                * (REFUSAL_COST_WORK if any(t.refusal_cost for t in tier_cfgs) else 1.0))
     fixed = jobs * per_job * per_call + (ticks + rows) * WORK_PER_TICK \
         + workers * WORK_PER_WORKER + sum(cache.priming(c) for c in caches)
     work = (fixed + per_call * (max(sure - jobs, 0.0) * WORK_PER_SURE_CALL

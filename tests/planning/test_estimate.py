@@ -487,3 +487,19 @@ def test_criticality_classes_add_their_cost_to_the_estimate():
     a, b = estimate.estimate(with_classes), estimate.estimate(without)
     assert a.calls == b.calls and a.likely == b.likely
     assert a.work > b.work and a.most_work > b.most_work and a.bytes > b.bytes
+
+
+@pytest.mark.parametrize("mechanism", [
+    {"downstream.refusal_cost": {"rejected": "10ms"}},  # a refusal takes server time; gc.yaml's:
+    {"downstream.degradation": {"kind": "gc", "heap": 256, "baseline": 40,
+                                "memory_per_call": 0.5, "cost": 0.2, "recovery": "5s"}},
+], ids=["refusal_cost", "degradation"])
+def test_a_degrading_or_costly_refusing_server_adds_its_cost_to_the_estimate(mechanism):
+    """Degradation and refusal costs change no count of calls but cost CPU per call
+    (measured on gc.yaml: a degradation of cost 0, the same calls, 1.33-1.65x a call's
+    CPU): the same calls, more work with the mechanism than without it."""
+    plain = {"downstream.degradation": None}
+    without = herdsim.load_scenario(bundled.path("gc"), plain)
+    with_it = herdsim.load_scenario(bundled.path("gc"), {**plain, **mechanism})
+    a, b = estimate.estimate(with_it), estimate.estimate(without)
+    assert a.calls == b.calls and a.work > b.work and a.most_work > b.most_work
