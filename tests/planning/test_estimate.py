@@ -496,7 +496,8 @@ def test_criticality_classes_add_their_cost_to_the_estimate():
 ], ids=["refusal_cost", "degradation"])
 def test_a_degrading_or_costly_refusing_server_adds_its_cost_to_the_estimate(mechanism):
     """Degradation and refusal costs change no count of calls but cost CPU per call
-    (a degradation 1.26-1.65x a call's CPU, docs/architecture.md): the same calls, more work with the mechanism than without it."""
+    (a degradation 1.26-1.65x a call's CPU, docs/architecture.md): the same calls, more
+    work with the mechanism than without it."""
     plain = {"downstream.degradation": None}
     without = herdsim.load_scenario(bundled.path("gc"), plain)
     with_it = herdsim.load_scenario(bundled.path("gc"), {**plain, **mechanism})
