@@ -37,8 +37,10 @@ PREDICTED_KPIS: tuple[KPI, ...] = (
                 "gives; peak_calls beside it adds the bunching",
         panels={"run": Panel(12.5)}),
     KPI("model_cpu_seconds", "fluid model CPU time", "s",
-        meaning="predicted: CPU seconds the fluid model's grid and integration took "
-                "(not reading, saving or drawing)",
+        meaning="predicted: CPU seconds the fluid model's grid and integration took in "
+                "this process (not reading, saving or drawing); the first prediction "
+                "after installing includes compiling the model's loop (about 10 s, once), "
+                "a later process loading it (about 0.4 s)",
         panels={"run": Panel(35.5)}),
 )
 
