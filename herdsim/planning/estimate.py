@@ -450,8 +450,8 @@ def _size(n: float) -> str:
 
 
 # the fluid model (herdsim predict, and boundary's first answer): its cost is its steps
-FLUID_CPU_PER_STEP = 15e-6  # s: the loop's own work a step (benchmarks/predict_validation.py:
-# 0.1-1.1 s of CPU for 30,000-90,000 steps on a loaded 2-core machine)
+FLUID_CPU_PER_STEP = 1e-6  # s: the compiled loop's own work a step (0.16-0.73 us a step on
+# the bundled scenarios without a rate limit, benchmarks/predict_speed.py; 15 us in Python)
 FLUID_CPU_PER_CELL = 2e-9  # s: a jittered sleep's kernel cell added, when every step fails
 FLUID_BYTES_PER_STEP = 8 * 40  # the inputs, flows and their lists: ~40 floats a step
 FLUID_BYTES_PER_CLASS_STEP = 8 * 2  # the retries' and client failures' tables, per class

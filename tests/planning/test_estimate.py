@@ -503,3 +503,26 @@ def test_a_degrading_or_costly_refusing_server_adds_its_cost_to_the_estimate(mec
     with_it = herdsim.load_scenario(bundled.path("gc"), {**plain, **mechanism})
     a, b = estimate.estimate(with_it), estimate.estimate(without)
     assert a.calls == b.calls and a.work > b.work and a.most_work > b.most_work
+
+
+def test_the_fluid_estimate_bounds_the_compiled_loop_without_overstating_its_steps():
+    """The fluid model's bound holds its measured CPU (the grid and the compiled loop,
+    compiled beforehand: best of 3), and its per-step term is the compiled loop's, not the
+    Python loop's 15 us (which overstated metastable.yaml's 30,000 steps some 90x)."""
+    from herdsim.fluid import inputs
+    from herdsim.fluid.integrate import integrate
+
+    for name in ("metastable", "poison", "retry_after"):
+        sc = herdsim.load_scenario(bundled.path(name))
+        dt = inputs.step_for(sc)
+        integrate(sc, inputs.build(sc, dt))  # (compiled, or loaded from the cache)
+        cpu = math.inf
+        for _ in range(3):
+            started = time.process_time()
+            integrate(sc, inputs.build(sc, dt))
+            cpu = min(cpu, time.process_time() - started)
+        steps = inputs.steps(sc, dt)
+        guess = estimate.fluid(steps, 2 * (inputs.retries(sc) + 1), inputs.kernel_cells(sc, dt))
+        assert cpu <= guess.most_cpu, (name, cpu, guess)
+        if name == "metastable":  # no rate limit, short kernels: the steps' own term
+            assert steps * estimate.FLUID_CPU_PER_STEP <= 20 * cpu, (steps, cpu)
