@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from herdsim.analysis import cache
-from herdsim.analysis.metastability import TAIL_FRACTION
+from herdsim.analysis.metastability import tail
 from herdsim.policies import downstreams
 from herdsim.policies.cache import warm
 
@@ -52,12 +52,6 @@ COLD = "cold cache"  # the capacity degradation of a cache: named in brackets
 KEYS = ("sustained_by", "tail_calls_per_job", "tail_calls_per_open_job",
         "tail_capacity_ratio", "tail_down_fraction", "tail_hit_rate",
         "hit_rate_before")  # the summary's keys of a held-down run (a tier's: no ratio)
-
-
-def tail(ts: pd.DataFrame, scenario) -> np.ndarray:
-    """The tail's bins: the last TAIL_FRACTION of the run, after the last outage."""
-    start = max(scenario.last_outage_end or 0.0, scenario.duration * (1 - TAIL_FRACTION))
-    return ts["time"].to_numpy() >= start
 
 
 def _sum(ts: pd.DataFrame, column: str, mask: np.ndarray) -> float:

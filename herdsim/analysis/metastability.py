@@ -85,17 +85,22 @@ def run_kpis(result) -> dict[str, float | None]:
     return frame_kpis(result.timeseries, result.scenario)
 
 
+def tail(ts: pd.DataFrame, sc) -> np.ndarray:
+    """The tail's bins: the last ``TAIL_FRACTION`` of the run, after the last outage."""
+    return ts["time"].to_numpy() >= max(sc.last_outage_end or 0.0,
+                                        sc.duration * (1 - TAIL_FRACTION))
+
+
 def frame_kpis(ts: pd.DataFrame, sc) -> dict[str, float | None]:
     """:func:`run_kpis` from a run's time series and scenario."""
-    last_end = sc.last_outage_end or 0.0
-    tail = ts["time"].to_numpy() >= max(last_end, sc.duration * (1 - TAIL_FRACTION))
-    seconds = tail.sum() * sc.bin
+    tail_bins = tail(ts, sc)
+    seconds = tail_bins.sum() * sc.bin
     offered = sc.workload.rate * (1 - sc.workload.poison_fraction)
     if sc.workload.profile and seconds > 0:  # the rate the profile offers in the tail
         start = sc.duration - seconds
         offered = (Piecewise(sc.workload).integral(start, sc.duration) / seconds
                    * (1 - sc.workload.poison_fraction))
-    goodput = float(ts["success"].to_numpy()[tail].sum() / seconds / offered) \
+    goodput = float(ts["success"].to_numpy()[tail_bins].sum() / seconds / offered) \
         if seconds > 0 and offered > 0 else None
     return {
         "load": sc.workload.rate / sc.downstream.capacity_rate(),

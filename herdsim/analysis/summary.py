@@ -335,9 +335,7 @@ def state(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario,
 def stuck(summary: Mapping[str, Any], ts: pd.DataFrame, scenario: Scenario) -> bool:
     """A model with an end of its own that did not reach it: did the trigger's end not
     help? It collapsed after the last outage, or nothing succeeded over the run's tail
-    (the classifier's tail: the last ``TAIL_FRACTION``, after the last outage)."""
+    (the classifier's tail: :func:`~herdsim.analysis.metastability.tail`)."""
     if summary.get("collapses_after_outage"):
         return True
-    start = max(scenario.last_outage_end or 0.0,
-                scenario.duration * (1 - metastability.TAIL_FRACTION))
-    return not ts["success"].to_numpy()[ts["time"].to_numpy() >= start].sum()
+    return not ts["success"].to_numpy()[metastability.tail(ts, scenario)].sum()
