@@ -75,7 +75,7 @@ def run(scenario: ScenarioArg, set_: SetOpt = None, out: OutOpt = None,
             emit_json(result.summary)
         elif not quiet:
             console.print(summary_table(result.summary, f"{sc.name} — {sc.retry.strategy}"))
-            tiers = tier_table(result.summary)
+            tiers = tier_table(result.summary, console.width)
             if tiers is not None:
                 console.print(tiers)
             for table in replica_tables(result.summary):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pandas as pd
 from rich import box
 from rich.markup import escape
 from rich.table import Table
@@ -64,47 +65,66 @@ def _styled(kpi: KPI, value, text: str, summary: dict) -> str:
     return text
 
 
-def tier_table(summary: dict) -> Table | None:
+def tier_table(summary: dict, width: int | None = None) -> Table | None:
     """A call graph's tiers, top first: one row each, a column per tier KPI of
-    the tier registry's table (summary.json's ``tiers``); None for a single-tier run."""
+    the tier registry's table (summary.json's ``tiers``); None for a single-tier run. The
+    last columns are left out (and said so) when *width* cannot hold them unbroken."""
     tiers = summary.get("tiers")
     if not tiers:
         return None
-    table = Table(title="per tier (summary.json's tiers)", show_header=True,
-                  header_style="bold")
-    table.add_column("tier", no_wrap=True)  # "downstream *" on one line
     # a column no tier has (a cache's, where no tier has a cache) would only read n/a
     kpis = [kpi for kpi in on("run", TIER_REGISTRY) if any(kpi.key in row for row in
                                                             tiers.values())]
-    for kpi in kpis:
-        short = kpi.unit if len(kpi.unit) <= 2 else ""  # ×, s: a long unit is the caption's
-        table.add_column(f"{kpi.label} {short}".strip(),
-                         justify="left" if kpi.kind == "text" else "right",
-                         no_wrap=bool(kpi.unreached))
-    for name, row in tiers.items():
-        cells = []
-        for kpi in kpis:
-            value = row.get(kpi.key)
-            if kpi.key not in row:  # not this tier's KPI (a cache's, on a tier without one)
-                cells.append("n/a")
-            elif undefined(value) and kpi.unreached:
-                cells.append(kpi.unreached if kpi.applies(summary) else "n/a")
-            elif undefined(value):
-                cells.append(escape(kpi.missing or "n/a"))
-            elif kpi.classes:
-                cells.append(f"[{STATE_STYLE.get(value, 'default')}]{escape(value)}[/]")
-            else:
-                cells.append(number_text(value))
-        mark = " *" if name == summary.get("headline_tier") else ""
-        table.add_row(safe(name) + mark, *cells)
-    notes = ["calls per success: calls at the tier per succeeded job"]
-    if summary.get("headline_tier"):
-        notes.insert(0, "* the headline tier")
+    headers = {kpi.key: f"{kpi.label} {kpi.unit if len(kpi.unit) <= 2 else ''}".strip()
+               for kpi in kpis}  # ×, s: a long unit is the caption's
+    cells = {kpi.key: [_tier_cell(kpi, row, summary) for row in tiers.values()]
+             for kpi in kpis}
+    names = [safe(name) + (" *" if name == summary.get("headline_tier") else "")
+             for name in tiers]
+    frame = pd.DataFrame({"tier": names, **{headers[k.key]: cells[k.key] for k in kpis}})
+    dropped: list[str] = []
+    while width is not None and len(frame.columns) > 3 and _needed(frame, 3) > width:
+        dropped.insert(0, frame.columns[-1])
+        frame = frame.drop(columns=frame.columns[-1])
+    kpis = kpis[:len(frame.columns) - 1]
+    table = Table(title="per tier (summary.json's tiers)", show_header=True,
+                  header_style="bold")
+    table.add_column("tier", no_wrap=True)  # "downstream *" on one line
+    for kpi in kpis:  # fitted to *width*: never "…", a word cut would hide a state or digit
+        table.add_column(headers[kpi.key].replace(" ", "\n") if width else headers[kpi.key],
+                         no_wrap=width is not None or bool(kpi.unreached),
+                         justify="left" if kpi.kind == "text" else "right")
+    for index, name in enumerate(names):
+        table.add_row(name, *(_state_styled(kpi, cells[kpi.key][index]) for kpi in kpis))
+    notes = ["* the headline tier"] if summary.get("headline_tier") else []
+    if any(kpi.key == "amplification" for kpi in kpis):
+        notes.append("calls per success: calls at the tier per succeeded job")
     if any(kpi.key in row and undefined(row[kpi.key]) and kpi.unreached
            and kpi.applies(summary) for row in tiers.values() for kpi in kpis):
         notes.append(f"not recovered = {NOT_RECOVERED}")
+    if dropped:
+        notes.append(f"not shown for width: {', '.join(dropped)} (see summary.json)")
     table.caption = "; ".join(notes)
     return table
+
+
+def _tier_cell(kpi: KPI, row: dict, summary: dict) -> str:
+    """One tier's *kpi* as printed (plain text: the table's width is measured on it)."""
+    value = row.get(kpi.key)
+    if kpi.key not in row:  # not this tier's KPI (a cache's, on a tier without one)
+        return "n/a"
+    if undefined(value) and kpi.unreached:
+        return kpi.unreached if kpi.applies(summary) else "n/a"
+    if undefined(value):
+        return kpi.missing or "n/a"
+    return str(value) if kpi.classes else number_text(value)
+
+
+def _state_styled(kpi: KPI, text: str) -> str:
+    """A cell escaped, a state in its colour."""
+    if kpi.classes and text in STATE_STYLE:
+        return f"[{STATE_STYLE[text]}]{escape(text)}[/]"
+    return escape(text)
 
 
 def shown_keys(summary: dict) -> list[str]:
@@ -146,14 +166,15 @@ def ranked_table(comparison: Comparison, width: int | None = None) -> Table:
     return _ranked(comparison, frame, dropped)
 
 
-def _needed(frame) -> int:
-    """Columns the table needs: its unbreakable cells (``arm`` up to 20) and padding."""
+def _needed(frame, gap: int = 2) -> int:
+    """Columns the table needs: its unbreakable cells (``arm`` up to 20) and *gap* a
+    column of padding and rule (3 in a boxed table)."""
     def widest(name: str, values) -> int:
         words = [name.replace(" ", "\n"), *(_cell(v) for v in values)]
         return max(len(line) for text in words for line in text.split("\n"))
     columns = [min(20, widest(name, frame[name])) if name == "arm" else widest(name, frame[name])
                for name in frame.columns]
-    return 2 + sum(columns) + 2 * len(columns)
+    return 2 + sum(columns) + gap * len(columns)
 
 
 def _cell(value: str) -> str:
