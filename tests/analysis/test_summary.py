@@ -69,6 +69,15 @@ def test_the_outage_case_of_the_issue_reads_as_a_range():
     assert "≥" in BOUNDS_NOTE and "–" in BOUNDS_NOTE
 
 
+def test_bounds_apart_only_past_the_digits_shown_print_one_number():
+    """A range printed '0.203–0.203' says nothing the number does not: bounds that print
+    alike print once; bounds that print apart keep the range."""
+    close = {"latency_p99": 0.20301, "latency_p99_upper": 0.20304, "latency_censored": True}
+    assert show("latency_p99", close["latency_p99"], close) == "0.203"
+    apart = {**close, "latency_p99_upper": 0.2051}
+    assert show("latency_p99", apart["latency_p99"], apart) == "0.203–0.205"
+
+
 def test_latency_of_successes_is_its_own_number():
     """``latency_succeeded_pXX`` reads the succeeded jobs alone: dead-lettered jobs with
     short latencies must not make a run that mostly fails look fast."""

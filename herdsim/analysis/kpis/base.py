@@ -169,16 +169,19 @@ class KPI:
         return text
 
     def bounded_text(self, text: str, value: Any, summary: dict, ci: float = np.nan) -> str:
-        """*text* (the *value* formatted) when its bounds meet, ``≥ text`` when unbounded
-        above, ``lo–hi`` otherwise (:meth:`bounds`)."""
+        """*text* (the *value* formatted) when its bounds meet (or print alike), ``≥ text``
+        when unbounded above, ``lo–hi`` otherwise (:meth:`bounds`)."""
         found = self.bounds({**summary, self.key: value})
         if found is None or found[1] is not None and math.isclose(found[0], found[1],
                                                                     rel_tol=1e-9):
             return text
         if found[1] is None:
             return f"≥ {text}"
+        low, high = number_text(found[0]), number_text(found[1])
+        if low == high:  # apart only past the digits shown: "0.203–0.203" says nothing
+            return text
         spread = "" if undefined(ci) else f" ±{number_text(float(ci))}"
-        return f"{number_text(found[0])}–{number_text(found[1])}{spread}"
+        return f"{low}–{high}{spread}"
 
     def column(self, frame: pd.DataFrame) -> pd.Series:
         """This KPI's column of *frame* (one row per run or arm); computed by
