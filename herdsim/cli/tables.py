@@ -97,8 +97,7 @@ def tier_table(summary: dict, width: int | None = None) -> Table | None:
     for index, name in enumerate(names):
         table.add_row(name, *(_state_styled(kpi, cells[kpi.key][index]) for kpi in kpis))
     notes = ["* the headline tier"] if summary.get("headline_tier") else []
-    if any(kpi.key == "amplification" for kpi in kpis):
-        notes.append("calls per success: calls at the tier per succeeded job")
+    notes += [f"{kpi.label}: {kpi.unit}" for kpi in kpis if len(kpi.unit) > 2]  # (header)
     if any(kpi.key in row and undefined(row[kpi.key]) and kpi.unreached
            and kpi.applies(summary) for row in tiers.values() for kpi in kpis):
         notes.append(f"not recovered = {NOT_RECOVERED}")
