@@ -273,8 +273,10 @@ def _label_panels(panels: dict, base) -> None:
             note += ", off the scale"
         ax.set_title(f"{name}: calls reaching it per second (thin: failed; {note})",
                      fontsize=13)
+    # from 0, a service's factor too: autoscaled, a wobble of 1.056-1.058 read as a fall
+    service_factors = [k for k in panels if k.startswith(degradation_panels.PANEL)]
     for key in ("success", "connected", "retries", "backlog", "admission", "degradation",
-                *tier_keys):
+                *service_factors, *tier_keys):
         if key in panels:
             panels[key].yaxis.set_major_formatter(EngFormatter(sep=""))
             panels[key].set_ylim(0, max(1.0, panels[key].get_ylim()[1]))

@@ -256,6 +256,18 @@ def test_a_graphs_degrading_service_has_its_factor_per_tier():
     assert any(t.startswith("db's degradation: the factor on the service time") for t in titles)
 
 
+def test_a_services_factor_panel_starts_at_zero_as_the_downstreams_does():
+    """A factor wobbling between 1.056 and 1.058 autoscaled to fill its panel and read as
+    a fall: a service's factor panel starts at 0, like the workers' downstream's."""
+    from conftest import graph
+
+    res = herdsim.run(herdsim.load_scenario(graph(**{"services.db.degradation": {
+        "kind": "contention", "per_call": 0.0005, "recovery": "200ms"}})))
+    panel = next(ax for ax in res.plot("timeline").axes
+                 if ax.get_title(loc="left").startswith("db's degradation"))
+    assert panel.get_ylim()[0] == 0.0 and panel.get_ylim()[1] >= 1.0
+
+
 def test_a_graphs_costly_refusals_are_counted_per_tier():
     """db (20 slots, a waiting room of 10) behind an api that sends it 3 calls a job,
     its door rejections costing 5 ms of a slot: every rejection is a costly refusal, one
