@@ -308,6 +308,9 @@ def scenarios(draw) -> dict:
             workload.pop(name, None)
         workload.setdefault("clients", draw(SIZES["clients"]))
         workload.setdefault("interval", draw(SIZES["workload.interval"]))
+        if "restarts" not in workload and draw(st.booleans()):  # half the time: restarts
+            # (drawn as any optional field, they met periodic arrivals once in ~2,000 draws)
+            workload["restarts"] = [draw(SIZES["workload.restarts.*"])]
     elif workload.get("profile"):
         workload["rate"] = workload["profile"][0]["rate"]  # the profile's first step
     if doc.get("retry", {}).get("late_answers") and draw(st.booleans()):
