@@ -357,7 +357,8 @@ def _fleet(draw, tier: dict) -> None:
         balancer["weights"] = draw(st.lists(st.floats(0.1, 5.0), min_size=tier["replicas"],
                                             max_size=tier["replicas"]))
     if any(o.get("mode") == "flush" for o in tier.get("outages", [])) and \
-            not tier.get("cache") and draw(st.booleans()):  # a flush empties a cache
+            not tier.get("cache") and draw(st.integers(0, 3)):  # a flush empties a cache
+        # (3 times in 4; half the time, flush went unchosen in 600 draws of Hypothesis 6.155)
         tier["cache"] = draw(for_model(Cache, "downstream.cache"))
 
 

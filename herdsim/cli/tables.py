@@ -114,7 +114,7 @@ def _tier_cell(kpi: KPI, row: dict, summary: dict) -> str:
         return "n/a"
     if undefined(value) and kpi.unreached:
         return kpi.unreached if kpi.applies(summary) else "n/a"
-    if undefined(value):
+    if value is None or undefined(value):
         return kpi.missing or "n/a"
     return str(value) if kpi.classes else number_text(value)
 
